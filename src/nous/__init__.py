@@ -1,0 +1,58 @@
+"""Nous — long-term memory for AI agents.
+
+The public surface is re-exported here; everything else is private to its module.
+"""
+
+from nous.api import Nous, SyncNous
+from nous.config import Settings
+from nous.errors import (
+    ConflictError,
+    EmbeddingError,
+    GuardrailError,
+    InvalidInputError,
+    NotFoundError,
+    NousError,
+    StorageError,
+)
+from nous.models import (
+    Censor,
+    Decision,
+    Episode,
+    Fact,
+    Memory,
+    MemoryKind,
+    Procedure,
+    Reason,
+    RecallHit,
+    Turn,
+    WriteResult,
+    WriteStatus,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Censor",
+    "ConflictError",
+    "Decision",
+    "EmbeddingError",
+    "Episode",
+    "Fact",
+    "GuardrailError",
+    "InvalidInputError",
+    "Memory",
+    "MemoryKind",
+    "NotFoundError",
+    "Nous",
+    "NousError",
+    "Procedure",
+    "Reason",
+    "RecallHit",
+    "Settings",
+    "StorageError",
+    "SyncNous",
+    "Turn",
+    "WriteResult",
+    "WriteStatus",
+    "__version__",
+]

@@ -1,0 +1,310 @@
+"""The async Python API: one object per agent over a store and an embedding provider."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from nous.api.transfer import export_lines, import_records, parse_lines, read_lines
+from nous.brain import Brain
+from nous.config import Settings
+from nous.embeddings import Embedder, EmbeddingProvider, create_provider
+from nous.errors import InvalidInputError, NousError
+from nous.heart import CensorMatch, Heart
+from nous.memory import MemoryRepository
+from nous.memory.parsing import enum_value
+from nous.models import (
+    Calibration,
+    Censor,
+    Decision,
+    EdgeRelation,
+    Episode,
+    HistoryEntry,
+    Memory,
+    MemoryKind,
+    Procedure,
+    RecallHit,
+    StoreStats,
+    WriteResult,
+)
+from nous.retrieval import RecallQuery, Retriever
+from nous.storage import Store, create_store
+
+
+def parse_kinds(kinds: Sequence[str | MemoryKind] | str | MemoryKind | None) -> tuple[MemoryKind, ...] | None:
+    """Memory kinds from names (a single name or a list)."""
+    if kinds is None:
+        return None
+    if isinstance(kinds, str | MemoryKind):
+        kinds = [kinds]
+    parsed = tuple(enum_value(MemoryKind, k, field="kinds") for k in kinds)
+    return tuple(k for k in parsed if k is not None) or None
+
+
+class Nous:
+    """Long-term memory for one agent.
+
+    >>> async with Nous(database_url="sqlite:///demo.db") as nous:  # doctest: +SKIP
+    ...     await nous.learn("The user prefers dark mode", category="preference")
+    ...     hits = await nous.recall("what theme does the user like?")
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        database_url: str | None = None,
+        agent_id: str | None = None,
+        embedding_provider: EmbeddingProvider | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        if database_url is not None:
+            self.settings = self.settings.model_copy(update={"database_url": database_url})
+        self.agent_id = agent_id or self.settings.agent_id
+        self._provider = embedding_provider
+        self._store: Store | None = None
+        self._embedder: Embedder | None = None
+        self._owner = True
+        self._repo: MemoryRepository | None = None
+        self._heart: Heart | None = None
+        self._brain: Brain | None = None
+        self._retriever: Retriever | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+    async def open(self) -> Nous:
+        """Open the store (applying migrations) and prepare the embedding provider."""
+        if self._repo is not None:
+            return self
+        provider = self._provider or create_provider(self.settings)
+        store = create_store(
+            self.settings.resolved_database_url(),
+            sqlite_readers=self.settings.sqlite_readers,
+            postgres_pool_size=self.settings.postgres_pool_size,
+        )
+        await store.open(embedding_model=provider.model_name, embedding_dimensions=provider.dimensions)
+        self._attach(store, Embedder(provider))
+        return self
+
+    def _attach(self, store: Store, embedder: Embedder) -> None:
+        self._store, self._embedder = store, embedder
+        self._repo = MemoryRepository(
+            store, embedder, agent_id=self.agent_id, max_content_bytes=self.settings.max_content_bytes
+        )
+        self._heart = Heart(self._repo)
+        self._brain = Brain(self._repo)
+        self._retriever = Retriever(self._repo)
+
+    async def close(self) -> None:
+        """Close the store (only if this object opened it)."""
+        if self._store is not None and self._owner:
+            await self._store.close()
+        self._store = self._repo = None
+        self._heart = self._brain = self._retriever = None
+
+    async def __aenter__(self) -> Nous:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def for_agent(self, agent_id: str) -> Nous:
+        """A view of another agent's memory sharing this store and model."""
+        if self._store is None or self._embedder is None:
+            raise NousError("open Nous before calling for_agent")
+        view = Nous(self.settings, agent_id=agent_id)
+        view._owner = False
+        view._attach(self._store, self._embedder)
+        return view
+
+    # -- organs ------------------------------------------------------------------
+    def _need(self) -> MemoryRepository:
+        if self._repo is None:
+            raise NousError("Nous is not open: use `async with Nous(...)` or `await nous.open()`")
+        return self._repo
+
+    @property
+    def repo(self) -> MemoryRepository:
+        return self._need()
+
+    @property
+    def heart(self) -> Heart:
+        self._need()
+        assert self._heart is not None
+        return self._heart
+
+    @property
+    def brain(self) -> Brain:
+        self._need()
+        assert self._brain is not None
+        return self._brain
+
+    @property
+    def store(self) -> Store:
+        return self._need().store
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._need().embedder
+
+    # -- Heart -------------------------------------------------------------------
+    async def learn(self, content: str, **fields: Any) -> WriteResult:
+        """Store a fact (see ``Facts.learn`` for the fields)."""
+        return await self.heart.facts.learn(content, **fields)
+
+    async def start_episode(self, title: str, **fields: Any) -> Episode:
+        return await self.heart.episodes.start(title, **fields)
+
+    async def end_episode(self, episode_id: str, **fields: Any) -> Episode:
+        return await self.heart.episodes.end(episode_id, **fields)
+
+    async def add_procedure(self, name: str, description: str, **fields: Any) -> Procedure:
+        return await self.heart.procedures.add(name, description, **fields)
+
+    async def add_censor(self, trigger_pattern: str, **fields: Any) -> Censor:
+        return await self.heart.censors.add(trigger_pattern, **fields)
+
+    async def check_censors(self, text: str, *, record: bool = True) -> list[CensorMatch]:
+        return await self.heart.censors.check(text, record=record)
+
+    # -- Brain -------------------------------------------------------------------
+    async def record_decision(self, description: str, **fields: Any) -> Decision:
+        """Store a decision (see ``Decisions.record`` for the fields)."""
+        return await self.brain.decisions.record(description, **fields)
+
+    async def review_decision(self, decision_id: str, outcome: str, *, note: str | None = None) -> Decision:
+        return await self.brain.decisions.review(decision_id, outcome, note=note)
+
+    async def calibration(self) -> Calibration:
+        return await self.brain.calibration()
+
+    # -- any memory --------------------------------------------------------------
+    async def recall(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        kinds: Sequence[str | MemoryKind] | str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        include_inactive: bool = False,
+        include_superseded: bool = False,
+    ) -> list[RecallHit]:
+        """Memories relevant to ``query``, best first, with per-signal scores."""
+        self._need()
+        assert self._retriever is not None
+        return await self._retriever.recall(
+            RecallQuery(
+                text=query,
+                limit=limit,
+                kinds=parse_kinds(kinds),
+                user_id=user_id,
+                session_id=session_id,
+                since=since,
+                until=until,
+                include_inactive=include_inactive,
+                include_superseded=include_superseded,
+            )
+        )
+
+    async def get(self, memory_id: str) -> Memory:
+        """One memory by id (or a unique prefix of 6+ characters)."""
+        return await self._need().get(memory_id)
+
+    async def list(
+        self,
+        kinds: Sequence[str | MemoryKind] | str | None = None,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        include_inactive: bool = False,
+        include_superseded: bool = False,
+    ) -> list[Memory]:
+        """Memories, most recent first."""
+        if not 1 <= limit <= 100_000 or offset < 0:
+            raise InvalidInputError("limit must be 1..100000 and offset >= 0", field="limit")
+        return await self._need().query(
+            kinds=parse_kinds(kinds),
+            limit=limit,
+            offset=offset,
+            include_inactive=include_inactive,
+            include_superseded=include_superseded,
+        )
+
+    async def update(self, memory_id: str, **changes: Any) -> Memory:
+        """Change fields of a memory (audited)."""
+        if not changes:
+            raise InvalidInputError("nothing to update")
+        return await self._need().update(memory_id, changes)
+
+    async def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
+        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited)."""
+        return await self._need().forget(memory_id, hard=hard)
+
+    async def restore(self, memory_id: str) -> Memory:
+        return await self._need().restore(memory_id)
+
+    async def history(self, memory_id: str) -> list[HistoryEntry]:
+        """Every recorded change to a memory, oldest first."""
+        return await self._need().history(memory_id)
+
+    async def link(
+        self,
+        source_id: str,
+        target_id: str,
+        relation: str | EdgeRelation = "relates_to",
+        *,
+        weight: float = 1.0,
+    ) -> bool:
+        """Add a typed edge between two memories; False if it already existed."""
+        rel = enum_value(EdgeRelation, relation, field="relation")
+        assert rel is not None
+        repo = self._need()
+        return await repo.link(
+            await repo.resolve_id(source_id), await repo.resolve_id(target_id), rel, weight=weight
+        )
+
+    async def stats(self) -> StoreStats:
+        return await self.store.stats(self.agent_id)
+
+    async def backfill_embeddings(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embed memories stored while the embedding provider was unavailable."""
+        return await self._need().backfill_embeddings(progress=progress)
+
+    # -- export / import ----------------------------------------------------------
+    async def export_lines(self) -> AsyncIterator[str]:
+        async for line in export_lines(self._need()):
+            yield line
+
+    async def export_jsonl(self, path: Path | str) -> int:
+        """Write this agent's memories and edges to a JSONL file; returns lines written."""
+        count = 0
+        with Path(path).open("w", encoding="utf-8") as out:
+            async for line in self.export_lines():
+                out.write(line + "\n")
+                count += 1
+        return count
+
+    async def import_jsonl(
+        self,
+        source: Path | str | IO[str],
+        progress: Callable[[int], None] | None = None,
+        on_parsed: Callable[[int], None] | None = None,
+    ) -> int:
+        """Import an export file (validated whole first); returns memories imported."""
+        if isinstance(source, str | Path):
+            try:
+                with Path(source).open(encoding="utf-8") as stream:
+                    lines = read_lines(stream)
+            except OSError as exc:
+                raise InvalidInputError(f"cannot read {source}: {exc.strerror}") from None
+        else:
+            lines = read_lines(source)
+        memories, edges = parse_lines(lines, self.agent_id)
+        if on_parsed:
+            on_parsed(len(memories))
+        await import_records(self._need(), memories, edges, progress)
+        return len(memories)

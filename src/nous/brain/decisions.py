@@ -1,0 +1,124 @@
+"""Decisions: what was chosen, why, how confidently, and how it turned out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from nous.memory import MemoryRepository
+from nous.memory.parsing import enum_value
+from nous.memory.repository import build, invalid_from_pydantic
+from nous.models import (
+    Decision,
+    DecisionCategory,
+    Edge,
+    EdgeRelation,
+    Episode,
+    MemoryKind,
+    Outcome,
+    Provenance,
+    Reason,
+    Stakes,
+)
+from nous.storage.base import PutEdge
+
+
+def _reasons(raw: list[Reason | dict[str, Any]] | None) -> list[Reason]:
+    try:
+        return [r if isinstance(r, Reason) else Reason.model_validate(r) for r in raw or []]
+    except ValidationError as exc:
+        raise invalid_from_pydantic(exc) from None
+
+
+class Decisions:
+    """Record, review and list decisions."""
+
+    def __init__(self, repo: MemoryRepository) -> None:
+        self.repo = repo
+
+    async def record(
+        self,
+        description: str,
+        *,
+        context: str | None = None,
+        confidence: float = 0.5,
+        category: str | DecisionCategory | None = None,
+        stakes: str | Stakes = Stakes.MEDIUM,
+        reasons: list[Reason | dict[str, Any]] | None = None,
+        pattern: str | None = None,
+        tags: list[str] | None = None,
+        thoughts: list[str] | None = None,
+        session_id: str | None = None,
+        episode_id: str | None = None,
+        user_id: str | None = None,
+        encoded_frame: str | None = None,
+        actor: str = "api",
+    ) -> Decision:
+        """Store a decision; when ``episode_id`` is given it is linked to that episode."""
+        cat = enum_value(DecisionCategory, category, field="category")
+        extra = []
+        if episode_id is not None:
+            episode = await self.repo.get_typed(episode_id, Episode)
+            episode_id = episode.id
+            session_id = session_id or episode.session_id
+        decision = build(
+            Decision,
+            agent_id=self.repo.agent_id,
+            content=description,
+            context=context,
+            confidence=confidence,
+            category=cat.value if cat else None,
+            stakes=enum_value(Stakes, stakes, field="stakes"),
+            reasons=_reasons(reasons),
+            pattern=pattern,
+            tags=tags,
+            thoughts=thoughts,
+            session_id=session_id,
+            episode_id=episode_id,
+            user_id=user_id,
+            encoded_frame=encoded_frame,
+            provenance=Provenance(source=actor, session_id=session_id, episode_id=episode_id),
+        )
+        if episode_id is not None:
+            extra.append(
+                PutEdge(
+                    Edge(
+                        source_id=decision.id,
+                        target_id=episode_id,
+                        relation=EdgeRelation.PART_OF,
+                        agent_id=self.repo.agent_id,
+                    )
+                )
+            )
+        return await self.repo.create(decision, actor=actor, extra_ops=extra)
+
+    async def review(
+        self, decision_id: str, outcome: str | Outcome, *, note: str | None = None, actor: str = "api"
+    ) -> Decision:
+        """Record how a decision turned out."""
+        result = enum_value(Outcome, outcome, field="outcome")
+        changes: dict[str, Any] = {"outcome": result}
+        if note is not None:
+            changes["outcome_note"] = note
+        await self.repo.get_typed(decision_id, Decision)
+        updated = await self.repo.update(decision_id, changes, actor=actor, kind=MemoryKind.DECISION)
+        assert isinstance(updated, Decision)
+        return updated
+
+    async def list(
+        self, *, outcome: str | None = None, category: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[Decision]:
+        """Decisions, newest first."""
+        wanted = enum_value(Outcome, outcome, field="outcome")
+        cat = enum_value(DecisionCategory, category, field="category")
+        found = await self.repo.query(
+            kinds=(MemoryKind.DECISION,),
+            category=cat.value if cat else None,
+            limit=limit if wanted is None else 10_000,
+            offset=offset,
+        )
+        decisions = [d for d in found if isinstance(d, Decision)]
+        if wanted is not None:
+            decisions = [d for d in decisions if d.outcome == wanted][:limit]
+        return decisions

@@ -1,0 +1,49 @@
+"""All configuration in one place: environment variables with the ``NOUS_`` prefix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_home() -> Path:
+    """Directory for the embedded store and other local state."""
+    return Path.home() / ".nous"
+
+
+class Settings(BaseSettings):
+    """Runtime configuration. Every field can be set as ``NOUS_<FIELD>``."""
+
+    model_config = SettingsConfigDict(env_prefix="NOUS_", env_file=".env", extra="ignore")
+
+    home: Path = Field(default_factory=default_home, description="Local state directory.")
+    database_url: str | None = Field(
+        default=None,
+        description="sqlite:///path.db or postgresql://...; default: sqlite in NOUS_HOME.",
+    )
+    agent_id: str = Field(default="default", min_length=1, max_length=200)
+
+    embedding_provider: str = Field(default="local", description="local | openai | a plugin name")
+    embedding_model: str | None = Field(default=None, description="Provider-specific model name.")
+    embedding_api_base: str = "https://api.openai.com/v1"
+    embedding_api_key: str | None = None
+    embedding_dimensions: int | None = Field(default=None, ge=1, le=8192)
+    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    embedding_timeout_s: float = Field(default=30.0, gt=0)
+
+    max_content_bytes: int = Field(default=100_000, ge=1)
+    postgres_pool_size: int = Field(default=4, ge=1, le=64)
+    sqlite_readers: int = Field(default=4, ge=1, le=32)
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _expand_home(cls, value: object) -> object:
+        return Path(value).expanduser() if isinstance(value, str | Path) else value
+
+    def resolved_database_url(self) -> str:
+        """The database URL, defaulting to an SQLite file inside ``home``."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.home / 'nous.db'}"

@@ -1,0 +1,56 @@
+"""One exception hierarchy for everything Nous raises on purpose."""
+
+from __future__ import annotations
+
+
+class NousError(Exception):
+    """Base class of every error Nous raises deliberately."""
+
+    code: str = "nous_error"
+    http_status: int = 500
+
+
+class InvalidInputError(NousError, ValueError):
+    """The caller passed something Nous cannot store or act on."""
+
+    code = "invalid_input"
+    http_status = 422
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFoundError(NousError, LookupError):
+    """No memory (or other object) exists with the given id."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class ConflictError(NousError):
+    """The operation conflicts with the current state (e.g. an ambiguous id prefix)."""
+
+    code = "conflict"
+    http_status = 409
+
+
+class GuardrailError(NousError):
+    """A guardrail blocked the operation."""
+
+    code = "guardrail_blocked"
+    http_status = 422
+
+
+class StorageError(NousError):
+    """The storage backend failed or is misconfigured."""
+
+    code = "storage_error"
+    http_status = 503
+
+
+class EmbeddingError(NousError):
+    """The embedding provider failed or is misconfigured."""
+
+    code = "embedding_error"
+    http_status = 503

@@ -1,0 +1,100 @@
+"""Facts: what the agent knows."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from nous.memory import MemoryRepository
+from nous.memory.parsing import enum_value
+from nous.memory.repository import build
+from nous.models import (
+    Fact,
+    FactCategory,
+    HistoryAction,
+    MemoryKind,
+    Provenance,
+    WriteResult,
+    WriteStatus,
+)
+
+
+class Facts:
+    """Learn, confirm and list facts."""
+
+    def __init__(self, repo: MemoryRepository) -> None:
+        self.repo = repo
+
+    async def learn(
+        self,
+        content: str,
+        *,
+        subject: str | None = None,
+        category: str | FactCategory | None = None,
+        source: str | None = None,
+        confidence: float = 1.0,
+        tags: list[str] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        occurred_at: datetime | None = None,
+        encoded_frame: str | None = None,
+        encoded_censors: list[str] | None = None,
+        provenance: Provenance | None = None,
+        actor: str = "api",
+    ) -> WriteResult:
+        """Store a fact."""
+        cat = enum_value(FactCategory, category, field="category")
+        fact = build(
+            Fact,
+            agent_id=self.repo.agent_id,
+            content=content,
+            subject=subject,
+            category=cat.value if cat else None,
+            source=source,
+            confidence=confidence,
+            tags=tags,
+            user_id=user_id,
+            session_id=session_id,
+            occurred_at=occurred_at,
+            valid_from=occurred_at,
+            encoded_frame=encoded_frame,
+            encoded_censors=encoded_censors,
+            provenance=provenance or Provenance(source=source or actor, session_id=session_id),
+        )
+        await self.repo.create(fact, actor=actor)
+        return WriteResult(status=WriteStatus.CREATED, memory=fact)
+
+    async def confirm(self, fact_id: str, *, actor: str = "api") -> Fact:
+        """Record that a fact was seen again."""
+        fact = await self.repo.get_typed(fact_id, Fact)
+        updated = await self.repo.update(
+            fact.id,
+            {"confirmation_count": fact.confirmation_count + 1},
+            action=HistoryAction.CONFIRM,
+            actor=actor,
+            kind=MemoryKind.FACT,
+        )
+        assert isinstance(updated, Fact)
+        return updated
+
+    async def list(
+        self,
+        *,
+        subject: str | None = None,
+        category: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        include_superseded: bool = False,
+        include_inactive: bool = False,
+    ) -> list[Fact]:
+        """Facts, newest first."""
+        cat = enum_value(FactCategory, category, field="category")
+        found = await self.repo.query(
+            kinds=(MemoryKind.FACT,),
+            subject=subject,
+            category=cat.value if cat else None,
+            limit=limit,
+            offset=offset,
+            include_superseded=include_superseded,
+            include_inactive=include_inactive,
+        )
+        return [f for f in found if isinstance(f, Fact)]

@@ -1,0 +1,68 @@
+"""Procedures: how to do things, and how well that has worked."""
+
+from __future__ import annotations
+
+from nous.memory import MemoryRepository
+from nous.memory.repository import build
+from nous.models import MemoryKind, Procedure, Provenance
+
+
+class Procedures:
+    """Add procedures and record their use."""
+
+    def __init__(self, repo: MemoryRepository) -> None:
+        self.repo = repo
+
+    async def add(
+        self,
+        name: str,
+        description: str,
+        *,
+        domain: str | None = None,
+        goals: list[str] | None = None,
+        core_patterns: list[str] | None = None,
+        core_tools: list[str] | None = None,
+        core_concepts: list[str] | None = None,
+        notes: str | None = None,
+        tags: list[str] | None = None,
+        encoded_frame: str | None = None,
+        encoded_censors: list[str] | None = None,
+        actor: str = "api",
+    ) -> Procedure:
+        """Store a procedure."""
+        procedure = build(
+            Procedure,
+            agent_id=self.repo.agent_id,
+            name=name,
+            content=description,
+            domain=domain,
+            category=domain,
+            goals=goals,
+            core_patterns=core_patterns,
+            core_tools=core_tools,
+            core_concepts=core_concepts,
+            notes=notes,
+            tags=tags,
+            encoded_frame=encoded_frame,
+            encoded_censors=encoded_censors,
+            provenance=Provenance(source=actor),
+        )
+        return await self.repo.create(procedure, actor=actor)
+
+    async def record_use(
+        self, procedure_id: str, *, success: bool | None = None, actor: str = "api"
+    ) -> Procedure:
+        """Count an activation and, when known, its success or failure."""
+        proc = await self.repo.get_typed(procedure_id, Procedure)
+        changes = {"activation_count": proc.activation_count + 1}
+        if success is True:
+            changes["success_count"] = proc.success_count + 1
+        elif success is False:
+            changes["failure_count"] = proc.failure_count + 1
+        updated = await self.repo.update(proc.id, changes, actor=actor, kind=MemoryKind.PROCEDURE)
+        assert isinstance(updated, Procedure)
+        return updated
+
+    async def list(self, *, limit: int = 50, offset: int = 0) -> list[Procedure]:
+        found = await self.repo.query(kinds=(MemoryKind.PROCEDURE,), limit=limit, offset=offset)
+        return [p for p in found if isinstance(p, Procedure)]

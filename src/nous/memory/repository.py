@@ -1,0 +1,357 @@
+"""MemoryRepository: validated, embedded, audited reads and writes for one agent.
+
+Every write is one ``Store.apply`` call, i.e. one transaction, carrying the
+memory rows, their edges and their audit rows together. If the embedding
+provider fails, the memory is still stored (embedding pending) and
+``backfill_embeddings`` embeds it later: a duplicate is better than a lost memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+from pydantic import ValidationError
+
+from nous._text import validate_content
+from nous._time import utcnow
+from nous.embeddings import Embedder
+from nous.errors import ConflictError, EmbeddingError, InvalidInputError, NotFoundError
+from nous.models import (
+    Edge,
+    EdgeRelation,
+    HistoryAction,
+    HistoryEntry,
+    Memory,
+    MemoryKind,
+)
+from nous.storage import MemoryQuery, Store, WriteOp
+from nous.storage.base import AddHistory, PurgeMemory, PutEdge, PutMemory, SetEmbedding
+from nous.storage.codec import content_hash
+
+log = logging.getLogger(__name__)
+M = TypeVar("M", bound=Memory)
+IMMUTABLE_FIELDS = frozenset({"id", "agent_id", "created_at"})
+
+
+def invalid_from_pydantic(exc: ValidationError) -> InvalidInputError:
+    """Turn a pydantic error into Nous's typed error, naming the first bad field."""
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first.get("loc", ())) or None
+    return InvalidInputError(f"{field or 'input'}: {first.get('msg', 'invalid value')}", field=field)
+
+
+def build(cls: type[M], **fields: Any) -> M:
+    """Construct a model, raising InvalidInputError instead of pydantic's error."""
+    try:
+        return cls(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        raise invalid_from_pydantic(exc) from None
+
+
+def _check_strings(value: Any, path: str, max_bytes: int) -> None:
+    if isinstance(value, str):
+        if value:
+            validate_content(value, field=path, max_bytes=max_bytes)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_strings(v, f"{path}.{k}", max_bytes)
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _check_strings(v, f"{path}[{i}]", max_bytes)
+
+
+class MemoryRepository:
+    """Reads and writes memories of one agent."""
+
+    def __init__(self, store: Store, embedder: Embedder, *, agent_id: str, max_content_bytes: int) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.agent_id = agent_id
+        self.max_content_bytes = max_content_bytes
+
+    # -- validation & embedding ---------------------------------------------------
+    def validate(self, memory: Memory) -> None:
+        """Reject content and text fields Nous must not store."""
+        memory.content = validate_content(memory.content, max_bytes=self.max_content_bytes)
+        dump = memory.model_dump(exclude={"content"})
+        for name, value in dump.items():
+            _check_strings(value, name, self.max_content_bytes)
+        if memory.agent_id != self.agent_id:
+            raise InvalidInputError(f"memory belongs to agent {memory.agent_id!r}, not {self.agent_id!r}")
+
+    async def embed(self, memories: Sequence[Memory]) -> tuple[list[np.ndarray | None], list[str]]:
+        """Vectors (None when the provider failed) and content hashes, reusing stored vectors."""
+        hashes = [content_hash(m) for m in memories]
+        if not memories:
+            return [], hashes
+        try:
+            known = await self.store.embeddings_by_hash(hashes, self.embedder.model_name)
+            vectors = await self.embedder.embed_many([m.embedding_text() for m in memories], known)
+        except EmbeddingError as exc:
+            log.warning(
+                "embedding failed, storing %d memories with embedding pending: %s", len(memories), exc
+            )
+            return [None] * len(memories), hashes
+        return list(vectors), hashes
+
+    def put_ops(self, memory: Memory, vector: np.ndarray | None, hash_: str) -> PutMemory:
+        return PutMemory(
+            memory=memory,
+            content_hash=hash_,
+            embedding=vector,
+            embedding_model=self.embedder.model_name if vector is not None else None,
+        )
+
+    def audit(
+        self,
+        memory_id: str,
+        action: HistoryAction,
+        *,
+        old: dict[str, Any] | None = None,
+        new: dict[str, Any] | None = None,
+        actor: str = "api",
+    ) -> AddHistory:
+        return AddHistory(
+            HistoryEntry(
+                memory_id=memory_id,
+                agent_id=self.agent_id,
+                action=action,
+                old_value=old,
+                new_value=new,
+                actor=actor,
+            )
+        )
+
+    # -- writes ------------------------------------------------------------------
+    async def create(
+        self,
+        memory: M,
+        *,
+        actor: str = "api",
+        vector: np.ndarray | None = None,
+        extra_ops: Sequence[WriteOp] = (),
+        action: HistoryAction = HistoryAction.CREATE,
+    ) -> M:
+        """Store a new memory (and any extra ops) in one transaction."""
+        await self.create_many(
+            [memory],
+            actor=actor,
+            extra_ops=extra_ops,
+            action=action,
+            vectors=None if vector is None else [vector],
+        )
+        return memory
+
+    async def create_many(
+        self,
+        memories: Sequence[Memory],
+        *,
+        actor: str = "api",
+        extra_ops: Sequence[WriteOp] = (),
+        action: HistoryAction = HistoryAction.CREATE,
+        vectors: Sequence[np.ndarray | None] | None = None,
+    ) -> None:
+        """Store several memories in one transaction, embedding them in one batch."""
+        for memory in memories:
+            self.validate(memory)
+        if vectors is None:
+            vecs, hashes = await self.embed(memories)
+        else:
+            vecs, hashes = list(vectors), [content_hash(m) for m in memories]
+        ops: list[WriteOp] = []
+        for memory, vec, h in zip(memories, vecs, hashes, strict=True):
+            ops.append(self.put_ops(memory, vec, h))
+            ops.append(self.audit(memory.id, action, new=memory.model_dump(mode="json"), actor=actor))
+        ops.extend(extra_ops)
+        await self.store.apply(ops)
+
+    async def update(
+        self,
+        memory_id: str,
+        changes: dict[str, Any],
+        *,
+        actor: str = "api",
+        action: HistoryAction = HistoryAction.UPDATE,
+        extra_ops: Sequence[WriteOp] = (),
+        kind: MemoryKind | None = None,
+    ) -> Memory:
+        """Apply field changes to a memory, audited; re-embeds only if its text changed."""
+        current = await self.get(memory_id, kind=kind)
+        bad = set(changes) & IMMUTABLE_FIELDS
+        if bad:
+            raise InvalidInputError(f"cannot change {', '.join(sorted(bad))}", field=sorted(bad)[0])
+        unknown = set(changes) - set(type(current).model_fields)
+        if unknown:
+            raise InvalidInputError(
+                f"{current.kind.value} has no field {sorted(unknown)[0]!r}", field=sorted(unknown)[0]
+            )
+        try:
+            updated = type(current).model_validate(
+                {**current.model_dump(), **changes, "updated_at": utcnow()}
+            )
+        except ValidationError as exc:
+            raise invalid_from_pydantic(exc) from None
+        self.validate(updated)
+        old_dump, new_dump = current.model_dump(mode="json"), updated.model_dump(mode="json")
+        changed = {k for k in new_dump if new_dump[k] != old_dump.get(k) and k != "updated_at"}
+        if not changed and not extra_ops:
+            return current
+        old_hash, new_hash = content_hash(current), content_hash(updated)
+        if old_hash == new_hash:
+            put = PutMemory(memory=updated, content_hash=new_hash, keep_embedding=True)
+        else:
+            (vec,), _ = await self.embed([updated])
+            put = self.put_ops(updated, vec, new_hash)
+        await self.store.apply(
+            [
+                put,
+                self.audit(
+                    updated.id,
+                    action,
+                    old={k: old_dump[k] for k in changed},
+                    new={k: new_dump[k] for k in changed},
+                    actor=actor,
+                ),
+                *extra_ops,
+            ]
+        )
+        return updated
+
+    async def forget(self, memory_id: str, *, hard: bool = False, actor: str = "api") -> Memory:
+        """Soft-delete (restorable), or with ``hard`` delete the row and its edges for good."""
+        memory = await self.get(memory_id, include_inactive=True)
+        if hard:
+            await self.store.apply(
+                [
+                    PurgeMemory(memory.id),
+                    self.audit(memory.id, HistoryAction.PURGE, old={"kind": memory.kind.value}, actor=actor),
+                ]
+            )
+            return memory
+        if not memory.active:
+            return memory
+        return await self.update(memory.id, {"active": False}, action=HistoryAction.DELETE, actor=actor)
+
+    async def restore(self, memory_id: str, *, actor: str = "api") -> Memory:
+        """Undo a soft delete."""
+        memory = await self.get(memory_id, include_inactive=True)
+        if memory.active:
+            return memory
+        return await self.update(memory.id, {"active": True}, action=HistoryAction.RESTORE, actor=actor)
+
+    async def link(
+        self,
+        source_id: str,
+        target_id: str,
+        relation: EdgeRelation,
+        *,
+        weight: float = 1.0,
+        actor: str = "api",
+    ) -> bool:
+        """Add a typed edge; False if the same edge already existed."""
+        if source_id == target_id:
+            raise InvalidInputError("cannot link a memory to itself")
+        found = await self.store.get_many(self.agent_id, [source_id, target_id])
+        for mid in (source_id, target_id):
+            if mid not in found:
+                raise NotFoundError(f"no memory with id {mid!r}")
+        try:
+            edge = Edge(
+                source_id=source_id,
+                target_id=target_id,
+                relation=relation,
+                agent_id=self.agent_id,
+                weight=weight,
+            )
+        except ValidationError as exc:
+            raise invalid_from_pydantic(exc) from None
+        inserted, _ = await self.store.apply(
+            [
+                PutEdge(edge),
+                self.audit(
+                    source_id,
+                    HistoryAction.LINK,
+                    new={"target_id": target_id, "relation": relation.value},
+                    actor=actor,
+                ),
+            ]
+        )
+        return inserted
+
+    # -- reads -------------------------------------------------------------------
+    async def resolve_id(self, memory_id: str) -> str:
+        """Full id for an id or a unique prefix of at least 6 characters."""
+        if not isinstance(memory_id, str) or not memory_id.strip():
+            raise InvalidInputError("id must be a non-empty string", field="id")
+        memory_id = memory_id.strip()
+        if len(memory_id) >= 36:
+            return memory_id
+        if len(memory_id) < 6:
+            raise NotFoundError(f"no memory with id {memory_id!r} (prefixes need 6+ characters)")
+        matches = await self.store.resolve_prefix(self.agent_id, memory_id)
+        if not matches:
+            raise NotFoundError(f"no memory with id {memory_id!r}")
+        if len(matches) > 1:
+            raise ConflictError(f"id prefix {memory_id!r} is ambiguous; give more characters")
+        return matches[0]
+
+    async def get(
+        self, memory_id: str, *, kind: MemoryKind | None = None, include_inactive: bool = True
+    ) -> Memory:
+        """One memory by id or unique prefix; NotFoundError if absent (or of another kind)."""
+        full = await self.resolve_id(memory_id)
+        found = (await self.store.get_many(self.agent_id, [full])).get(full)
+        if (
+            found is None
+            or (kind is not None and found.kind != kind)
+            or (not include_inactive and not found.active)
+        ):
+            what = kind.value if kind else "memory"
+            raise NotFoundError(f"no {what} with id {memory_id!r}")
+        return found
+
+    async def get_typed(self, memory_id: str, cls: type[M]) -> M:
+        memory = await self.get(memory_id, kind=cls.kind)
+        assert isinstance(memory, cls)
+        return memory
+
+    async def query(self, **filters: Any) -> list[Memory]:
+        return await self.store.query(MemoryQuery(agent_id=self.agent_id, **filters))
+
+    async def history(self, memory_id: str) -> list[HistoryEntry]:
+        """The audit trail of a memory (also after a hard forget)."""
+        try:
+            full = await self.resolve_id(memory_id)
+        except NotFoundError:
+            full = memory_id
+        entries = await self.store.history(self.agent_id, full)
+        if not entries:
+            raise NotFoundError(f"no history for id {memory_id!r}")
+        return entries
+
+    # -- maintenance -------------------------------------------------------------
+    async def backfill_embeddings(
+        self, *, batch_size: int = 256, progress: Callable[[int], None] | None = None
+    ) -> int:
+        """Embed memories stored while the provider was failing; returns how many were fixed."""
+        fixed = 0
+        while True:
+            pending = await self.store.missing_embeddings(self.agent_id, batch_size)
+            if not pending:
+                return fixed
+            memories = [m for m, _ in pending]
+            vectors = await self.embedder.embed_many([m.embedding_text() for m in memories])
+            results = await self.store.apply(
+                [
+                    SetEmbedding(m.id, h, v, self.embedder.model_name)
+                    for (m, h), v in zip(pending, vectors, strict=True)
+                ]
+            )
+            fixed += sum(results)
+            if progress:
+                progress(len(pending))
+            if not any(results):
+                return fixed

@@ -1,0 +1,80 @@
+"""Pydantic models at Nous's boundaries."""
+
+from nous.models.base import Memory, MemoryKind, Provenance, new_id
+from nous.models.brain import (
+    Calibration,
+    CategoryCalibration,
+    Decision,
+    DecisionCategory,
+    Outcome,
+    Reason,
+    ReasonType,
+    Stakes,
+)
+from nous.models.heart import (
+    Censor,
+    CensorAction,
+    CompressionTier,
+    Episode,
+    EpisodeOutcome,
+    Fact,
+    FactCategory,
+    Procedure,
+    Turn,
+    WorkingMemory,
+    WorkingMemoryItem,
+)
+from nous.models.results import (
+    Edge,
+    EdgeRelation,
+    HistoryAction,
+    HistoryEntry,
+    RecallHit,
+    StoreStats,
+    WriteResult,
+    WriteStatus,
+)
+
+MEMORY_TYPES: dict[MemoryKind, type[Memory]] = {
+    MemoryKind.FACT: Fact,
+    MemoryKind.EPISODE: Episode,
+    MemoryKind.PROCEDURE: Procedure,
+    MemoryKind.CENSOR: Censor,
+    MemoryKind.DECISION: Decision,
+    MemoryKind.TURN: Turn,
+}
+
+__all__ = [
+    "MEMORY_TYPES",
+    "Calibration",
+    "CategoryCalibration",
+    "Censor",
+    "CensorAction",
+    "CompressionTier",
+    "Decision",
+    "DecisionCategory",
+    "Edge",
+    "EdgeRelation",
+    "Episode",
+    "EpisodeOutcome",
+    "Fact",
+    "FactCategory",
+    "HistoryAction",
+    "HistoryEntry",
+    "Memory",
+    "MemoryKind",
+    "Outcome",
+    "Procedure",
+    "Provenance",
+    "Reason",
+    "ReasonType",
+    "RecallHit",
+    "Stakes",
+    "StoreStats",
+    "Turn",
+    "WorkingMemory",
+    "WorkingMemoryItem",
+    "WriteResult",
+    "WriteStatus",
+    "new_id",
+]

@@ -1,0 +1,170 @@
+"""Heart: what the agent remembers — facts, episodes, procedures, censors, working memory."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from nous._time import utcnow
+from nous.models.base import Memory, MemoryKind
+
+
+class FactCategory(StrEnum):
+    PREFERENCE = "preference"
+    TECHNICAL = "technical"
+    PERSON = "person"
+    TOOL = "tool"
+    CONCEPT = "concept"
+    RULE = "rule"
+    EVENT = "event"
+    OTHER = "other"
+
+
+class Fact(Memory):
+    """Something known: a preference, a technical detail, a person, a rule."""
+
+    kind: ClassVar[MemoryKind] = MemoryKind.FACT
+
+    source: str | None = Field(default=None, max_length=500)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    confirmation_count: int = Field(default=0, ge=0)
+
+
+class CompressionTier(StrEnum):
+    RAW = "raw"
+    COMPRESSED = "compressed"
+    FOSSIL = "fossil"
+
+
+class EpisodeOutcome(StrEnum):
+    SUCCESS = "success"
+    PARTIAL = "partial"
+    FAILURE = "failure"
+    ABANDONED = "abandoned"
+    ONGOING = "ongoing"
+
+
+class Episode(Memory):
+    """Something that happened: a conversation, a task, a session."""
+
+    kind: ClassVar[MemoryKind] = MemoryKind.EPISODE
+
+    title: str | None = Field(default=None, max_length=500)
+    summary: str | None = None
+    structured_summary: dict[str, Any] | None = None
+    frame_used: str | None = Field(default=None, max_length=100)
+    trigger: str | None = Field(default=None, max_length=500)
+    started_at: datetime = Field(default_factory=utcnow)
+    ended_at: datetime | None = None
+    outcome: EpisodeOutcome = EpisodeOutcome.ONGOING
+    lessons: list[str] = Field(default_factory=list)
+    participants: list[str] = Field(default_factory=list)
+    compression_tier: CompressionTier = CompressionTier.RAW
+
+    def embedding_text(self) -> str:
+        parts = [self.title or "", self.summary or "", self.content]
+        return "\n".join(dict.fromkeys(p for p in parts if p))
+
+
+class Procedure(Memory):
+    """How to do something: goals, core patterns, tools, concepts and a track record."""
+
+    kind: ClassVar[MemoryKind] = MemoryKind.PROCEDURE
+
+    name: str = Field(min_length=1, max_length=300)
+    domain: str | None = Field(default=None, max_length=100)
+    goals: list[str] = Field(default_factory=list)
+    core_patterns: list[str] = Field(default_factory=list)
+    core_tools: list[str] = Field(default_factory=list)
+    core_concepts: list[str] = Field(default_factory=list)
+    notes: str | None = None
+    activation_count: int = Field(default=0, ge=0)
+    success_count: int = Field(default=0, ge=0)
+    failure_count: int = Field(default=0, ge=0)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def effectiveness(self) -> float | None:
+        """Share of recorded uses that succeeded; None before any outcome."""
+        total = self.success_count + self.failure_count
+        return self.success_count / total if total else None
+
+    def embedding_text(self) -> str:
+        parts = [self.name, self.content, *self.goals, *self.core_patterns]
+        return "\n".join(dict.fromkeys(p for p in parts if p))
+
+    def data(self) -> dict[str, Any]:
+        data = super().data()
+        data.pop("effectiveness", None)
+        return data
+
+    @classmethod
+    def data_fields(cls) -> frozenset[str]:
+        return super().data_fields() - {"effectiveness"}
+
+
+class CensorAction(StrEnum):
+    WARN = "warn"
+    BLOCK = "block"
+    ABSOLUTE = "absolute"
+
+
+class Censor(Memory):
+    """Something not to do: a trigger pattern and what happens when it fires."""
+
+    kind: ClassVar[MemoryKind] = MemoryKind.CENSOR
+
+    trigger_pattern: str = Field(min_length=1, max_length=2000)
+    action: CensorAction = CensorAction.WARN
+    reason: str | None = None
+    domain: str | None = Field(default=None, max_length=100)
+    activation_count: int = Field(default=0, ge=0)
+    escalation_threshold: int = Field(default=3, ge=1)
+
+
+class Turn(Memory):
+    """One message of a conversation, kept verbatim and retrievable."""
+
+    kind: ClassVar[MemoryKind] = MemoryKind.TURN
+
+    role: str = Field(default="user", max_length=50)
+    speaker: str | None = Field(default=None, max_length=200)
+    episode_id: str | None = None
+
+
+class WorkingMemoryItem(BaseModel):
+    """One item the agent is currently attending to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, max_length=10_000)
+    kind: str = "note"
+    memory_id: str | None = None
+    relevance: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+    added_at: datetime = Field(default_factory=utcnow)
+
+
+class WorkingMemory(BaseModel):
+    """Per-session scratch state: current task, frame, focus items, open threads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    MAX_ITEMS: ClassVar[int] = 20
+
+    agent_id: str
+    session_id: str
+    current_task: str | None = None
+    frame: str | None = None
+    items: list[WorkingMemoryItem] = Field(default_factory=list)
+    open_threads: list[str] = Field(default_factory=list)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    def focus(self, item: WorkingMemoryItem) -> None:
+        """Add an item, evicting the least relevant ones beyond ``MAX_ITEMS``."""
+        self.items = [i for i in self.items if i.content != item.content] + [item]
+        if len(self.items) > self.MAX_ITEMS:
+            self.items.sort(key=lambda i: (i.relevance, i.added_at), reverse=True)
+            self.items = self.items[: self.MAX_ITEMS]

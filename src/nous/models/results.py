@@ -1,0 +1,122 @@
+"""What operations return: write results, recall hits, history, edges, stats."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from nous._time import as_utc, utcnow
+from nous.models.base import Memory, MemoryKind
+
+
+class WriteStatus(StrEnum):
+    CREATED = "created"
+    DUPLICATE = "duplicate"
+    CONNECTED = "connected"
+    SUPERSEDED = "superseded"
+    UPDATED = "updated"
+
+
+class WriteResult(BaseModel):
+    """Outcome of storing a memory."""
+
+    status: WriteStatus
+    memory: Memory
+    existing_id: str | None = None
+    related_ids: list[str] = Field(default_factory=list)
+    superseded_id: str | None = None
+    similarity: float | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+
+class RecallHit(BaseModel):
+    """One recalled memory with its score and the signals that produced it."""
+
+    id: str
+    kind: MemoryKind
+    content: str
+    score: float
+    signals: dict[str, float] = Field(default_factory=dict)
+    memory: Memory
+
+
+class HistoryAction(StrEnum):
+    CREATE = "create"
+    UPDATE = "update"
+    SUPERSEDE = "supersede"
+    CONFIRM = "confirm"
+    DELETE = "delete"
+    RESTORE = "restore"
+    PURGE = "purge"
+    LINK = "link"
+    IMPORT = "import"
+
+
+class HistoryEntry(BaseModel):
+    """One audit row: what changed, from what, to what, by whom, when."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: int | None = None
+    memory_id: str
+    agent_id: str
+    action: HistoryAction
+    old_value: dict[str, Any] | None = None
+    new_value: dict[str, Any] | None = None
+    actor: str = "api"
+    at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return as_utc(value)
+
+
+class EdgeRelation(StrEnum):
+    RELATES_TO = "relates_to"
+    SUPPORTS = "supports"
+    CONTRADICTS = "contradicts"
+    SUPERSEDES = "supersedes"
+    CAUSED_BY = "caused_by"
+    PART_OF = "part_of"
+    DERIVED_FROM = "derived_from"
+    FOLLOWS = "follows"
+
+
+class Edge(BaseModel):
+    """A typed link between two memories; unique per (source, target, relation)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source_id: str
+    target_id: str
+    relation: EdgeRelation
+    agent_id: str
+    weight: float = Field(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return as_utc(value)
+
+
+class StoreStats(BaseModel):
+    """Counts of what a store holds for one agent."""
+
+    backend: str
+    location: str
+    agent_id: str
+    active_by_kind: dict[str, int]
+    inactive: int
+    edges: int
+    history_rows: int
+    missing_embeddings: int
+    schema_version: int

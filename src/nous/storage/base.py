@@ -1,0 +1,199 @@
+"""The one storage interface every backend implements.
+
+Writes are expressed as a list of operations applied in one transaction, so an
+operation that touches several rows (a supersession, a link, an audit row) is
+never half-written. Reads are plain async methods.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from nous.models import Edge, HistoryEntry, Memory, MemoryKind, StoreStats, WorkingMemory
+
+
+@dataclass(slots=True)
+class PutMemory:
+    """Insert a memory, or replace every column of an existing one with the same id."""
+
+    memory: Memory
+    content_hash: str
+    embedding: np.ndarray | None = None
+    embedding_model: str | None = None
+    keep_embedding: bool = False
+
+
+@dataclass(slots=True)
+class PutEdge:
+    """Insert an edge unless the same (source, target, relation) already exists."""
+
+    edge: Edge
+
+
+@dataclass(slots=True)
+class AddHistory:
+    """Append an audit row."""
+
+    entry: HistoryEntry
+
+
+@dataclass(slots=True)
+class PurgeMemory:
+    """Delete a memory row and its edges for good (explicit forget only)."""
+
+    memory_id: str
+
+
+@dataclass(slots=True)
+class PutWorkingMemory:
+    """Insert or replace one session's working memory."""
+
+    working_memory: WorkingMemory
+
+
+@dataclass(slots=True)
+class SetEmbedding:
+    """Attach an embedding to a memory whose content hash still matches."""
+
+    memory_id: str
+    content_hash: str
+    embedding: np.ndarray
+    embedding_model: str
+
+
+WriteOp = PutMemory | PutEdge | AddHistory | PurgeMemory | PutWorkingMemory | SetEmbedding
+
+
+@dataclass(slots=True)
+class MemoryQuery:
+    """Which memories a read concerns. ``None`` means no constraint."""
+
+    agent_id: str
+    kinds: tuple[MemoryKind, ...] | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    subject: str | None = None
+    category: str | None = None
+    include_inactive: bool = False
+    include_superseded: bool = False
+    since: datetime | None = None
+    until: datetime | None = None
+    ids: tuple[str, ...] | None = None
+    newest_first: bool = True
+    limit: int = 100
+    offset: int = 0
+
+    def narrows_beyond_kind(self) -> bool:
+        """True when the query filters on more than agent, kind and activity."""
+        return any(
+            v is not None
+            for v in (
+                self.user_id,
+                self.session_id,
+                self.subject,
+                self.category,
+                self.since,
+                self.until,
+                self.ids,
+            )
+        )
+
+
+@dataclass(slots=True)
+class ScoredId:
+    """A memory id with a backend-specific relevance score (higher is better)."""
+
+    id: str
+    score: float
+
+
+@dataclass(slots=True)
+class StoreInfo:
+    """Static facts about an open store."""
+
+    backend: str
+    location: str
+    embedding_model: str | None = None
+    embedding_dimensions: int | None = None
+    extras: dict[str, str] = field(default_factory=dict)
+
+
+class Store(ABC):
+    """Abstract storage backend."""
+
+    info: StoreInfo
+
+    @abstractmethod
+    async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
+        """Connect, apply pending migrations and check the embedding space matches."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections and threads."""
+
+    @abstractmethod
+    async def apply(self, ops: list[WriteOp]) -> list[bool]:
+        """Apply the operations in one transaction; per op, whether it changed anything."""
+
+    @abstractmethod
+    async def get_many(self, agent_id: str, ids: list[str]) -> dict[str, Memory]:
+        """Memories by id (active or not) within an agent; unknown ids are absent."""
+
+    @abstractmethod
+    async def resolve_prefix(self, agent_id: str, prefix: str) -> list[str]:
+        """Up to two ids starting with ``prefix``."""
+
+    @abstractmethod
+    async def query(self, query: MemoryQuery) -> list[Memory]:
+        """Memories matching the query, by ``occurred_at``."""
+
+    @abstractmethod
+    async def vector_search(self, query: MemoryQuery, embedding: np.ndarray, limit: int) -> list[ScoredId]:
+        """Nearest memories by cosine similarity (score = cosine)."""
+
+    @abstractmethod
+    async def keyword_search(self, query: MemoryQuery, terms: list[str], limit: int) -> list[ScoredId]:
+        """Memories matching any of the terms, best first (score = backend rank)."""
+
+    @abstractmethod
+    async def edges(self, agent_id: str, ids: list[str]) -> list[Edge]:
+        """Edges touching any of the ids."""
+
+    @abstractmethod
+    async def history(self, agent_id: str, memory_id: str) -> list[HistoryEntry]:
+        """The audit trail of one memory, oldest first."""
+
+    @abstractmethod
+    async def embeddings_by_hash(self, hashes: list[str], model: str) -> dict[str, np.ndarray]:
+        """Stored embeddings of the given content hashes, computed by ``model``."""
+
+    @abstractmethod
+    async def missing_embeddings(self, agent_id: str | None, limit: int) -> list[tuple[Memory, str]]:
+        """Memories without an embedding and their content hashes."""
+
+    @abstractmethod
+    async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:
+        """One session's working memory, if any."""
+
+    @abstractmethod
+    async def stats(self, agent_id: str) -> StoreStats:
+        """Counts for one agent."""
+
+    @abstractmethod
+    def iter_memories(self, agent_id: str, batch_size: int = 500) -> AsyncIterator[Memory]:
+        """Every memory of an agent, active or not, oldest first."""
+
+    @abstractmethod
+    async def all_edges(self, agent_id: str) -> list[Edge]:
+        """Every edge of an agent."""
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,106 @@
+"""Converting memories to and from storage rows, shared by every backend."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from nous._text import text_hash
+from nous.errors import StorageError
+from nous.models import MEMORY_TYPES, Memory, MemoryKind, Provenance
+
+# Columns of the memories table that come from the model's own fields.
+MODEL_COLUMNS: tuple[str, ...] = (
+    "id",
+    "kind",
+    "agent_id",
+    "user_id",
+    "session_id",
+    "content",
+    "search_text",
+    "subject",
+    "category",
+    "tags",
+    "provenance",
+    "data",
+    "encoded_frame",
+    "encoded_censors",
+    "active",
+    "superseded_by",
+    "valid_from",
+    "valid_to",
+    "occurred_at",
+    "created_at",
+    "updated_at",
+    "content_hash",
+)
+TIME_COLUMNS = frozenset({"valid_from", "valid_to", "occurred_at", "created_at", "updated_at"})
+JSON_COLUMNS = frozenset({"tags", "provenance", "data", "encoded_censors"})
+
+
+def content_hash(memory: Memory) -> str:
+    """Hash of the text that gets embedded: unchanged hash means no re-embedding."""
+    return text_hash(memory.embedding_text())
+
+
+def memory_to_row(memory: Memory, hash_: str) -> dict[str, Any]:
+    """Column values for a memory; JSON columns as Python objects, times as datetimes."""
+    return {
+        "id": memory.id,
+        "kind": memory.kind.value,
+        "agent_id": memory.agent_id,
+        "user_id": memory.user_id,
+        "session_id": memory.session_id,
+        "content": memory.content,
+        "search_text": memory.embedding_text(),
+        "subject": memory.subject,
+        "category": memory.category,
+        "tags": memory.tags,
+        "provenance": memory.provenance.model_dump(mode="json", exclude_defaults=True),
+        "data": memory.data(),
+        "encoded_frame": memory.encoded_frame,
+        "encoded_censors": memory.encoded_censors,
+        "active": memory.active,
+        "superseded_by": memory.superseded_by,
+        "valid_from": memory.valid_from,
+        "valid_to": memory.valid_to,
+        "occurred_at": memory.occurred_at,
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+        "content_hash": hash_,
+    }
+
+
+def _loads(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def row_to_memory(row: dict[str, Any]) -> Memory:
+    """Rebuild the typed memory from a row (JSON as text or parsed, times as text or datetime)."""
+    try:
+        cls = MEMORY_TYPES[MemoryKind(row["kind"])]
+    except (KeyError, ValueError) as exc:
+        raise StorageError(f"row {row.get('id')!r} has unknown kind {row.get('kind')!r}") from exc
+    fields: dict[str, Any] = {
+        name: row[name]
+        for name in Memory.model_fields
+        if name in row and name not in ("provenance", "tags", "encoded_censors")
+    }
+    fields["tags"] = _loads(row["tags"]) or []
+    fields["encoded_censors"] = _loads(row["encoded_censors"])
+    fields["provenance"] = Provenance(**(_loads(row["provenance"]) or {}))
+    fields["active"] = bool(row["active"])
+    for name in TIME_COLUMNS:
+        value = fields.get(name)
+        if isinstance(value, str):
+            fields[name] = datetime.fromisoformat(value)
+    data = _loads(row["data"]) or {}
+    return cls.model_validate({**data, **fields})
+
+
+def to_f32(vector: np.ndarray | list[float]) -> np.ndarray:
+    """A contiguous float32 copy of a vector."""
+    return np.ascontiguousarray(vector, dtype=np.float32)

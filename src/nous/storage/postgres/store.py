@@ -1,0 +1,377 @@
+"""The PostgreSQL backend: pgvector HNSW (cosine) and tsvector/GIN keyword search."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector_async
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from nous.errors import StorageError
+from nous.models import (
+    Edge,
+    EdgeRelation,
+    HistoryAction,
+    HistoryEntry,
+    Memory,
+    StoreStats,
+    WorkingMemory,
+)
+from nous.storage.base import (
+    AddHistory,
+    MemoryQuery,
+    PurgeMemory,
+    PutEdge,
+    PutMemory,
+    PutWorkingMemory,
+    ScoredId,
+    SetEmbedding,
+    Store,
+    StoreInfo,
+    WriteOp,
+)
+from nous.storage.codec import JSON_COLUMNS, MODEL_COLUMNS, memory_to_row, row_to_memory
+from nous.storage.filters import where_clause
+from nous.storage.migrations import load_migrations
+
+SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
+EDGE_COLUMNS = "source_id, target_id, relation, agent_id, weight, created_at"
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_WORD = re.compile(r"\w+")
+EF_SEARCH = 200
+
+
+class PostgresStore(Store):
+    """Store in a PostgreSQL database (with the pgvector extension), in its own schema."""
+
+    def __init__(self, url: str, *, schema: str = "nous", pool_size: int = 4) -> None:
+        if not _SCHEMA_NAME.match(schema):
+            raise StorageError(f"invalid schema name {schema!r}: use lowercase letters, digits, _")
+        self.url = url
+        self.schema = schema
+        self._pool_size = pool_size
+        self.info = StoreInfo(backend="postgres", location=_redact(url), extras={"schema": schema})
+        self._pool: AsyncConnectionPool | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
+        try:
+            async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+                await self._migrate(conn, embedding_dimensions)
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot prepare PostgreSQL store at {self.info.location}: {exc}") from exc
+
+        async def configure(conn: psycopg.AsyncConnection) -> None:
+            await register_vector_async(conn)
+
+        self._pool = AsyncConnectionPool(
+            self.url,
+            min_size=1,
+            max_size=self._pool_size,
+            open=False,
+            configure=configure,
+            kwargs={"autocommit": True, "options": f"-c search_path={self.schema},public"},
+        )
+        try:
+            await self._pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            raise StorageError(f"cannot connect to PostgreSQL at {self.info.location}: {exc}") from exc
+        await self._check_embedding_space(embedding_model, embedding_dimensions)
+        self.info.embedding_model = embedding_model
+        self.info.embedding_dimensions = embedding_dimensions
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def _migrate(self, conn: psycopg.AsyncConnection, dimensions: int) -> None:
+        schema = sql.Identifier(self.schema)
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"nous-migrate:{self.schema}",))
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+            await conn.execute(sql.SQL("SET LOCAL search_path = {}, public").format(schema))
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            cur = await conn.execute("SELECT version FROM schema_migrations")
+            applied = {r[0] for r in await cur.fetchall()}
+            for migration in load_migrations("nous.storage.postgres"):
+                if migration.version in applied:
+                    continue
+                script = migration.sql.replace("{dimensions}", str(int(dimensions)))
+                await conn.execute(script.encode())
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    (migration.version, migration.name),
+                )
+
+    async def _check_embedding_space(self, model: str, dims: int) -> None:
+        async with self._conn() as conn:
+            cur = await conn.execute("SELECT key, value FROM meta")
+            meta = dict(await cur.fetchall())
+            if "embedding_model" not in meta:
+                await conn.execute(
+                    "INSERT INTO meta VALUES ('embedding_model', %s), ('embedding_dimensions', %s) "
+                    "ON CONFLICT DO NOTHING",
+                    (model, str(dims)),
+                )
+                return
+        if meta["embedding_model"] != model or int(meta["embedding_dimensions"]) != dims:
+            raise StorageError(
+                f"this store was built with embedding model {meta['embedding_model']!r} "
+                f"({meta['embedding_dimensions']} dims) but {model!r} ({dims} dims) is configured; "
+                "configure the original model or use a new schema"
+            )
+
+    def _conn(self) -> Any:
+        if self._pool is None:
+            raise StorageError("store is not open")
+        return self._pool.connection()
+
+    async def _fetch(self, query: str, params: Any = ()) -> list[dict[str, Any]]:
+        async with self._conn() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(query, params)
+            return await cur.fetchall()
+
+    # -- writes --------------------------------------------------------------------
+    async def apply(self, ops: list[WriteOp]) -> list[bool]:
+        if not ops:
+            return []
+        try:
+            async with self._conn() as conn, conn.transaction():
+                return [await self._apply_one(conn, op) for op in ops]
+        except psycopg.Error as exc:
+            raise StorageError(f"write failed: {exc}") from exc
+
+    async def _apply_one(self, conn: psycopg.AsyncConnection, op: WriteOp) -> bool:
+        match op:
+            case PutMemory():
+                row = memory_to_row(op.memory, op.content_hash)
+                for name in JSON_COLUMNS:
+                    if row[name] is not None:
+                        row[name] = Jsonb(row[name])
+                columns = list(MODEL_COLUMNS)
+                values = [row[c] for c in columns]
+                if not op.keep_embedding:
+                    columns += ["embedding", "embedding_model"]
+                    emb = None if op.embedding is None else np.asarray(op.embedding, np.float32)
+                    values += [emb, op.embedding_model if emb is not None else None]
+                updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
+                cur = await conn.execute(
+                    f"INSERT INTO memories ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
+                    f"ON CONFLICT (id) DO UPDATE SET {updates}",
+                    values,
+                )
+                return cur.rowcount > 0
+            case PutEdge(edge=e):
+                cur = await conn.execute(
+                    f"INSERT INTO edges ({EDGE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    (e.source_id, e.target_id, e.relation.value, e.agent_id, e.weight, e.created_at),
+                )
+                return cur.rowcount > 0
+            case AddHistory(entry=h):
+                await conn.execute(
+                    "INSERT INTO history (memory_id, agent_id, action, old_value, new_value, actor, at) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    (
+                        h.memory_id,
+                        h.agent_id,
+                        h.action.value,
+                        None if h.old_value is None else Jsonb(h.old_value),
+                        None if h.new_value is None else Jsonb(h.new_value),
+                        h.actor,
+                        h.at,
+                    ),
+                )
+                return True
+            case PurgeMemory(memory_id=mid):
+                cur = await conn.execute("DELETE FROM memories WHERE id = %s", (mid,))
+                await conn.execute("DELETE FROM edges WHERE source_id = %s OR target_id = %s", (mid, mid))
+                return cur.rowcount > 0
+            case PutWorkingMemory(working_memory=wm):
+                await conn.execute(
+                    "INSERT INTO working_memory VALUES (%s, %s, %s, %s) ON CONFLICT (agent_id, session_id) "
+                    "DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at",
+                    (wm.agent_id, wm.session_id, Jsonb(wm.model_dump(mode="json")), wm.updated_at),
+                )
+                return True
+            case SetEmbedding():
+                cur = await conn.execute(
+                    "UPDATE memories SET embedding = %s, embedding_model = %s WHERE id = %s AND content_hash = %s",
+                    (np.asarray(op.embedding, np.float32), op.embedding_model, op.memory_id, op.content_hash),
+                )
+                return cur.rowcount > 0
+        raise StorageError(f"unknown write operation {op!r}")
+
+    # -- reads ---------------------------------------------------------------------
+    async def get_many(self, agent_id: str, ids: list[str]) -> dict[str, Memory]:
+        if not ids:
+            return {}
+        rows = await self._fetch(
+            f"SELECT {SELECT_COLUMNS} FROM memories WHERE agent_id = %s AND id = ANY(%s)",
+            (agent_id, list(dict.fromkeys(ids))),
+        )
+        return {r["id"]: row_to_memory(r) for r in rows}
+
+    async def resolve_prefix(self, agent_id: str, prefix: str) -> list[str]:
+        rows = await self._fetch(
+            "SELECT id FROM memories WHERE agent_id = %s AND id LIKE %s LIMIT 2",
+            (agent_id, _like_prefix(prefix)),
+        )
+        return [r["id"] for r in rows]
+
+    async def query(self, query: MemoryQuery) -> list[Memory]:
+        where, params = where_clause(query, "%s")
+        order = "DESC" if query.newest_first else "ASC"
+        rows = await self._fetch(
+            f"SELECT {SELECT_COLUMNS} FROM memories WHERE {where} "
+            f"ORDER BY occurred_at {order}, seq {order} LIMIT %s OFFSET %s",
+            [*params, query.limit, query.offset],
+        )
+        return [row_to_memory(r) for r in rows]
+
+    async def vector_search(self, query: MemoryQuery, embedding: np.ndarray, limit: int) -> list[ScoredId]:
+        where, params = where_clause(query, "%s")
+        vector = np.asarray(embedding, dtype=np.float32)
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, limit)}")
+            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cur = await conn.execute(
+                f"SELECT id, 1 - (embedding <=> %s) AS score FROM memories "
+                f"WHERE {where} AND embedding IS NOT NULL ORDER BY embedding <=> %s LIMIT %s",
+                [vector, *params, vector, limit],
+            )
+            rows = await cur.fetchall()
+        hits = [ScoredId(r[0], float(r[1])) for r in rows]
+        hits.sort(key=lambda h: h.score, reverse=True)
+        return hits
+
+    async def keyword_search(self, query: MemoryQuery, terms: list[str], limit: int) -> list[ScoredId]:
+        words = [w for t in terms for w in _WORD.findall(t)]
+        if not words:
+            return []
+        tsquery = " | ".join(dict.fromkeys(words))
+        where, params = where_clause(query, "%s", prefix="m.")
+        rows = await self._fetch(
+            "SELECT m.id, ts_rank_cd(m.tsv, q) AS score FROM memories m, to_tsquery('english', %s) q "
+            f"WHERE m.tsv @@ q AND {where} ORDER BY score DESC, m.seq LIMIT %s",
+            [tsquery, *params, limit],
+        )
+        return [ScoredId(r["id"], float(r["score"])) for r in rows]
+
+    async def edges(self, agent_id: str, ids: list[str]) -> list[Edge]:
+        if not ids:
+            return []
+        rows = await self._fetch(
+            f"SELECT {EDGE_COLUMNS} FROM edges WHERE agent_id = %s AND (source_id = ANY(%s) OR target_id = ANY(%s))",
+            (agent_id, ids, ids),
+        )
+        return [_edge(r) for r in rows]
+
+    async def all_edges(self, agent_id: str) -> list[Edge]:
+        rows = await self._fetch(
+            f"SELECT {EDGE_COLUMNS} FROM edges WHERE agent_id = %s ORDER BY created_at", (agent_id,)
+        )
+        return [_edge(r) for r in rows]
+
+    async def history(self, agent_id: str, memory_id: str) -> list[HistoryEntry]:
+        rows = await self._fetch(
+            "SELECT id, memory_id, agent_id, action, old_value, new_value, actor, at FROM history "
+            "WHERE memory_id = %s AND agent_id = %s ORDER BY id",
+            (memory_id, agent_id),
+        )
+        return [HistoryEntry(**{**r, "action": HistoryAction(r["action"])}) for r in rows]
+
+    async def embeddings_by_hash(self, hashes: list[str], model: str) -> dict[str, np.ndarray]:
+        if not hashes:
+            return {}
+        rows = await self._fetch(
+            "SELECT DISTINCT ON (content_hash) content_hash, embedding FROM memories "
+            "WHERE embedding_model = %s AND embedding IS NOT NULL AND content_hash = ANY(%s)",
+            (model, list(dict.fromkeys(hashes))),
+        )
+        return {r["content_hash"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
+
+    async def missing_embeddings(self, agent_id: str | None, limit: int) -> list[tuple[Memory, str]]:
+        scope = "AND agent_id = %s" if agent_id else ""
+        params: list[Any] = [agent_id] if agent_id else []
+        rows = await self._fetch(
+            f"SELECT {SELECT_COLUMNS} FROM memories WHERE embedding IS NULL {scope} ORDER BY seq LIMIT %s",
+            [*params, limit],
+        )
+        return [(row_to_memory(r), r["content_hash"]) for r in rows]
+
+    async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:
+        rows = await self._fetch(
+            "SELECT data FROM working_memory WHERE agent_id = %s AND session_id = %s", (agent_id, session_id)
+        )
+        return WorkingMemory.model_validate(rows[0]["data"]) if rows else None
+
+    async def stats(self, agent_id: str) -> StoreStats:
+        async with self._conn() as conn:
+
+            async def one(q: str) -> Any:
+                cur = await conn.execute(q, (agent_id,))
+                return (await cur.fetchone())[0]
+
+            cur = await conn.execute(
+                "SELECT kind, count(*) FROM memories WHERE agent_id = %s AND active AND superseded_by IS NULL "
+                "GROUP BY kind",
+                (agent_id,),
+            )
+            by_kind = {k: int(n) for k, n in await cur.fetchall()}
+            inactive = await one(
+                "SELECT count(*) FROM memories WHERE agent_id = %s AND (NOT active OR superseded_by IS NOT NULL)"
+            )
+            edges = await one("SELECT count(*) FROM edges WHERE agent_id = %s")
+            history = await one("SELECT count(*) FROM history WHERE agent_id = %s")
+            missing = await one("SELECT count(*) FROM memories WHERE agent_id = %s AND embedding IS NULL")
+            cur = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
+            version = (await cur.fetchone())[0]
+        return StoreStats(
+            backend="postgres",
+            location=self.info.location,
+            agent_id=agent_id,
+            active_by_kind=by_kind,
+            inactive=inactive,
+            edges=edges,
+            history_rows=history,
+            missing_embeddings=missing,
+            schema_version=version,
+        )
+
+    async def iter_memories(self, agent_id: str, batch_size: int = 500) -> AsyncIterator[Memory]:
+        last = 0
+        while True:
+            rows = await self._fetch(
+                f"SELECT seq, {SELECT_COLUMNS} FROM memories WHERE agent_id = %s AND seq > %s "
+                "ORDER BY seq LIMIT %s",
+                (agent_id, last, batch_size),
+            )
+            if not rows:
+                return
+            for row in rows:
+                yield row_to_memory(row)
+            last = rows[-1]["seq"]
+
+
+def _edge(r: dict[str, Any]) -> Edge:
+    return Edge(**{**r, "relation": EdgeRelation(r["relation"])})
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _redact(url: str) -> str:
+    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)

@@ -1,0 +1,503 @@
+"""The embedded SQLite backend: WAL file, FTS5 keyword index, in-process vector index."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nous.errors import StorageError
+from nous.models import (
+    Edge,
+    EdgeRelation,
+    HistoryAction,
+    HistoryEntry,
+    Memory,
+    StoreStats,
+    WorkingMemory,
+)
+from nous.storage.base import (
+    AddHistory,
+    MemoryQuery,
+    PurgeMemory,
+    PutEdge,
+    PutMemory,
+    PutWorkingMemory,
+    ScoredId,
+    SetEmbedding,
+    Store,
+    StoreInfo,
+    WriteOp,
+)
+from nous.storage.codec import (
+    JSON_COLUMNS,
+    MODEL_COLUMNS,
+    TIME_COLUMNS,
+    memory_to_row,
+    row_to_memory,
+)
+from nous.storage.filters import where_clause
+from nous.storage.migrations import load_migrations
+from nous.storage.sqlite.connection import ReaderPool, WriterThread
+from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
+
+SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
+CHUNK = 500
+
+
+def fmt_time(value: datetime) -> str:
+    """Fixed-width UTC text, so string order is time order."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def _encode(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    for name in JSON_COLUMNS:
+        out[name] = None if out[name] is None else json.dumps(out[name], separators=(",", ":"))
+    for name in TIME_COLUMNS:
+        if out[name] is not None:
+            out[name] = fmt_time(out[name])
+    out["active"] = int(out["active"])
+    return out
+
+
+def _rows(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def _chunks(items: list[str]) -> Iterable[list[str]]:
+    for i in range(0, len(items), CHUNK):
+        yield items[i : i + CHUNK]
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+class SQLiteStore(Store):
+    """Embedded store in one SQLite file."""
+
+    def __init__(self, path: Path, *, readers: int = 4) -> None:
+        self.path = path
+        self._readers_count = readers
+        self.info = StoreInfo(backend="sqlite", location=str(path))
+        self._writer: WriterThread | None = None
+        self._readers: ReaderPool | None = None
+        self._index: VectorIndex | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = WriterThread(self.path)
+        except (OSError, sqlite3.Error) as exc:
+            raise StorageError(f"cannot open SQLite store at {self.path}: {exc}") from exc
+        await self._writer.run(self._migrate)
+        await self._writer.run(
+            lambda c: self._check_embedding_space(c, embedding_model, embedding_dimensions)
+        )
+        self.info.embedding_model = embedding_model
+        self.info.embedding_dimensions = embedding_dimensions
+        self._readers = ReaderPool(self.path, self._readers_count)
+        self._index = VectorIndex(embedding_dimensions)
+
+    async def close(self) -> None:
+        if self._readers is not None:
+            self._readers.close()
+            self._readers = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        applied = {v for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+        for migration in load_migrations("nous.storage.sqlite"):
+            if migration.version in applied:
+                continue
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _split_sql(migration.sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT OR IGNORE INTO schema_migrations VALUES (?, ?, ?)",
+                    (migration.version, migration.name, fmt_time(datetime.now(UTC))),
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    @staticmethod
+    def _check_embedding_space(conn: sqlite3.Connection, model: str, dims: int) -> None:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if "embedding_model" not in meta:
+            conn.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [("embedding_model", model), ("embedding_dimensions", str(dims))],
+            )
+            return
+        if meta["embedding_model"] != model or int(meta["embedding_dimensions"]) != dims:
+            raise StorageError(
+                f"this store was built with embedding model {meta['embedding_model']!r} "
+                f"({meta['embedding_dimensions']} dims) but {model!r} ({dims} dims) is configured; "
+                "configure the original model or use a new database"
+            )
+
+    # -- helpers -------------------------------------------------------------------
+    def _w(self) -> WriterThread:
+        if self._writer is None:
+            raise StorageError("store is not open")
+        return self._writer
+
+    def _r(self) -> ReaderPool:
+        if self._readers is None:
+            raise StorageError("store is not open")
+        return self._readers
+
+    # -- writes --------------------------------------------------------------------
+    async def apply(self, ops: list[WriteOp]) -> list[bool]:
+        if not ops:
+            return []
+        return await self._w().run(lambda conn: self._apply(conn, ops))
+
+    def _apply(self, conn: sqlite3.Connection, ops: list[WriteOp]) -> list[bool]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            (rev,) = conn.execute(
+                "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' "
+                "RETURNING CAST(value AS INTEGER)"
+            ).fetchone()
+            results = [self._apply_one(conn, op, rev) for op in ops]
+            conn.execute("COMMIT")
+            return results
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _apply_one(self, conn: sqlite3.Connection, op: WriteOp, rev: int) -> bool:
+        match op:
+            case PutMemory():
+                row = _encode(memory_to_row(op.memory, op.content_hash))
+                columns = list(MODEL_COLUMNS) + ["rev"]
+                values = [row[c] for c in MODEL_COLUMNS] + [rev]
+                if not op.keep_embedding:
+                    columns += ["embedding", "embedding_model"]
+                    blob = None if op.embedding is None else np.asarray(op.embedding, np.float32).tobytes()
+                    values += [blob, op.embedding_model if blob is not None else None]
+                updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
+                cur = conn.execute(
+                    f"INSERT INTO memories ({', '.join(columns)}) VALUES ({_marks(len(columns))}) "
+                    f"ON CONFLICT(id) DO UPDATE SET {updates}",
+                    values,
+                )
+                return cur.rowcount > 0
+            case PutEdge(edge=e):
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO edges VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        e.source_id,
+                        e.target_id,
+                        e.relation.value,
+                        e.agent_id,
+                        e.weight,
+                        fmt_time(e.created_at),
+                    ),
+                )
+                return cur.rowcount > 0
+            case AddHistory(entry=h):
+                conn.execute(
+                    "INSERT INTO history (memory_id, agent_id, action, old_value, new_value, actor, at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        h.memory_id,
+                        h.agent_id,
+                        h.action.value,
+                        None if h.old_value is None else json.dumps(h.old_value),
+                        None if h.new_value is None else json.dumps(h.new_value),
+                        h.actor,
+                        fmt_time(h.at),
+                    ),
+                )
+                return True
+            case PurgeMemory(memory_id=mid):
+                cur = conn.execute("DELETE FROM memories WHERE id = ?", (mid,))
+                conn.execute("DELETE FROM edges WHERE source_id = ? OR target_id = ?", (mid, mid))
+                conn.execute("INSERT INTO purged (id, rev) VALUES (?, ?)", (mid, rev))
+                return cur.rowcount > 0
+            case PutWorkingMemory(working_memory=wm):
+                conn.execute(
+                    "INSERT OR REPLACE INTO working_memory VALUES (?, ?, ?, ?)",
+                    (wm.agent_id, wm.session_id, wm.model_dump_json(), fmt_time(wm.updated_at)),
+                )
+                return True
+            case SetEmbedding():
+                cur = conn.execute(
+                    "UPDATE memories SET embedding = ?, embedding_model = ?, rev = ? "
+                    "WHERE id = ? AND content_hash = ?",
+                    (
+                        np.asarray(op.embedding, np.float32).tobytes(),
+                        op.embedding_model,
+                        rev,
+                        op.memory_id,
+                        op.content_hash,
+                    ),
+                )
+                return cur.rowcount > 0
+        raise StorageError(f"unknown write operation {op!r}")
+
+    # -- reads ---------------------------------------------------------------------
+    async def get_many(self, agent_id: str, ids: list[str]) -> dict[str, Memory]:
+        def read(conn: sqlite3.Connection) -> dict[str, Memory]:
+            out: dict[str, Memory] = {}
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                cur = conn.execute(
+                    f"SELECT {SELECT_COLUMNS} FROM memories WHERE agent_id = ? AND id IN ({_marks(len(chunk))})",
+                    [agent_id, *chunk],
+                )
+                for row in _rows(cur):
+                    out[row["id"]] = row_to_memory(row)
+            return out
+
+        return await self._r().run(read) if ids else {}
+
+    async def resolve_prefix(self, agent_id: str, prefix: str) -> list[str]:
+        def read(conn: sqlite3.Connection) -> list[str]:
+            cur = conn.execute(
+                "SELECT id FROM memories WHERE agent_id = ? AND id >= ? AND id < ? LIMIT 2",
+                (agent_id, prefix, prefix + "\uffff"),
+            )
+            return [r[0] for r in cur.fetchall()]
+
+        return await self._r().run(read)
+
+    async def query(self, query: MemoryQuery) -> list[Memory]:
+        where, params = where_clause(query, "?", time_param=fmt_time)
+        order = "DESC" if query.newest_first else "ASC"
+        sql = (
+            f"SELECT {SELECT_COLUMNS} FROM memories WHERE {where} "
+            f"ORDER BY occurred_at {order}, seq {order} LIMIT ? OFFSET ?"
+        )
+
+        def read(conn: sqlite3.Connection) -> list[Memory]:
+            return [row_to_memory(r) for r in _rows(conn.execute(sql, [*params, query.limit, query.offset]))]
+
+        return await self._r().run(read)
+
+    async def vector_search(self, query: MemoryQuery, embedding: np.ndarray, limit: int) -> list[ScoredId]:
+        index = self._index
+        if index is None:
+            raise StorageError("store is not open")
+        vector = np.asarray(embedding, dtype=np.float32)
+
+        def read(conn: sqlite3.Connection) -> list[ScoredId]:
+            index.refresh(conn)
+            allowed: set[str] | None = None
+            if query.narrows_beyond_kind():
+                where, params = where_clause(query, "?", time_param=fmt_time)
+                allowed = {r[0] for r in conn.execute(f"SELECT id FROM memories WHERE {where}", params)}
+            flt = IndexFilter(
+                agent_id=query.agent_id,
+                kinds=tuple(k.value for k in query.kinds) if query.kinds else None,
+                include_inactive=query.include_inactive,
+                include_superseded=query.include_superseded,
+                allowed_ids=allowed,
+            )
+            return [ScoredId(i, s) for i, s in index.search(vector, flt, limit)]
+
+        return await self._r().run(read)
+
+    async def keyword_search(self, query: MemoryQuery, terms: list[str], limit: int) -> list[ScoredId]:
+        if not terms:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        where, params = where_clause(query, "?", time_param=fmt_time, prefix="m.")
+        sql = (
+            "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts "
+            "JOIN memories m ON m.seq = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts) LIMIT ?"
+        )
+
+        def read(conn: sqlite3.Connection) -> list[ScoredId]:
+            return [ScoredId(i, float(s)) for i, s in conn.execute(sql, [match, *params, limit])]
+
+        return await self._r().run(read)
+
+    async def edges(self, agent_id: str, ids: list[str]) -> list[Edge]:
+        def read(conn: sqlite3.Connection) -> list[Edge]:
+            out: dict[tuple[str, str, str], Edge] = {}
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                marks = _marks(len(chunk))
+                cur = conn.execute(
+                    "SELECT source_id, target_id, relation, agent_id, weight, created_at FROM edges "
+                    f"WHERE agent_id = ? AND (source_id IN ({marks}) OR target_id IN ({marks}))",
+                    [agent_id, *chunk, *chunk],
+                )
+                for e in map(_edge, cur.fetchall()):
+                    out[(e.source_id, e.target_id, e.relation.value)] = e
+            return list(out.values())
+
+        return await self._r().run(read) if ids else []
+
+    async def all_edges(self, agent_id: str) -> list[Edge]:
+        def read(conn: sqlite3.Connection) -> list[Edge]:
+            cur = conn.execute(
+                "SELECT source_id, target_id, relation, agent_id, weight, created_at FROM edges "
+                "WHERE agent_id = ? ORDER BY created_at",
+                (agent_id,),
+            )
+            return [_edge(r) for r in cur.fetchall()]
+
+        return await self._r().run(read)
+
+    async def history(self, agent_id: str, memory_id: str) -> list[HistoryEntry]:
+        def read(conn: sqlite3.Connection) -> list[HistoryEntry]:
+            cur = conn.execute(
+                "SELECT id, memory_id, agent_id, action, old_value, new_value, actor, at FROM history "
+                "WHERE memory_id = ? AND agent_id = ? ORDER BY id",
+                (memory_id, agent_id),
+            )
+            return [
+                HistoryEntry(
+                    id=r[0],
+                    memory_id=r[1],
+                    agent_id=r[2],
+                    action=HistoryAction(r[3]),
+                    old_value=None if r[4] is None else json.loads(r[4]),
+                    new_value=None if r[5] is None else json.loads(r[5]),
+                    actor=r[6],
+                    at=datetime.fromisoformat(r[7]),
+                )
+                for r in cur.fetchall()
+            ]
+
+        return await self._r().run(read)
+
+    async def embeddings_by_hash(self, hashes: list[str], model: str) -> dict[str, np.ndarray]:
+        def read(conn: sqlite3.Connection) -> dict[str, np.ndarray]:
+            out: dict[str, np.ndarray] = {}
+            for chunk in _chunks(list(dict.fromkeys(hashes))):
+                cur = conn.execute(
+                    "SELECT content_hash, embedding FROM memories WHERE embedding_model = ? "
+                    f"AND embedding IS NOT NULL AND content_hash IN ({_marks(len(chunk))})",
+                    [model, *chunk],
+                )
+                for h, blob in cur.fetchall():
+                    out[h] = np.frombuffer(blob, dtype=np.float32).copy()
+            return out
+
+        return await self._r().run(read) if hashes else {}
+
+    async def missing_embeddings(self, agent_id: str | None, limit: int) -> list[tuple[Memory, str]]:
+        scope = "AND agent_id = ?" if agent_id else ""
+        params: list[Any] = [agent_id] if agent_id else []
+
+        def read(conn: sqlite3.Connection) -> list[tuple[Memory, str]]:
+            cur = conn.execute(
+                f"SELECT {SELECT_COLUMNS} FROM memories WHERE embedding IS NULL {scope} ORDER BY seq LIMIT ?",
+                [*params, limit],
+            )
+            return [(row_to_memory(r), r["content_hash"]) for r in _rows(cur)]
+
+        return await self._r().run(read)
+
+    async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:
+        def read(conn: sqlite3.Connection) -> WorkingMemory | None:
+            row = conn.execute(
+                "SELECT data FROM working_memory WHERE agent_id = ? AND session_id = ?",
+                (agent_id, session_id),
+            ).fetchone()
+            return None if row is None else WorkingMemory.model_validate_json(row[0])
+
+        return await self._r().run(read)
+
+    async def stats(self, agent_id: str) -> StoreStats:
+        def read(conn: sqlite3.Connection) -> StoreStats:
+            by_kind = dict(
+                conn.execute(
+                    "SELECT kind, count(*) FROM memories WHERE agent_id = ? AND active = 1 "
+                    "AND superseded_by IS NULL GROUP BY kind",
+                    (agent_id,),
+                ).fetchall()
+            )
+            (inactive,) = conn.execute(
+                "SELECT count(*) FROM memories WHERE agent_id = ? AND (active = 0 OR superseded_by IS NOT NULL)",
+                (agent_id,),
+            ).fetchone()
+            (edges,) = conn.execute("SELECT count(*) FROM edges WHERE agent_id = ?", (agent_id,)).fetchone()
+            (history,) = conn.execute(
+                "SELECT count(*) FROM history WHERE agent_id = ?", (agent_id,)
+            ).fetchone()
+            (missing,) = conn.execute(
+                "SELECT count(*) FROM memories WHERE agent_id = ? AND embedding IS NULL", (agent_id,)
+            ).fetchone()
+            (version,) = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+            return StoreStats(
+                backend="sqlite",
+                location=str(self.path),
+                agent_id=agent_id,
+                active_by_kind=by_kind,
+                inactive=inactive,
+                edges=edges,
+                history_rows=history,
+                missing_embeddings=missing,
+                schema_version=version,
+            )
+
+        return await self._r().run(read)
+
+    async def iter_memories(self, agent_id: str, batch_size: int = 500) -> AsyncIterator[Memory]:
+        last = 0
+        while True:
+
+            def read(conn: sqlite3.Connection, after: int = last) -> list[dict[str, Any]]:
+                cur = conn.execute(
+                    f"SELECT seq, {SELECT_COLUMNS} FROM memories WHERE agent_id = ? AND seq > ? "
+                    "ORDER BY seq LIMIT ?",
+                    (agent_id, after, batch_size),
+                )
+                return _rows(cur)
+
+            rows = await self._r().run(read)
+            if not rows:
+                return
+            for row in rows:
+                yield row_to_memory(row)
+            last = rows[-1]["seq"]
+
+
+def _edge(r: tuple[Any, ...]) -> Edge:
+    return Edge(
+        source_id=r[0],
+        target_id=r[1],
+        relation=EdgeRelation(r[2]),
+        agent_id=r[3],
+        weight=r[4],
+        created_at=datetime.fromisoformat(r[5]),
+    )
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a script into complete statements (trigger bodies stay whole)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        if not buffer and (not line.strip() or line.lstrip().startswith("--")):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        raise StorageError(f"incomplete SQL statement in migration: {buffer[:80]!r}")
+    return statements
