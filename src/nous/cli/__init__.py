@@ -1,0 +1,1 @@
+"""The ``nous`` command line."""

@@ -1,0 +1,197 @@
+"""Commands that manage the store: init, stats, doctor, export, import, maintain."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from nous.api import Nous
+from nous.cli.output import console, err_console, print_json, table
+from nous.cli.runtime import fail, run, state, with_nous
+from nous.embeddings import create_provider
+from nous.errors import NousError
+from nous.models import StoreStats
+from nous.storage import create_store
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+
+
+def register(app: typer.Typer) -> None:
+    for command in (init, stats, doctor, export, import_, maintain):
+        name = "import" if command is import_ else None
+        app.command(name=name)(command)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=False,
+        disable=not err_console.is_terminal,
+    )
+
+
+def init(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Create the store (or migrate an existing one) and show where it is."""
+    st = state(ctx)
+
+    async def act(nous: Nous) -> StoreStats:
+        return await nous.stats()
+
+    s = with_nous(ctx, act)
+    info = {
+        "database": s.location,
+        "backend": s.backend,
+        "schema_version": s.schema_version,
+        "agent_id": st.agent_id,
+        "embedding_provider": st.settings.embedding_provider,
+    }
+    if as_json:
+        print_json({"status": "ready", **info})
+    else:
+        console.print(f"[green]ready[/green] {s.backend} store at {s.location} (schema v{s.schema_version})")
+
+
+def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Counts of memories by type, edges, history rows and pending embeddings."""
+    s: StoreStats = with_nous(ctx, lambda nous: nous.stats())
+    if as_json:
+        print_json(s)
+        return
+    rows = [(k, v) for k, v in sorted(s.active_by_kind.items())]
+    rows += [
+        ("inactive or superseded", s.inactive),
+        ("edges", s.edges),
+        ("history rows", s.history_rows),
+        ("embeddings pending", s.missing_embeddings),
+    ]
+    table(f"{s.backend} store {s.location} · agent {s.agent_id}", ["what", "count"], rows)
+
+
+def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Check the store, the embedding model and the database extensions; say how to fix problems."""
+    st = state(ctx)
+    checks: list[dict[str, str]] = []
+
+    def record(name: str, ok: bool, detail: str) -> None:
+        checks.append({"check": name, "status": "ok" if ok else "FAIL", "detail": detail})
+
+    async def go() -> None:
+        url = st.settings.resolved_database_url()
+        try:
+            provider = create_provider(st.settings)
+            started = time.perf_counter()
+            vec = provider.embed(["nous doctor check"])
+            record(
+                "embedding model",
+                vec.shape == (1, provider.dimensions),
+                f"{provider.model_name}, {provider.dimensions} dims, "
+                f"{(time.perf_counter() - started) * 1000:.0f} ms incl. load",
+            )
+        except NousError as exc:
+            record("embedding model", False, str(exc))
+            return
+        store = create_store(url)
+        try:
+            await store.open(embedding_model=provider.model_name, embedding_dimensions=provider.dimensions)
+            s = await store.stats(st.agent_id)
+            record("store", True, f"{s.backend} at {s.location}, schema v{s.schema_version}")
+            extras = "FTS5 + in-process vector index" if s.backend == "sqlite" else "pgvector HNSW + tsvector"
+            record("search indexes", True, extras)
+            record(
+                "pending embeddings",
+                s.missing_embeddings == 0,
+                "none" if not s.missing_embeddings else f"{s.missing_embeddings}: run `nous maintain`",
+            )
+        except NousError as exc:
+            record("store", False, f"{exc} (check NOUS_DATABASE_URL)")
+        finally:
+            await store.close()
+
+    run(go())
+    if as_json:
+        print_json(checks)
+    else:
+        table(
+            "nous doctor",
+            ["check", "status", "detail"],
+            [(c["check"], c["status"], c["detail"]) for c in checks],
+        )
+    if any(c["status"] != "ok" for c in checks):
+        raise typer.Exit(1)
+
+
+def export(
+    ctx: typer.Context,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write; default stdout.")] = None,
+) -> None:
+    """Export this agent's memories and edges as JSON Lines."""
+
+    async def act(nous: Nous) -> int:
+        total = sum((await nous.stats()).active_by_kind.values())
+        count = 0
+        stream = out.open("w", encoding="utf-8") if out else sys.stdout
+        try:
+            with _progress() as progress:
+                task = progress.add_task("exporting", total=total or None)
+                async for line in nous.export_lines():
+                    stream.write(line + "\n")
+                    count += 1
+                    progress.advance(task)
+        finally:
+            if out:
+                stream.close()
+        return count
+
+    count = with_nous(ctx, act)
+    if out:
+        console.print(f"[green]exported[/green] {count} lines to {out}")
+
+
+def import_(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="A file written by `nous export`.", exists=False)],
+    as_json: JsonOpt = False,
+) -> None:
+    """Import memories from a `nous export` file (validated whole before anything is written)."""
+    if not file.exists():
+        raise fail(f"{file} does not exist", 2)
+
+    async def act(nous: Nous) -> int:
+        with _progress() as progress:
+            task = progress.add_task("importing", total=None)
+            return await nous.import_jsonl(
+                file,
+                on_parsed=lambda n: progress.update(task, total=n),
+                progress=lambda n: progress.advance(task, n),
+            )
+
+    count = with_nous(ctx, act)
+    if as_json:
+        print_json({"status": "imported", "memories": count})
+    else:
+        console.print(f"[green]imported[/green] {count} memories from {file}")
+
+
+def maintain(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Run maintenance: embed memories whose embedding is pending."""
+
+    async def act(nous: Nous) -> int:
+        pending = (await nous.stats()).missing_embeddings
+        with _progress() as progress:
+            task = progress.add_task("embedding", total=pending)
+            return await nous.backfill_embeddings(progress=lambda n: progress.advance(task, n))
+
+    fixed = with_nous(ctx, act)
+    if as_json:
+        print_json({"embedded": fixed})
+    else:
+        console.print(f"[green]done[/green] embedded {fixed} pending memories")

@@ -1,0 +1,87 @@
+"""``nous bench``: benchmarks that print figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from nous.bench.scale import run_scale
+from nous.cli.output import console, err_console, print_json, table
+from nous.cli.runtime import fail, run, state
+
+app = typer.Typer(help="Benchmarks: figures printed, never pass/fail.", no_args_is_help=True)
+
+
+def _ints(raw: str, name: str) -> list[int]:
+    try:
+        values = [int(x) for x in raw.split(",") if x.strip()]
+    except ValueError:
+        raise fail(f"{name} must be comma-separated integers, got {raw!r}", 2) from None
+    if not values or any(v <= 0 for v in values):
+        raise fail(f"{name} must list positive integers", 2)
+    return values
+
+
+@app.command()
+def scale(
+    ctx: typer.Context,
+    n: Annotated[str, typer.Option("--n", help="Store sizes, comma-separated, e.g. 10000,100000.")] = "10000",
+    queries: Annotated[int, typer.Option(min=10, help="Recall queries timed per size.")] = 200,
+    postgres: Annotated[
+        str | None, typer.Option(help="Also run on this PostgreSQL URL (a fresh schema is used).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
+    ] = None,
+) -> None:
+    """Ingest rate (memories/s, and its ratio to the raw embedding rate) and recall p50/p95 at N memories.
+
+    Each size runs on a fresh temporary SQLite store, and on PostgreSQL when --postgres is given.
+    """
+    settings = state(ctx).settings
+    sizes = _ints(n, "--n")
+    results: list[dict[str, Any]] = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err_console,
+        disable=not err_console.is_terminal,
+    ) as progress:
+        task = progress.add_task("bench", total=None)
+
+        def report(stage: str, done: int, total: int) -> None:
+            progress.update(task, description=stage, completed=done, total=total)
+
+        for size in sizes:
+            targets: list[str | None] = [None]
+            if postgres:
+                sep = "&" if "?" in postgres else "?"
+                targets.append(f"{postgres}{sep}nous_schema=bench_{size}_{abs(hash(postgres)) % 10_000}")
+            for url in targets:
+                results.append(run(run_scale(size, url, queries=queries, settings=settings, progress=report)))
+    table(
+        "nous bench scale",
+        ["backend", "n", "ingest/s", "raw embed/s", "overhead ×", "recall p50 ms", "recall p95 ms"],
+        [
+            (
+                r["backend"],
+                r["n"],
+                r["ingest_per_s"],
+                r["raw_embedding_per_s"],
+                r["storage_overhead_ratio"],
+                r["recall_latency_ms"]["p50"],
+                r["recall_latency_ms"]["p95"],
+            )
+            for r in results
+        ],
+    )
+    if out:
+        out.write_text(json.dumps({"results": results}, indent=2))
+        console.print(f"wrote {out}")
+    elif not console.is_terminal:
+        print_json({"results": results})

@@ -1,0 +1,278 @@
+"""Commands that store, find and inspect memories."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from nous.api import Nous
+from nous.cli.output import console, print_json, short, table, when
+from nous.cli.runtime import fail, read_text_arg, with_nous
+from nous.models import Decision, Episode, Fact, HistoryEntry, Memory, RecallHit, WriteResult
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+LimitOpt = Annotated[int, typer.Option("--limit", "-k", min=1, max=10_000, help="How many to show.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Attach this module's commands to the root app."""
+    for command in (learn, recall, decide, facts, decisions, episodes, show, history, forget):
+        app.command()(command)
+
+
+def learn(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="The fact to remember, or - to read stdin.")],
+    subject: Annotated[str | None, typer.Option(help="Who or what the fact is about.")] = None,
+    category: Annotated[
+        str | None, typer.Option(help="preference, technical, person, tool, concept, rule, event, other.")
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="A tag; repeat for more.")] = None,
+    confidence: Annotated[float, typer.Option(help="How sure, 0 to 1.")] = 1.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remember a fact.
+
+    Example: nous learn "Alice prefers morning meetings" --subject Alice --category preference
+    """
+    content = read_text_arg(text)
+
+    async def act(nous: Nous) -> WriteResult:
+        return await nous.learn(
+            content, subject=subject, category=category, tags=tag or [], confidence=confidence, actor="cli"
+        )
+
+    result = with_nous(ctx, act)
+    if as_json:
+        payload = {"id": result.id, "status": result.status.value, "content": result.memory.content}
+        if result.existing_id:
+            payload["existing_id"] = result.existing_id
+        if result.related_ids:
+            payload["related_ids"] = result.related_ids
+        if result.superseded_id:
+            payload["superseded_id"] = result.superseded_id
+        if result.warnings:
+            payload["warnings"] = result.warnings
+        print_json(payload)
+    else:
+        console.print(f"[green]{result.status.value}[/green] {result.id}  {short(result.memory.content)}")
+
+
+def recall(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
+    limit: LimitOpt = 10,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option("--kind", help="fact, episode, decision, procedure, censor, turn; repeatable."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find the memories most relevant to a query (hybrid dense + keyword search).
+
+    Example: nous recall "what does Alice prefer?" --limit 5 --json
+    """
+
+    async def act(nous: Nous) -> list[RecallHit]:
+        return await nous.recall(query, limit=limit, kinds=kind)
+
+    hits = with_nous(ctx, act)
+    if as_json:
+        print_json(
+            [
+                {
+                    "id": h.id,
+                    "type": h.kind.value,
+                    "content": h.content,
+                    "score": h.score,
+                    "signals": h.signals,
+                    "occurred_at": h.memory.occurred_at.isoformat(),
+                }
+                for h in hits
+            ]
+        )
+        return
+    table(
+        f"recall: {short(query, 60)}",
+        ["#", "score", "type", "content", "id"],
+        [(i + 1, f"{h.score:.4f}", h.kind.value, short(h.content, 90), h.id[:8]) for i, h in enumerate(hits)],
+    )
+
+
+def decide(
+    ctx: typer.Context,
+    description: Annotated[str, typer.Argument(help="What was decided.")],
+    confidence: Annotated[float, typer.Option(help="How sure, 0 to 1.")] = 0.5,
+    category: Annotated[
+        str | None, typer.Option(help="architecture, process, tooling, security, integration, other.")
+    ] = None,
+    stakes: Annotated[str, typer.Option(help="low, medium, high, critical.")] = "medium",
+    context: Annotated[str | None, typer.Option(help="The situation it was decided in.")] = None,
+    reason: Annotated[
+        list[str] | None,
+        typer.Option("--reason", "-r", help="TYPE:TEXT, e.g. analysis:'ACID needed'; repeatable."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Record a decision with its typed reasons.
+
+    Example: nous decide "Use Postgres for the ledger" --confidence 0.8 -r analysis:"needs ACID"
+    """
+    reasons = []
+    for raw in reason or []:
+        kind, sep, text = raw.partition(":")
+        if not sep or not text.strip():
+            raise fail(f"--reason must look like TYPE:TEXT, got {raw!r}", 2)
+        reasons.append({"type": kind.strip().lower(), "text": text.strip()})
+
+    async def act(nous: Nous) -> Decision:
+        return await nous.record_decision(
+            description,
+            confidence=confidence,
+            category=category,
+            stakes=stakes,
+            context=context,
+            reasons=reasons,
+            actor="cli",
+        )
+
+    decision = with_nous(ctx, act)
+    if as_json:
+        print_json({"id": decision.id, "status": "created", "decision": decision})
+    else:
+        console.print(f"[green]recorded[/green] {decision.id}  {short(decision.content)}")
+
+
+def _list(ctx: typer.Context, kind: str, limit: int) -> list[Memory]:
+    async def act(nous: Nous) -> list[Memory]:
+        return await nous.list(kind, limit=limit)
+
+    return with_nous(ctx, act)
+
+
+def facts(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
+    """List facts, newest first."""
+    found = [f for f in _list(ctx, "fact", limit) if isinstance(f, Fact)]
+    if as_json:
+        print_json(found)
+        return
+    table(
+        "facts",
+        ["id", "content", "subject", "category", "conf", "seen", "learned"],
+        [
+            (
+                f.id[:8],
+                short(f.content, 70),
+                f.subject,
+                f.category,
+                f"{f.confidence:.2f}",
+                f.confirmation_count + 1,
+                when(f.created_at),
+            )
+            for f in found
+        ],
+    )
+
+
+def decisions(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
+    """List decisions, newest first."""
+    found = [d for d in _list(ctx, "decision", limit) if isinstance(d, Decision)]
+    if as_json:
+        print_json(found)
+        return
+    table(
+        "decisions",
+        ["id", "description", "conf", "stakes", "outcome", "reasons", "when"],
+        [
+            (
+                d.id[:8],
+                short(d.content, 60),
+                f"{d.confidence:.2f}",
+                d.stakes.value,
+                d.outcome.value,
+                len(d.reasons),
+                when(d.created_at),
+            )
+            for d in found
+        ],
+    )
+
+
+def episodes(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
+    """List episodes, most recent first (closed ones included)."""
+    found = [e for e in _list(ctx, "episode", limit) if isinstance(e, Episode)]
+    if as_json:
+        print_json(found)
+        return
+    table(
+        "episodes",
+        ["id", "title", "outcome", "started", "ended", "summary"],
+        [
+            (
+                e.id[:8],
+                short(e.title or e.content, 40),
+                e.outcome.value,
+                when(e.started_at),
+                when(e.ended_at),
+                short(e.summary, 50),
+            )
+            for e in found
+        ],
+    )
+
+
+def show(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help="Id or 6+ char prefix.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one memory in full."""
+    memory = with_nous(ctx, lambda nous: nous.get(memory_id))
+    payload = {"kind": memory.kind.value, **memory.model_dump(mode="json")}
+    if as_json:
+        print_json(payload)
+        return
+    table(
+        f"{memory.kind.value} {memory.id}",
+        ["field", "value"],
+        [(k, v) for k, v in payload.items() if v not in (None, [], {})],
+    )
+
+
+def history(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help="Id or 6+ char prefix.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Show every recorded change to a memory: what, from, to, who, when."""
+    entries: list[HistoryEntry] = with_nous(ctx, lambda nous: nous.history(memory_id))
+    if as_json:
+        print_json(entries)
+        return
+
+    def fmt(value: dict | None) -> str:
+        if not value:
+            return ""
+        return short(", ".join(f"{k}={v}" for k, v in value.items()), 70)
+
+    table(
+        f"history of {entries[0].memory_id}",
+        ["when", "action", "actor", "old", "new"],
+        [(when(e.at), e.action.value, e.actor, fmt(e.old_value), fmt(e.new_value)) for e in entries],
+    )
+
+
+def forget(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help="Id or 6+ char prefix.")],
+    hard: Annotated[bool, typer.Option("--hard", help="Delete the row for good (still audited).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Forget a memory: hidden from recall but restorable, or purged with --hard."""
+    memory = with_nous(ctx, lambda nous: nous.forget(memory_id, hard=hard))
+    status = "purged" if hard else "forgotten"
+    if as_json:
+        print_json({"id": memory.id, "status": status})
+    else:
+        console.print(f"[yellow]{status}[/yellow] {memory.id}  {short(memory.content)}")
