@@ -9,6 +9,7 @@ import resumes cleanly when run again.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import IO, Any
 
@@ -22,6 +23,7 @@ from nous.storage.base import PutEdge
 
 FORMAT_VERSION = 1
 IMPORT_BATCH = 256
+_IMPORT_NAMESPACE = uuid.UUID("5b0c6c0e-8f1e-4e55-9d7e-6e6f75730001")
 
 
 async def export_lines(repo: MemoryRepository) -> AsyncIterator[str]:
@@ -40,10 +42,28 @@ async def export_lines(repo: MemoryRepository) -> AsyncIterator[str]:
         yield json.dumps({"edge": edge.model_dump(mode="json")})
 
 
+def _remapped_id(agent_id: str, old_id: str) -> str:
+    """A stable new id for a memory copied into another agent (ids are unique store-wide)."""
+    return str(uuid.uuid5(_IMPORT_NAMESPACE, f"{agent_id}:{old_id}"))
+
+
+def _remap(data: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
+    for key in ("id", "superseded_by", "episode_id", "source_id", "target_id"):
+        if data.get(key) in mapping:
+            data[key] = mapping[data[key]]
+    provenance = data.get("provenance")
+    if isinstance(provenance, dict) and provenance.get("episode_id") in mapping:
+        data["provenance"] = {**provenance, "episode_id": mapping[provenance["episode_id"]]}
+    return data
+
+
 def parse_lines(lines: Iterable[str], agent_id: str) -> tuple[list[Memory], list[Edge]]:
-    """Validate every line of an export; the memories and edges, re-scoped to ``agent_id``."""
-    memories: list[Memory] = []
-    edges: list[Edge] = []
+    """Validate every line of an export; the memories and edges, re-scoped to ``agent_id``.
+
+    Memories exported from another agent get new, deterministic ids (so importing
+    twice is still idempotent), and references between them follow.
+    """
+    raw: list[tuple[int, str, dict[str, Any]]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -55,15 +75,28 @@ def parse_lines(lines: Iterable[str], agent_id: str) -> tuple[list[Memory], list
                 if record["nous_export"] != FORMAT_VERSION:
                     raise ValueError(f"unsupported export format {record['nous_export']!r}")
                 continue
-            if "memory" in record:
-                data: dict[str, Any] = dict(record["memory"])
-                cls = MEMORY_TYPES[MemoryKind(data.pop("kind"))]
-                data.pop("effectiveness", None)
-                memories.append(cls.model_validate({**data, "agent_id": agent_id}))
-            elif "edge" in record:
-                edges.append(Edge.model_validate({**record["edge"], "agent_id": agent_id}))
-            else:
+            kind = "memory" if "memory" in record else "edge" if "edge" in record else None
+            if kind is None or not isinstance(record[kind], dict):
                 raise ValueError("expected a 'memory' or 'edge' object")
+            raw.append((number, kind, dict(record[kind])))
+        except ValueError as exc:
+            raise InvalidInputError(f"line {number}: {exc}", field=f"line {number}") from None
+    mapping = {
+        data["id"]: _remapped_id(agent_id, data["id"])
+        for _, kind, data in raw
+        if kind == "memory" and isinstance(data.get("id"), str) and data.get("agent_id", agent_id) != agent_id
+    }
+    memories: list[Memory] = []
+    edges: list[Edge] = []
+    for number, kind, data in raw:
+        try:
+            data = _remap(data, mapping)
+            data["agent_id"] = agent_id
+            if kind == "edge":
+                edges.append(Edge.model_validate(data))
+                continue
+            cls = MEMORY_TYPES[MemoryKind(data.pop("kind", None))]
+            memories.append(cls.model_validate(data))
         except (ValueError, KeyError, TypeError, ValidationError) as exc:
             detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise InvalidInputError(f"line {number}: {detail}", field=f"line {number}") from None

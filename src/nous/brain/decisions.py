@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
 from nous.memory.parsing import enum_value
 from nous.memory.repository import build, invalid_from_pydantic
@@ -25,10 +26,14 @@ from nous.storage.base import PutEdge
 
 
 def _reasons(raw: list[Reason | dict[str, Any]] | None) -> list[Reason]:
-    try:
-        return [r if isinstance(r, Reason) else Reason.model_validate(r) for r in raw or []]
-    except ValidationError as exc:
-        raise invalid_from_pydantic(exc) from None
+    out = []
+    for i, reason in enumerate(raw or []):
+        try:
+            out.append(reason if isinstance(reason, Reason) else Reason.model_validate(reason))
+        except ValidationError as exc:
+            err = invalid_from_pydantic(exc)
+            raise InvalidInputError(f"reasons[{i}].{err}", field=f"reasons[{i}]") from None
+    return out
 
 
 class Decisions:

@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field
 
 from nous._time import utcnow
 from nous.models.base import Memory, MemoryKind
@@ -85,7 +85,6 @@ class Procedure(Memory):
     success_count: int = Field(default=0, ge=0)
     failure_count: int = Field(default=0, ge=0)
 
-    @computed_field  # type: ignore[prop-decorator]
     @property
     def effectiveness(self) -> float | None:
         """Share of recorded uses that succeeded; None before any outcome."""
@@ -95,15 +94,6 @@ class Procedure(Memory):
     def embedding_text(self) -> str:
         parts = [self.name, self.content, *self.goals, *self.core_patterns]
         return "\n".join(dict.fromkeys(p for p in parts if p))
-
-    def data(self) -> dict[str, Any]:
-        data = super().data()
-        data.pop("effectiveness", None)
-        return data
-
-    @classmethod
-    def data_fields(cls) -> frozenset[str]:
-        return super().data_fields() - {"effectiveness"}
 
 
 class CensorAction(StrEnum):

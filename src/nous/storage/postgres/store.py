@@ -14,7 +14,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from nous.errors import StorageError
+from nous.errors import ConflictError, StorageError
 from nous.models import (
     Edge,
     EdgeRelation,
@@ -169,10 +169,12 @@ class PostgresStore(Store):
                 updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
                 cur = await conn.execute(
                     f"INSERT INTO memories ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
-                    f"ON CONFLICT (id) DO UPDATE SET {updates}",
+                    f"ON CONFLICT (id) DO UPDATE SET {updates} WHERE memories.agent_id = excluded.agent_id",
                     values,
                 )
-                return cur.rowcount > 0
+                if cur.rowcount == 0:
+                    raise ConflictError(f"memory id {op.memory.id} belongs to another agent")
+                return True
             case PutEdge(edge=e):
                 cur = await conn.execute(
                     f"INSERT INTO edges ({EDGE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
@@ -300,7 +302,7 @@ class PostgresStore(Store):
             "WHERE embedding_model = %s AND embedding IS NOT NULL AND content_hash = ANY(%s)",
             (model, list(dict.fromkeys(hashes))),
         )
-        return {r["content_hash"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
+        return {r["content_hash"]: _as_array(r["embedding"]) for r in rows}
 
     async def missing_embeddings(self, agent_id: str | None, limit: int) -> list[tuple[Memory, str]]:
         scope = "AND agent_id = %s" if agent_id else ""
@@ -363,6 +365,13 @@ class PostgresStore(Store):
             for row in rows:
                 yield row_to_memory(row)
             last = rows[-1]["seq"]
+
+
+def _as_array(value: Any) -> np.ndarray:
+    """pgvector returns numpy arrays or ``Vector`` objects depending on the version."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
 
 
 def _edge(r: dict[str, Any]) -> Edge:

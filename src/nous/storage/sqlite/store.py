@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from nous.errors import StorageError
+from nous.errors import ConflictError, StorageError
 from nous.models import (
     Edge,
     EdgeRelation,
@@ -198,10 +198,12 @@ class SQLiteStore(Store):
                 updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
                 cur = conn.execute(
                     f"INSERT INTO memories ({', '.join(columns)}) VALUES ({_marks(len(columns))}) "
-                    f"ON CONFLICT(id) DO UPDATE SET {updates}",
+                    f"ON CONFLICT(id) DO UPDATE SET {updates} WHERE memories.agent_id = excluded.agent_id",
                     values,
                 )
-                return cur.rowcount > 0
+                if cur.rowcount == 0:
+                    raise ConflictError(f"memory id {op.memory.id} belongs to another agent")
+                return True
             case PutEdge(edge=e):
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO edges VALUES (?, ?, ?, ?, ?, ?)",

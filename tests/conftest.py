@@ -1,0 +1,95 @@
+"""Shared fixtures: the real embedding model, and a fresh store on each backend.
+
+Every test that takes ``nous`` runs twice: on an SQLite file and on PostgreSQL
+with pgvector (a fresh schema per test). PostgreSQL comes from
+NOUS_TEST_POSTGRES_URL (default: the local server). Under CI=true an unreachable
+PostgreSQL fails the run instead of skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from nous import Nous, Settings
+from nous.embeddings.base import EmbeddingProvider
+from nous.embeddings.local import LocalEmbeddingProvider
+
+PG_URL = os.environ.get("NOUS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _postgres_ready() -> str | None:
+    try:
+        with psycopg.connect(PG_URL, connect_timeout=3, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        return None
+    except Exception as exc:
+        return str(exc).splitlines()[0]
+
+
+_PG_PROBLEM = _postgres_ready()
+
+
+def require_postgres() -> None:
+    if _PG_PROBLEM is None:
+        return
+    message = f"PostgreSQL with pgvector unavailable at {PG_URL}: {_PG_PROBLEM}"
+    if IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def provider() -> EmbeddingProvider:
+    """The real local model, loaded once for the whole run."""
+    p = LocalEmbeddingProvider()
+    p.warm_up()
+    return p
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(home=tmp_path / "home", database_url=None, agent_id="test-agent")
+
+
+def drop_schema(schema: str) -> None:
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture
+def pg_schema() -> Iterator[str]:
+    """A fresh, uniquely named schema, dropped afterwards."""
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield schema
+    drop_schema(schema)
+
+
+def pg_url(schema: str) -> str:
+    return f"{PG_URL}{'&' if '?' in PG_URL else '?'}nous_schema={schema}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL for an empty store on each backend."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'nous.db'}"
+        return
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield pg_url(schema)
+    drop_schema(schema)
+
+
+@pytest.fixture
+async def nous(database_url: str, settings: Settings, provider: EmbeddingProvider) -> AsyncIterator[Nous]:
+    """An open Nous on an empty store."""
+    async with Nous(settings, database_url=database_url, embedding_provider=provider) as n:
+        yield n

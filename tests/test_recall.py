@@ -1,0 +1,76 @@
+"""Recall with the real embedding model: dense and keyword signals, filters, scoping."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from nous import Nous
+
+CORPUS = [
+    "Maya is vegetarian and avoids meat at team dinners.",
+    "The staging cluster runs Kubernetes 1.29 on three nodes.",
+    "Error code ZX-4471 means the payment gateway timed out.",
+    "Jonas enjoys rock climbing on weekends in the Alps.",
+    "The quarterly budget review happens in the first week of April.",
+    "Our API rate limit is 500 requests per minute per key.",
+]
+
+
+async def _seed(nous: Nous) -> dict[str, str]:
+    ids = {}
+    for text in CORPUS:
+        ids[text] = (await nous.learn(text)).id
+    return ids
+
+
+async def test_paraphrase_is_found_by_meaning(nous: Nous) -> None:
+    ids = await _seed(nous)
+    hits = await nous.recall("Which colleague doesn't eat meat?", limit=3)
+    assert hits[0].id == ids[CORPUS[0]]
+    assert "dense" in hits[0].signals
+
+
+async def test_dense_wins_where_no_words_are_shared(nous: Nous) -> None:
+    ids = await _seed(nous)
+    hits = await nous.recall("hobbies involving mountains and ropes", limit=3)
+    assert hits[0].id == ids[CORPUS[3]]
+    assert "keyword" not in hits[0].signals
+
+
+async def test_keyword_wins_for_rare_identifiers(nous: Nous) -> None:
+    ids = await _seed(nous)
+    hits = await nous.recall("ZX-4471", limit=3)
+    assert hits[0].id == ids[CORPUS[2]]
+    assert hits[0].signals.get("keyword_rank") == 1
+
+
+async def test_scores_are_ordered_and_limit_respected(nous: Nous) -> None:
+    await _seed(nous)
+    hits = await nous.recall("infrastructure", limit=4)
+    assert len(hits) == 4
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_kind_and_time_filters(nous: Nous) -> None:
+    await nous.learn("The launch party is at the rooftop bar", occurred_at=datetime(2025, 5, 1, tzinfo=UTC))
+    await nous.learn("The launch retro is in room 4", occurred_at=datetime(2025, 7, 1, tzinfo=UTC))
+    await nous.record_decision("Hold the launch party at the rooftop bar", confidence=0.7)
+    facts_only = await nous.recall("launch party", kinds="fact")
+    assert {h.kind.value for h in facts_only} == {"fact"}
+    decisions = await nous.recall("launch party", kinds=["decision"])
+    assert [h.kind.value for h in decisions] == ["decision"]
+    june_on = await nous.recall("launch", since=datetime(2025, 6, 1, tzinfo=UTC))
+    assert [h.content for h in june_on if h.kind.value == "fact"] == ["The launch retro is in room 4"]
+    before_june = await nous.recall("launch", until=datetime(2025, 6, 1, tzinfo=UTC))
+    assert [h.content for h in before_june] == ["The launch party is at the rooftop bar"]
+
+
+async def test_recall_covers_every_memory_type(nous: Nous) -> None:
+    episode = await nous.start_episode("Migrating the invoices database")
+    await nous.end_episode(episode.id, summary="Moved invoices to PostgreSQL with zero downtime")
+    await nous.add_procedure("Zero-downtime migration", "Dual-write, backfill, verify, switch reads")
+    await nous.add_censor("DROP TABLE", reason="never drop tables in production", action="block")
+    hits = await nous.recall("how did the invoices database migration go?", limit=5)
+    assert hits[0].id == episode.id  # closed episodes stay searchable
+    kinds = {h.kind.value for h in await nous.recall("database migration drop table", limit=10)}
+    assert {"episode", "procedure", "censor"} <= kinds
