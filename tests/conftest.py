@@ -2,8 +2,8 @@
 
 Every test that takes ``nous`` runs twice: on an SQLite file and on PostgreSQL
 with pgvector (a fresh schema per test). PostgreSQL comes from
-NOUS_TEST_POSTGRES_URL (default: the local server). Under CI=true an unreachable
-PostgreSQL fails the run instead of skipping.
+NOUS_TEST_POSTGRES_URL (default: the local server). Under CI=true or
+NOUS_TEST_REQUIRE_POSTGRES=1 an unreachable PostgreSQL fails the run instead of skipping.
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ from nous.embeddings.base import EmbeddingProvider
 from nous.embeddings.local import LocalEmbeddingProvider
 
 PG_URL = os.environ.get("NOUS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+_TRUE = ("1", "true", "yes")
+MUST_HAVE_POSTGRES = (
+    os.environ.get("CI", "").lower() in _TRUE
+    or os.environ.get("NOUS_TEST_REQUIRE_POSTGRES", "").lower() in _TRUE
+)
 
 
 def _postgres_ready() -> str | None:
@@ -40,7 +44,7 @@ def require_postgres() -> None:
     if _PG_PROBLEM is None:
         return
     message = f"PostgreSQL with pgvector unavailable at {PG_URL}: {_PG_PROBLEM}"
-    if IN_CI:
+    if MUST_HAVE_POSTGRES:
         pytest.fail(message)
     pytest.skip(message)
 

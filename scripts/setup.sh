@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Create .venv (if needed) and install Nous into it. Usage: scripts/setup.sh [dev]
+# torch is pinned to the CPU build 2.13.0 in pyproject.toml, so pip never pulls a multi-GB CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+extra=""
+[ "${1:-}" = "dev" ] && extra="[dev]"
+stamp=".venv/.nous-installed${extra}"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extra}"
+  touch "$stamp"
+fi
