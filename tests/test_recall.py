@@ -45,10 +45,15 @@ async def test_keyword_wins_for_rare_identifiers(nous: Nous) -> None:
 
 
 async def test_scores_are_ordered_and_limit_respected(nous: Nous) -> None:
-    await _seed(nous)
-    hits = await nous.recall("infrastructure", limit=4)
-    assert len(hits) == 4
+    ids = await _seed(nous)
+    hits = await nous.recall("payment gateway errors and API request limits", limit=2)
+    assert {h.id for h in hits} == {ids[CORPUS[2]], ids[CORPUS[5]]}
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_per_type_floor_drops_unrelated_memories(nous: Nous) -> None:
+    await _seed(nous)
+    assert await nous.recall("quantum chromodynamics lattice gauge theory") == []
 
 
 async def test_kind_and_time_filters(nous: Nous) -> None:

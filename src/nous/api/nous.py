@@ -7,12 +7,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from nous._text import validate_content
 from nous.api.transfer import export_lines, import_records, parse_lines, read_lines
 from nous.brain import Brain
 from nous.config import Settings
 from nous.embeddings import Embedder, EmbeddingProvider, create_provider
 from nous.errors import InvalidInputError, NousError
 from nous.heart import CensorMatch, Heart
+from nous.ingest import Conversation, IngestReport, ingest_conversation, parse_conversation
 from nous.memory import MemoryRepository
 from nous.memory.parsing import enum_value
 from nous.models import (
@@ -202,8 +204,17 @@ class Nous:
         until: datetime | None = None,
         include_inactive: bool = False,
         include_superseded: bool = False,
+        frame: str | None = None,
+        active_censors: Sequence[str] | None = None,
+        now: datetime | None = None,
     ) -> list[RecallHit]:
-        """Memories relevant to ``query``, best first, with per-signal scores."""
+        """Memories relevant to ``query``, best first, with the signals behind each score.
+
+        Time expressions in the query ("yesterday", "last week", "in May 2023",
+        "before the trip") are resolved against ``now`` and narrow the search; recap
+        questions ("what did we talk about?") bring the latest episodes first. ``frame``
+        and ``active_censors`` boost memories encoded in the same cognitive state.
+        """
         self._need()
         assert self._retriever is not None
         return await self._retriever.recall(
@@ -217,8 +228,22 @@ class Nous:
                 until=until,
                 include_inactive=include_inactive,
                 include_superseded=include_superseded,
+                frame=frame,
+                active_censors=tuple(active_censors) if active_censors else None,
+                now=now,
             )
         )
+
+    async def similar(
+        self, text: str, *, kinds: Sequence[str | MemoryKind] | str | None = None, limit: int = 10
+    ) -> list[tuple[Memory, float]]:
+        """Memories by pure cosine similarity to ``text`` (no fusion or boosts), for dedup checks."""
+        self._need()
+        assert self._retriever is not None
+        validate_content(text, field="text", max_bytes=self.settings.max_content_bytes)
+        hits = await self._retriever.similar(text, kinds=parse_kinds(kinds), limit=limit)
+        found = await self.store.get_many(self.agent_id, [h.id for h in hits])
+        return [(found[h.id], h.score) for h in hits if h.id in found]
 
     async def get(self, memory_id: str) -> Memory:
         """One memory by id (or a unique prefix of 6+ characters)."""
@@ -283,6 +308,58 @@ class Nous:
     async def backfill_embeddings(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed memories stored while the embedding provider was unavailable."""
         return await self._need().backfill_embeddings(progress=progress)
+
+    async def recall_recent(
+        self,
+        *,
+        limit: int = 10,
+        kinds: Sequence[str | MemoryKind] | str | None = ("episode",),
+        since: datetime | None = None,
+        until: datetime | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+    ) -> list[Memory]:
+        """The most recent memories by when they happened (closed episodes included)."""
+        if not 1 <= limit <= 1000:
+            raise InvalidInputError("limit must be an integer from 1 to 1000", field="limit")
+        if since and until and since >= until:
+            raise InvalidInputError("since must be before until", field="since")
+        return await self._need().query(
+            kinds=parse_kinds(kinds),
+            limit=limit,
+            since=since,
+            until=until,
+            session_id=session_id,
+            user_id=user_id,
+        )
+
+    # -- conversations -------------------------------------------------------------
+    async def ingest(
+        self,
+        source: Path | str | Conversation,
+        *,
+        fmt: str = "auto",
+        user_id: str | None = None,
+        progress: Callable[[int], None] | None = None,
+        on_parsed: Callable[[Conversation], None] | None = None,
+    ) -> IngestReport:
+        """Store a multi-session conversation (a file path, JSON text or parsed ``Conversation``):
+        one episode per session, one retrievable turn per message. Bad files store nothing."""
+        if isinstance(source, Conversation):
+            conversation = source
+        else:
+            text = source
+            if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):
+                try:
+                    text = Path(source).read_bytes().decode("utf-8", errors="strict")
+                except OSError as exc:
+                    raise InvalidInputError(f"cannot read {source}: {exc.strerror}") from None
+                except UnicodeDecodeError as exc:
+                    raise InvalidInputError(f"{source} is not valid UTF-8: {exc}") from None
+            conversation = parse_conversation(str(text), fmt=fmt)
+        if on_parsed:
+            on_parsed(conversation)
+        return await ingest_conversation(self._need(), conversation, user_id=user_id, progress=progress)
 
     # -- export / import ----------------------------------------------------------
     async def export_lines(self) -> AsyncIterator[str]:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from nous.bench.locomo import run_locomo
 from nous.bench.scale import run_scale
 from nous.cli.output import console, err_console, print_json, table
 from nous.cli.runtime import fail, run, state
@@ -85,3 +86,55 @@ def scale(
         console.print(f"wrote {out}")
     elif not console.is_terminal:
         print_json({"results": results})
+
+
+@app.command()
+def locomo(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder of LoCoMo-format conversation *.json files.")],
+    k: Annotated[str, typer.Option("--k", help="Cut-offs, comma-separated.")] = "5,10,20",
+    out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
+    ] = None,
+    files: Annotated[int | None, typer.Option(min=1, help="Only the first N files (for smoke runs).")] = None,
+) -> None:
+    """Retrieval on LoCoMo: Nous against BM25 and dense baselines, recall_any@k and recall_all@k.
+
+    Each file gets a fresh store; conversations go in through the public API only.
+    """
+    if not directory.is_dir():
+        raise fail(f"{directory} is not a directory", 2)
+    ks = tuple(_ints(k, "--k"))
+    settings = state(ctx).settings
+    result = run(
+        run_locomo(
+            directory,
+            ks=ks,
+            settings=settings,
+            limit_files=files,
+            progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+        )
+    )
+    columns = ["system"] + [f"{m}@{x}" for x in ks for m in ("any", "all")]
+    rows = [
+        [name] + [f"{s[f'recall_{m}@{x}']:.3f}" for x in ks for m in ("any", "all")]
+        for name, s in result["systems"].items()
+    ]
+    table(f"LoCoMo retrieval · {result['questions']} questions", columns, rows)
+    cats = sorted(result["systems"]["nous"]["per_category"])
+    kk = 10 if 10 in ks else max(ks)
+    table(
+        f"recall_all@{kk} per category",
+        ["system", *[f"cat {c}" for c in cats]],
+        [
+            [name] + [f"{s['per_category'][c][f'recall_all@{kk}']:.3f}" for c in cats]
+            for name, s in result["systems"].items()
+        ],
+    )
+    lat = result["latency_ms"]
+    console.print(
+        f"recall latency p50 {lat['p50']} ms · p95 {lat['p95']} ms · ingest {result['ingest_per_s']} turns/s"
+    )
+    if out:
+        out.write_text(json.dumps(result, indent=2))
+        console.print(f"wrote {out}")

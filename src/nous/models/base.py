@@ -100,5 +100,9 @@ class Memory(BaseModel):
         return self.model_dump(mode="json", include=set(self.data_fields()))
 
     def embedding_text(self) -> str:
-        """The text that is embedded and keyword-indexed for this memory."""
+        """The text that is embedded for this memory."""
         return self.content
+
+    def keyword_text(self) -> str:
+        """The text that is keyword-indexed for this memory (by default the embedded text)."""
+        return self.embedding_text()

@@ -123,6 +123,11 @@ class Turn(Memory):
     role: str = Field(default="user", max_length=50)
     speaker: str | None = Field(default=None, max_length=200)
     episode_id: str | None = None
+    context: str | None = Field(default=None, description="Neighbouring turns, for keyword search.")
+
+    def keyword_text(self) -> str:
+        """The turn with its neighbours: an answer is found by the words of its question."""
+        return f"{self.context}\n{self.content}" if self.context else self.content
 
 
 class WorkingMemoryItem(BaseModel):

@@ -161,6 +161,10 @@ class Store(ABC):
         """Memories matching any of the terms, best first (score = backend rank)."""
 
     @abstractmethod
+    async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
+        """Stored embeddings of the given memories (those that have one)."""
+
+    @abstractmethod
     async def edges(self, agent_id: str, ids: list[str]) -> list[Edge]:
         """Edges touching any of the ids."""
 

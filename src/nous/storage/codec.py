@@ -55,7 +55,7 @@ def memory_to_row(memory: Memory, hash_: str) -> dict[str, Any]:
         "user_id": memory.user_id,
         "session_id": memory.session_id,
         "content": memory.content,
-        "search_text": memory.embedding_text(),
+        "search_text": memory.keyword_text(),
         "subject": memory.subject,
         "category": memory.category,
         "tags": memory.tags,

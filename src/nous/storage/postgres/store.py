@@ -258,6 +258,15 @@ class PostgresStore(Store):
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
 
+    async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
+        if not ids:
+            return {}
+        rows = await self._fetch(
+            "SELECT id, embedding FROM memories WHERE agent_id = %s AND id = ANY(%s) AND embedding IS NOT NULL",
+            (agent_id, ids),
+        )
+        return {r["id"]: _as_array(r["embedding"]) for r in rows}
+
     async def keyword_search(self, query: MemoryQuery, terms: list[str], limit: int) -> list[ScoredId]:
         words = [w for t in terms for w in _WORD.findall(t)]
         if not words:

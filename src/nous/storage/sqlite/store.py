@@ -319,6 +319,17 @@ class SQLiteStore(Store):
 
         return await self._r().run(read)
 
+    async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
+        index = self._index
+        if index is None:
+            raise StorageError("store is not open")
+
+        def read(conn: sqlite3.Connection) -> dict[str, np.ndarray]:
+            index.refresh(conn)
+            return index.vectors(ids, agent_id)
+
+        return await self._r().run(read) if ids else {}
+
     async def keyword_search(self, query: MemoryQuery, terms: list[str], limit: int) -> list[ScoredId]:
         if not terms:
             return []

@@ -106,6 +106,17 @@ class VectorIndex:
                     self._present[pos] = False
             self._rev = rev
 
+    def vectors(self, ids: list[str], agent_id: str) -> dict[str, np.ndarray]:
+        """Copies of the stored vectors of ``ids`` that belong to ``agent_id``."""
+        agent = self._codes.get(agent_id)
+        with self._lock:
+            out = {}
+            for id_ in ids:
+                pos = self._pos.get(id_)
+                if pos is not None and self._present[pos] and self._agent[pos] == agent:
+                    out[id_] = self._matrix[pos].copy()
+            return out
+
     def search(self, vector: np.ndarray, flt: IndexFilter, limit: int) -> list[tuple[str, float]]:
         """Top ``limit`` (id, cosine) pairs among rows passing the filter."""
         with self._lock:

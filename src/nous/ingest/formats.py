@@ -1,0 +1,187 @@
+"""Conversation file formats: Nous's native JSON and LoCoMo's.
+
+Native: ``{"sessions": [{"id": "s1", "started_at": "ISO-8601",
+"messages": [{"role": "user", "name": "optional", "content": "..."}]}]}``
+(optional per message: ``id``, ``occurred_at``; optional top level: ``id``, ``participants``).
+
+Parsing validates the whole file first and names the first bad record, so a bad
+file stores nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from nous._time import as_utc
+from nous.errors import InvalidInputError
+
+
+class ConversationMessage(BaseModel):
+    """One turn."""
+
+    id: str
+    role: str = "user"
+    name: str | None = None
+    content: str = Field(min_length=1)
+    occurred_at: datetime | None = None
+
+
+class ConversationSession(BaseModel):
+    """A stretch of conversation at one time."""
+
+    id: str
+    started_at: datetime | None = None
+    messages: list[ConversationMessage]
+
+
+class Conversation(BaseModel):
+    """A multi-session conversation."""
+
+    id: str
+    participants: list[str] = Field(default_factory=list)
+    sessions: list[ConversationSession]
+    source_format: str
+
+
+_LOCOMO_SESSION = re.compile(r"^session_(\d+)$")
+_LOCOMO_DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%H:%M on %d %B, %Y")
+
+
+def _bad(where: str, problem: str) -> InvalidInputError:
+    return InvalidInputError(f"{where}: {problem}", field=where)
+
+
+def _locomo_date(raw: Any, where: str) -> datetime:
+    if not isinstance(raw, str):
+        raise _bad(where, "missing or non-text date_time")
+    text = " ".join(raw.split())
+    for fmt in _LOCOMO_DATE_FORMATS:
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    raise _bad(where, f"unrecognised date {raw!r}")
+
+
+def _parse_locomo(data: dict[str, Any], digest: str) -> Conversation:
+    conv = data.get("conversation", data)
+    if not isinstance(conv, dict):
+        raise _bad("conversation", "expected an object")
+    numbers = sorted(int(m.group(1)) for k in conv if (m := _LOCOMO_SESSION.match(k)))
+    sessions: list[ConversationSession] = []
+    for n in numbers:
+        key = f"session_{n}"
+        turns = conv[key]
+        if not isinstance(turns, list):
+            raise _bad(key, "expected a list of turns")
+        if not turns:
+            continue
+        started = _locomo_date(conv.get(f"{key}_date_time"), f"{key}_date_time")
+        messages = []
+        for i, turn in enumerate(turns):
+            where = f"{key}[{i}]"
+            if not isinstance(turn, dict):
+                raise _bad(where, "expected an object")
+            text, speaker, dia_id = turn.get("text"), turn.get("speaker"), turn.get("dia_id")
+            if not isinstance(text, str) or not isinstance(speaker, str) or not isinstance(dia_id, str):
+                raise _bad(where, "needs text, speaker and dia_id strings")
+            caption = turn.get("blip_caption")
+            content = text.strip()
+            if isinstance(caption, str) and caption.strip():
+                content = f"{content} [shares a photo of {caption.strip()}]".strip()
+            if not content:
+                raise _bad(where, "empty text")
+            messages.append(ConversationMessage(id=dia_id, role="user", name=speaker, content=content))
+        sessions.append(ConversationSession(id=key, started_at=started, messages=messages))
+    if not sessions:
+        raise _bad("conversation", "no sessions with turns")
+    participants = [p for p in (conv.get("speaker_a"), conv.get("speaker_b")) if isinstance(p, str)]
+    conv_id = str(data.get("sample_id") or f"locomo-{digest}")
+    return Conversation(id=conv_id, participants=participants, sessions=sessions, source_format="locomo")
+
+
+def _parse_native(data: dict[str, Any], digest: str) -> Conversation:
+    raw_sessions = data.get("sessions")
+    if not isinstance(raw_sessions, list) or not raw_sessions:
+        raise _bad("sessions", "expected a non-empty list")
+    sessions = []
+    for s_index, raw in enumerate(raw_sessions):
+        where = f"sessions[{s_index}]"
+        if not isinstance(raw, dict):
+            raise _bad(where, "expected an object")
+        messages = raw.get("messages")
+        if not isinstance(messages, list):
+            raise _bad(f"{where}.messages", "expected a list")
+        parsed = []
+        for m_index, msg in enumerate(messages):
+            m_where = f"{where}.messages[{m_index}]"
+            if not isinstance(msg, dict):
+                raise _bad(m_where, "expected an object")
+            try:
+                parsed.append(
+                    ConversationMessage.model_validate({"id": f"{raw.get('id', s_index)}:{m_index}", **msg})
+                )
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                field = ".".join(str(p) for p in first["loc"])
+                raise _bad(m_where, f"{field}: {first['msg']}") from None
+        try:
+            sessions.append(
+                ConversationSession(
+                    id=str(raw.get("id", f"s{s_index + 1}")),
+                    started_at=raw.get("started_at"),
+                    messages=parsed,
+                )
+            )
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise _bad(where, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    ids = [s.id for s in sessions]
+    if len(set(ids)) != len(ids):
+        raise _bad("sessions", "session ids must be unique")
+    participants = data.get("participants") or sorted(
+        {m.name for s in sessions for m in s.messages if m.name}
+    )
+    return Conversation(
+        id=str(data.get("id") or f"conv-{digest}"),
+        participants=participants,
+        sessions=sessions,
+        source_format="native",
+    )
+
+
+def parse_conversation(raw: str | bytes, *, fmt: str = "auto") -> Conversation:
+    """Parse a conversation file's text; ``fmt`` is ``auto``, ``native`` or ``locomo``."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        data = json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"file is not valid UTF-8: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    if not isinstance(data, dict):
+        raise InvalidInputError("expected a JSON object at the top level")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    if fmt == "auto":
+        fmt = "native" if "sessions" in data else "locomo"
+    if fmt == "native":
+        conversation = _parse_native(data, digest)
+    elif fmt == "locomo":
+        conversation = _parse_locomo(data, digest)
+    else:
+        raise InvalidInputError(f"unknown format {fmt!r}: use auto, native or locomo", field="format")
+    for session in conversation.sessions:
+        if session.started_at is not None:
+            session.started_at = as_utc(session.started_at)
+        for message in session.messages:
+            if message.occurred_at is not None:
+                message.occurred_at = as_utc(message.occurred_at)
+    return conversation

@@ -1,0 +1,136 @@
+"""Store a parsed conversation: one episode per session, one turn memory per message.
+
+Ids are derived from the conversation, session and message ids, so ingesting the
+same file again skips what is already stored and resumes an interrupted run.
+Each session is one transaction (episode, turns and their edges together).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+
+from pydantic import BaseModel
+
+from nous._time import utcnow
+from nous.ingest.formats import Conversation, ConversationMessage
+from nous.memory import MemoryRepository
+from nous.models import Edge, EdgeRelation, Episode, EpisodeOutcome, Provenance, Turn
+from nous.storage.base import PutEdge, WriteOp
+
+_NAMESPACE = uuid.UUID("5b0c6c0e-8f1e-4e55-9d7e-6e6f75730002")
+TURN_SPACING = timedelta(seconds=30)
+
+
+class IngestReport(BaseModel):
+    """What an ingestion stored."""
+
+    conversation_id: str
+    sessions: int
+    sessions_skipped: int
+    turns: int
+    episode_ids: list[str]
+
+
+def _neighbours(messages: list[ConversationMessage], i: int) -> str | None:
+    """The turns just before and after message ``i`` (its question and its reply)."""
+    around = [m for m in messages[max(0, i - 1) : i + 2] if m is not messages[i]]
+    return "\n".join(f"{m.name or m.role}: {m.content}" for m in around) or None
+
+
+def _id(agent_id: str, *parts: str) -> str:
+    return str(uuid.uuid5(_NAMESPACE, "\x1f".join((agent_id, *parts))))
+
+
+async def ingest_conversation(
+    repo: MemoryRepository,
+    conversation: Conversation,
+    *,
+    user_id: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> IngestReport:
+    """Store every session of the conversation that is not stored yet."""
+    agent = repo.agent_id
+    episode_ids = [_id(agent, conversation.id, s.id) for s in conversation.sessions]
+    existing = await repo.store.get_many(agent, episode_ids)
+    stored_sessions = stored_turns = skipped = 0
+    base_time = utcnow()
+    for session, episode_id in zip(conversation.sessions, episode_ids, strict=True):
+        if episode_id in existing:
+            skipped += 1
+            if progress:
+                progress(len(session.messages))
+            continue
+        started = session.started_at or base_time
+        session_key = f"{conversation.id}:{session.id}"
+        speakers = list(dict.fromkeys(m.name or m.role for m in session.messages))
+        turns: list[Turn] = []
+        ops: list[WriteOp] = []
+        for i, message in enumerate(session.messages):
+            speaker = message.name or message.role
+            turn = Turn(
+                id=_id(agent, conversation.id, session.id, message.id),
+                agent_id=agent,
+                user_id=user_id,
+                session_id=session_key,
+                content=f"{speaker}: {message.content}",
+                role=message.role,
+                speaker=speaker,
+                episode_id=episode_id,
+                context=_neighbours(session.messages, i),
+                occurred_at=message.occurred_at or started + i * TURN_SPACING,
+                provenance=Provenance(
+                    source=f"ingest:{conversation.source_format}",
+                    session_id=session_key,
+                    episode_id=episode_id,
+                    turn_ids=[message.id],
+                ),
+            )
+            ops.append(
+                PutEdge(
+                    Edge(
+                        source_id=turn.id, target_id=episode_id, relation=EdgeRelation.PART_OF, agent_id=agent
+                    )
+                )
+            )
+            if turns:
+                ops.append(
+                    PutEdge(
+                        Edge(
+                            source_id=turn.id,
+                            target_id=turns[-1].id,
+                            relation=EdgeRelation.FOLLOWS,
+                            agent_id=agent,
+                        )
+                    )
+                )
+            turns.append(turn)
+        title = f"Conversation between {', '.join(speakers)} ({session.id})"
+        episode = Episode(
+            id=episode_id,
+            agent_id=agent,
+            user_id=user_id,
+            session_id=session_key,
+            content=title,
+            title=title,
+            started_at=started,
+            occurred_at=started,
+            ended_at=turns[-1].occurred_at if turns else started,
+            outcome=EpisodeOutcome.SUCCESS,
+            participants=speakers,
+            trigger="conversation ingestion",
+            provenance=Provenance(source=f"ingest:{conversation.source_format}", session_id=session_key),
+        )
+        await repo.create_many([episode, *turns], actor="ingest", extra_ops=ops)
+        stored_sessions += 1
+        stored_turns += len(turns)
+        if progress:
+            progress(len(session.messages))
+    return IngestReport(
+        conversation_id=conversation.id,
+        sessions=stored_sessions,
+        sessions_skipped=skipped,
+        turns=stored_turns,
+        episode_ids=episode_ids,
+    )
