@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 import typer
@@ -12,7 +13,7 @@ from nous.cli.runtime import fail, read_text_arg, with_nous
 from nous.models import Decision, Episode, Fact, HistoryEntry, Memory, RecallHit, WriteResult
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
-LimitOpt = Annotated[int, typer.Option("--limit", "-k", min=1, max=10_000, help="How many to show.")]
+LimitOpt = Annotated[int, typer.Option("--limit", "-k", min=1, max=1000, help="How many to show.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -67,15 +68,28 @@ def recall(
         list[str] | None,
         typer.Option("--kind", help="fact, episode, decision, procedure, censor, turn; repeatable."),
     ] = None,
+    since: Annotated[
+        datetime | None, typer.Option(help="Only memories from this time on (ISO-8601).")
+    ] = None,
+    until: Annotated[datetime | None, typer.Option(help="Only memories before this time (ISO-8601).")] = None,
+    session: Annotated[str | None, typer.Option(help="Only this session's memories.")] = None,
+    frame: Annotated[
+        str | None, typer.Option(help="Current frame (task, debug, ...): boosts memories from it.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Find the memories most relevant to a query (hybrid dense + keyword search).
+    """Find the memories most relevant to a query (dense + keyword fusion, session and graph boosts).
+
+    Time words in the query narrow the search: "what did we decide last week?", "in May 2023",
+    "before the trip". Recap questions ("what did we talk about?") list the latest episodes first.
 
     Example: nous recall "what does Alice prefer?" --limit 5 --json
     """
 
     async def act(nous: Nous) -> list[RecallHit]:
-        return await nous.recall(query, limit=limit, kinds=kind)
+        return await nous.recall(
+            query, limit=limit, kinds=kind, since=since, until=until, session_id=session, frame=frame
+        )
 
     hits = with_nous(ctx, act)
     if as_json:

@@ -30,6 +30,7 @@ _GELU_R = np.array(
     dtype=np.float32,
 )
 _GELU_CHUNK = 1 << 15  # elements per GELU block, sized to stay in L2 cache
+_ATTN_CHUNK = 1 << 18  # attention scores per step
 
 
 def _gelu_(x: np.ndarray) -> np.ndarray:
@@ -138,57 +139,71 @@ class NumpyMiniLM:
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         """Embed ``texts`` as L2-normalised float32 rows of shape (len(texts), hidden)."""
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
-        if not texts:
-            return out
         order = np.argsort(
             [-len(t) for t in texts], kind="stable"
         )  # longest first, like sentence-transformers
         for start in range(0, len(texts), batch_size):
             idx = order[start : start + batch_size]
             batch = self._encode_batch([texts[i] for i in idx])
-            ids = np.array([e.ids for e in batch], dtype=np.int64)
-            type_ids = np.array([e.type_ids for e in batch], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in batch], dtype=np.float32)
+            ids = np.array([e.ids for e in batch], dtype=np.intp)
+            type_ids = np.array([e.type_ids for e in batch], dtype=np.intp)
+            mask = np.array([e.attention_mask for e in batch], dtype=bool)
             out[idx] = self._forward(ids, type_ids, mask)
         return out
 
     def _forward(self, ids: np.ndarray, type_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Encoder forward pass for one padded batch; returns normalised mean-pooled vectors."""
+        """Encoder pass over one padded batch; returns normalised mean-pooled vectors.
+
+        Per-token work runs on the packed real tokens only (padding dropped); attention alone uses
+        the padded (batch, seq) layout.
+        """
         b, n = ids.shape
-        h, nh = self.hidden, self.heads
-        d = h // nh
-        x = self._word[ids]
-        x += self._pos[:n]
-        x += self._type[type_ids]
-        x = _layer_norm_(x.reshape(b * n, h), *self._emb_ln, self.eps)
-        # Additive attention bias: 0 for real tokens, a large negative number for padding.
-        bias = ((mask - 1.0) * np.float32(1e9))[:, None, None, :] if not mask.all() else None
+        flat = mask.reshape(-1)
+        packed = not flat.all()
+        positions = np.broadcast_to(np.arange(n), (b, n))
+        if packed:
+            ids, type_ids, positions = ids[mask], type_ids[mask], positions[mask]
+        x = self._word[ids.reshape(-1)]
+        x += self._pos[positions.reshape(-1)]
+        x += self._type[type_ids.reshape(-1)]
+        x = _layer_norm_(x, *self._emb_ln, self.eps)
+        # Additive attention bias: 0 for real tokens, a large negative number for padding keys.
+        bias = np.where(mask, np.float32(0), np.float32(-1e9))[:, None, None, :] if packed else None
         for blk in self._blocks:
             qkv = x @ blk["qkv_w"]
             qkv += blk["qkv_b"]
-            qkv = qkv.reshape(b, n, 3, nh, d)
-            q = qkv[:, :, 0].transpose(0, 2, 1, 3)
-            k = qkv[:, :, 1].transpose(0, 2, 3, 1)
-            v = qkv[:, :, 2].transpose(0, 2, 1, 3)
-            scores = q @ k  # (b, nh, n, n)
-            if bias is not None:
-                scores += bias
-            scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores *= 1.0 / scores.sum(axis=-1, keepdims=True)
-            ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(b * n, h)
-            att = ctx @ blk["o_w"]
+            if packed:
+                padded = np.zeros((b * n, qkv.shape[1]), np.float32)
+                padded[flat] = qkv
+                qkv = padded
+            ctx = self._attention(qkv.reshape(b, n, 3, self.heads, -1), bias)
+            att = (ctx[flat] if packed else ctx) @ blk["o_w"]
             att += blk["o_b"]
             att += x
             x = _layer_norm_(att, blk["ln1_w"], blk["ln1_b"], self.eps)
             inter = x @ blk["i_w"]
             inter += blk["i_b"]
-            _gelu_(inter)
-            y = inter @ blk["out_w"]
+            y = _gelu_(inter) @ blk["out_w"]
             y += blk["out_b"]
             y += x
             x = _layer_norm_(y, blk["ln2_w"], blk["ln2_b"], self.eps)
-        x = x.reshape(b, n, h)
-        pooled = np.einsum("bnh,bn->bh", x, mask) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return pooled.astype(np.float32, copy=False)
+        lengths = mask.sum(axis=1)
+        pooled = np.add.reduceat(x, np.concatenate(([0], np.cumsum(lengths)[:-1])), axis=0)
+        pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)  # the mean's 1/length cancels out
+        return pooled
+
+    def _attention(self, qkv: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+        """Multi-head self-attention over (batch, seq, 3, heads, head_dim); returns (batch*seq, hidden)."""
+        b, n, _, nh, d = qkv.shape
+        ctx = np.empty((b, n, nh, d), np.float32)
+        group = max(1, _ATTN_CHUNK // (nh * n * n))  # sequences per step, keeps the scores cache-sized
+        for s in range(0, b, group):
+            blk = qkv[s : s + group]
+            scores = blk[:, :, 0].transpose(0, 2, 1, 3) @ blk[:, :, 1].transpose(0, 2, 3, 1)
+            if bias is not None:
+                scores += bias[s : s + group]
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores *= 1.0 / scores.sum(axis=-1, keepdims=True)
+            ctx[s : s + group] = (scores @ blk[:, :, 2].transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
+        return ctx.reshape(b * n, nh * d)

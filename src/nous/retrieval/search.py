@@ -219,7 +219,7 @@ class Retriever:
         bonus: dict[str, float] = defaultdict(float)
         for e in edges:
             for a, b in ((e.source_id, e.target_id), (e.target_id, e.source_id)):
-                if a in seed_score and b not in seed_score:
+                if a in seed_score:
                     bonus[b] += w.graph * seed_score[a] * e.weight
         missing = [i for i in bonus if i not in memories]
         if missing:

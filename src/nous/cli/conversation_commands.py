@@ -1,0 +1,105 @@
+"""Commands for conversations and time: ingest, recent."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from nous.api import Nous
+from nous.cli.output import console, err_console, print_json, short, table, when
+from nous.cli.runtime import fail, with_nous
+from nous.ingest import Conversation, IngestReport
+from nous.models import Memory
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(ingest)
+    app.command()(recent)
+
+
+def ingest(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="Conversation JSON: Nous native or LoCoMo format.")],
+    fmt: Annotated[str, typer.Option("--format", help="auto, native or locomo.")] = "auto",
+    user: Annotated[str | None, typer.Option(help="User id to scope the memories to.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store a multi-session conversation: one episode per session, one recallable turn per message.
+
+    Native format: {"sessions": [{"id": "s1", "started_at": "2024-05-01T10:00:00Z",
+    "messages": [{"role": "user", "name": "Ana", "content": "..."}]}]}
+
+    The whole file is checked first; a bad record is named and nothing is stored. Running the same
+    file again skips sessions already stored (an interrupted run resumes).
+
+    Example: nous ingest chat.json --json
+    """
+    if not file.is_file():
+        raise fail(f"{file} does not exist or is not a file", 2)
+
+    async def act(nous: Nous) -> IngestReport:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=err_console,
+            disable=not err_console.is_terminal,
+        ) as progress:
+            task = progress.add_task("ingesting turns", total=None)
+
+            def parsed(conv: Conversation) -> None:
+                progress.update(task, total=sum(len(s.messages) for s in conv.sessions))
+
+            return await nous.ingest(
+                file, fmt=fmt, user_id=user, on_parsed=parsed, progress=lambda n: progress.advance(task, n)
+            )
+
+    report = with_nous(ctx, act)
+    if as_json:
+        print_json({"status": "ingested", **report.model_dump(exclude={"episode_ids"})})
+    else:
+        console.print(
+            f"[green]ingested[/green] {report.turns} turns in {report.sessions} sessions "
+            f"({report.sessions_skipped} already stored) from {file}"
+        )
+
+
+def recent(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", "-k", min=1, max=1000)] = 10,
+    kind: Annotated[list[str] | None, typer.Option("--kind", help="Memory types; default episodes.")] = None,
+    since: Annotated[datetime | None, typer.Option(help="Only after this time (ISO-8601).")] = None,
+    until: Annotated[datetime | None, typer.Option(help="Only before this time (ISO-8601).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """What happened most recently, by time rather than topic (closed episodes included)."""
+
+    async def act(nous: Nous) -> list[Memory]:
+        return await nous.recall_recent(limit=limit, kinds=kind or ("episode",), since=since, until=until)
+
+    found = with_nous(ctx, act)
+    if as_json:
+        print_json(
+            [
+                {
+                    "id": m.id,
+                    "type": m.kind.value,
+                    "content": m.content,
+                    "occurred_at": m.occurred_at.isoformat(),
+                }
+                for m in found
+            ]
+        )
+        return
+    table(
+        "recent",
+        ["when", "type", "content", "id"],
+        [(when(m.occurred_at), m.kind.value, short(m.content, 80), m.id[:8]) for m in found],
+    )

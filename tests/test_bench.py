@@ -1,0 +1,49 @@
+"""The benchmarks run end to end on small inputs and report the documented shape."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nous import Settings
+from nous.bench.locomo import run_locomo
+from nous.bench.scale import run_scale
+from nous.embeddings.base import EmbeddingProvider
+
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo"
+
+
+def _small_locomo(tmp_path: Path, sessions: int = 3) -> Path:
+    data = json.loads((LOCOMO / "30.json").read_text())
+    keep = {f"session_{i}" for i in range(1, sessions + 1)}
+    for key in [k for k in data if k.startswith("session_") and k.split("_")[1].isdigit()]:
+        if f"session_{key.split('_')[1]}" not in keep:
+            data.pop(key)
+    turns = {t["dia_id"] for k in keep for t in data.get(k, [])}
+    data["qa"] = [q for q in data["qa"] if q.get("evidence") and set(q["evidence"]) <= turns]
+    out = tmp_path / "small"
+    out.mkdir()
+    (out / "30-small.json").write_text(json.dumps(data))
+    return out
+
+
+async def test_locomo_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider) -> None:
+    directory = _small_locomo(tmp_path)
+    result = await run_locomo(directory, ks=(5, 10), settings=Settings(home=tmp_path), provider=provider)
+    assert result["questions"] > 5
+    for system in ("nous", "bm25", "dense"):
+        figures = result["systems"][system]
+        for key in ("recall_all@10", "recall_any@10", "recall_all@5"):
+            assert 0.0 <= figures[key] <= 1.0
+        assert figures["recall_any@10"] >= figures["recall_all@10"]
+        assert set(figures["per_category"]) <= {"1", "2", "3", "4"}
+    assert result["systems"]["nous"]["recall_all@10"] >= result["systems"]["bm25"]["recall_all@10"]
+    assert result["latency_ms"]["p95"] >= result["latency_ms"]["p50"] > 0
+    assert result["ingest_per_s"] > 0
+
+
+async def test_scale_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider) -> None:
+    result = await run_scale(300, queries=20, settings=Settings(home=tmp_path), provider=provider)
+    assert result["n"] == 300 and result["backend"] == "sqlite"
+    assert result["ingest_per_s"] > 0 and result["storage_overhead_ratio"] > 0
+    assert result["recall_latency_ms"]["p95"] >= result["recall_latency_ms"]["p50"] > 0
