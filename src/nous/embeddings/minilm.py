@@ -66,6 +66,23 @@ def _layer_norm_(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float
     return x
 
 
+def _softmax_(x: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis, in place.
+
+    Attention scores are small, so exp() is taken without subtracting the row maximum; the exact
+    max-shifted form is the fallback when that over- or underflows.
+    """
+    with np.errstate(over="ignore"):
+        e = np.exp(x)
+    sums = e.sum(axis=-1, keepdims=True)
+    if not (np.isfinite(sums).all() and sums.min() > 1e-30):
+        x -= x.max(axis=-1, keepdims=True)
+        np.exp(x, out=e)
+        sums = e.sum(axis=-1, keepdims=True)
+    np.multiply(e, 1.0 / sums, out=x)
+    return x
+
+
 class NumpyMiniLM:
     """BERT encoder + mean pooling + L2 normalisation, float32 numpy on the CPU."""
 
@@ -167,8 +184,7 @@ class NumpyMiniLM:
         x += self._pos[positions.reshape(-1)]
         x += self._type[type_ids.reshape(-1)]
         x = _layer_norm_(x, *self._emb_ln, self.eps)
-        # Additive attention bias: 0 for real tokens, a large negative number for padding keys.
-        bias = np.where(mask, np.float32(0), np.float32(-1e9))[:, None, None, :] if packed else None
+        lengths = mask.sum(axis=1)
         for blk in self._blocks:
             qkv = x @ blk["qkv_w"]
             qkv += blk["qkv_b"]
@@ -176,7 +192,7 @@ class NumpyMiniLM:
                 padded = np.zeros((b * n, qkv.shape[1]), np.float32)
                 padded[flat] = qkv
                 qkv = padded
-            ctx = self._attention(qkv.reshape(b, n, 3, self.heads, -1), bias)
+            ctx = self._attention(qkv.reshape(b, n, 3, self.heads, -1), lengths)
             att = (ctx[flat] if packed else ctx) @ blk["o_w"]
             att += blk["o_b"]
             att += x
@@ -187,23 +203,28 @@ class NumpyMiniLM:
             y += blk["out_b"]
             y += x
             x = _layer_norm_(y, blk["ln2_w"], blk["ln2_b"], self.eps)
-        lengths = mask.sum(axis=1)
         pooled = np.add.reduceat(x, np.concatenate(([0], np.cumsum(lengths)[:-1])), axis=0)
         pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)  # the mean's 1/length cancels out
         return pooled
 
-    def _attention(self, qkv: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-        """Multi-head self-attention over (batch, seq, 3, heads, head_dim); returns (batch*seq, hidden)."""
+    def _attention(self, qkv: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """Self-attention over (batch, seq, 3, heads, head_dim); returns (batch*seq, hidden).
+
+        Works on groups of sequences trimmed to the group's longest, so padding costs little and a
+        long sequence's scores stay cache-sized. Rows past a sequence's length are left undefined.
+        """
         b, n, _, nh, d = qkv.shape
         ctx = np.empty((b, n, nh, d), np.float32)
-        group = max(1, _ATTN_CHUNK // (nh * n * n))  # sequences per step, keeps the scores cache-sized
+        group = max(1, _ATTN_CHUNK // (nh * n * n))
         for s in range(0, b, group):
-            blk = qkv[s : s + group]
+            lens = lengths[s : s + group]
+            m = int(lens.max())
+            blk = qkv[s : s + group, :m]
             scores = blk[:, :, 0].transpose(0, 2, 1, 3) @ blk[:, :, 1].transpose(0, 2, 3, 1)
-            if bias is not None:
-                scores += bias[s : s + group]
-            scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores *= 1.0 / scores.sum(axis=-1, keepdims=True)
-            ctx[s : s + group] = (scores @ blk[:, :, 2].transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
+            if lens.min() < m:  # mask padding keys
+                scores += np.where(np.arange(m) < lens[:, None], np.float32(0), np.float32(-1e9))[
+                    :, None, None
+                ]
+            _softmax_(scores)
+            ctx[s : s + group, :m] = (scores @ blk[:, :, 2].transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
         return ctx.reshape(b * n, nh * d)

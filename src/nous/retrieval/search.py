@@ -19,10 +19,11 @@ import numpy as np
 from nous._text import keyword_terms, validate_content
 from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
-from nous.models import Memory, MemoryKind, RecallHit
+from nous.models import MemoryKind, RecallHit
 from nous.retrieval.timeparse import ParsedQuery, TimeWindow, parse_time_expression
 from nous.retrieval.weights import DEFAULT_WEIGHTS, RetrievalWeights
 from nous.storage import MemoryQuery, ScoredId
+from nous.storage.base import CandidateInfo
 
 MAX_LIMIT = 1000
 
@@ -89,7 +90,7 @@ class Retriever:
         if not candidates and window is not None and q.since is None and q.until is None:
             window, scope = None, self._scope(q, None)  # nothing in the window: search everything
             candidates = await self._fuse(text, scope)
-        memories = await self.repo.store.get_many(self.repo.agent_id, list(candidates))
+        memories = await self.repo.store.describe(self.repo.agent_id, list(candidates))
         candidates = {i: c for i, c in candidates.items() if i in memories}
         self._group_boost(candidates, memories)
         await self._graph_boost(candidates, memories, scope)
@@ -101,16 +102,18 @@ class Retriever:
             await self._recap(candidates, memories, q, window, now)
         ranked = self._floor(sorted(candidates.values(), key=lambda c: c.score, reverse=True), memories)
         ranked = await self._diversify(ranked, q.limit)
+        full = await self.repo.store.get_many(self.repo.agent_id, [c.id for c in ranked])
         return [
             RecallHit(
                 id=c.id,
-                kind=memories[c.id].kind,
-                content=memories[c.id].content,
+                kind=full[c.id].kind,
+                content=full[c.id].content,
                 score=round(c.score, 6),
                 signals=c.signals or {},
-                memory=memories[c.id],
+                memory=full[c.id],
             )
-            for c in ranked[: q.limit]
+            for c in ranked
+            if c.id in full
         ]
 
     # -- steps ----------------------------------------------------------------------
@@ -161,10 +164,13 @@ class Retriever:
 
     async def _fuse(self, text: str, scope: MemoryQuery) -> dict[str, _Candidate]:
         w = self.weights
-        vector = await self.repo.embedder.embed_one(text)
+
+        async def dense_search() -> list[ScoredId]:
+            vector = await self.repo.embedder.embed_one(text)
+            return await self.repo.store.vector_search(scope, vector, w.pool)
+
         dense, keyword = await asyncio.gather(
-            self.repo.store.vector_search(scope, vector, w.pool),
-            self.repo.store.keyword_search(scope, keyword_terms(text), w.pool),
+            dense_search(), self.repo.store.keyword_search(scope, keyword_terms(text), w.pool)
         )
         candidates: dict[str, _Candidate] = {}
         if dense:
@@ -184,7 +190,7 @@ class Retriever:
                 c.signal("keyword_rank", rank + 1)
         return candidates
 
-    def _group_boost(self, candidates: dict[str, _Candidate], memories: dict[str, Memory]) -> None:
+    def _group_boost(self, candidates: dict[str, _Candidate], memories: dict[str, CandidateInfo]) -> None:
         """Lift memories from the sessions whose memories match best (evidence clusters)."""
         w = self.weights
         if not candidates or w.group <= 0:
@@ -207,7 +213,7 @@ class Retriever:
                 c.signal("group", bonus)
 
     async def _graph_boost(
-        self, candidates: dict[str, _Candidate], memories: dict[str, Memory], scope: MemoryQuery
+        self, candidates: dict[str, _Candidate], memories: dict[str, CandidateInfo], scope: MemoryQuery
     ) -> None:
         """Neighbours (over edges of any relation) of the best memories get a share of their score."""
         w = self.weights
@@ -223,7 +229,7 @@ class Retriever:
                     bonus[b] += w.graph * seed_score[a] * e.weight
         missing = [i for i in bonus if i not in memories]
         if missing:
-            memories.update(await self.repo.store.get_many(self.repo.agent_id, missing))
+            memories.update(await self.repo.store.describe(self.repo.agent_id, missing))
         for mid, value in bonus.items():
             memory = memories.get(mid)
             if memory is None or not _in_scope(memory, scope):
@@ -233,7 +239,11 @@ class Retriever:
             c.signal("graph", value)
 
     def _context_boosts(
-        self, candidates: dict[str, _Candidate], memories: dict[str, Memory], q: RecallQuery, now: datetime
+        self,
+        candidates: dict[str, _Candidate],
+        memories: dict[str, CandidateInfo],
+        q: RecallQuery,
+        now: datetime,
     ) -> None:
         """Recency (additive), frame and censor overlap (multiplicative, spec 003)."""
         w = self.weights
@@ -261,7 +271,7 @@ class Retriever:
     async def _recap(
         self,
         candidates: dict[str, _Candidate],
-        memories: dict[str, Memory],
+        memories: dict[str, CandidateInfo],
         q: RecallQuery,
         window: TimeWindow | None,
         now: datetime,
@@ -285,12 +295,12 @@ class Retriever:
         )
         top = max((c.score for c in candidates.values()), default=1.0)
         for rank, episode in enumerate(recent):
-            memories[episode.id] = episode
+            memories[episode.id] = CandidateInfo.of(episode)
             c = candidates.setdefault(episode.id, _Candidate(episode.id))
             c.score = max(c.score, top) + top * (w.recap_max - rank) / w.recap_max
             c.signal("recap", rank + 1)
 
-    def _floor(self, ranked: list[_Candidate], memories: dict[str, Memory]) -> list[_Candidate]:
+    def _floor(self, ranked: list[_Candidate], memories: dict[str, CandidateInfo]) -> list[_Candidate]:
         """Drop memories that only the dense search found, with a cosine below their type's floor."""
         floors = self.weights.min_cosine
         out = []
@@ -324,7 +334,7 @@ class Retriever:
         return chosen
 
 
-def _in_scope(memory: Memory, scope: MemoryQuery) -> bool:
+def _in_scope(memory: CandidateInfo, scope: MemoryQuery) -> bool:
     """Whether a memory reached by an edge passes the query's filters."""
     if scope.kinds and memory.kind not in scope.kinds:
         return False

@@ -113,6 +113,40 @@ class ScoredId:
 
 
 @dataclass(slots=True)
+class CandidateInfo:
+    """The few columns ranking needs about a candidate, without loading the whole memory."""
+
+    id: str
+    kind: MemoryKind
+    session_id: str | None
+    user_id: str | None
+    occurred_at: datetime
+    encoded_frame: str | None
+    encoded_censors: list[str] | None
+    active: bool
+    superseded_by: str | None
+
+    @classmethod
+    def of(cls, memory: Memory) -> CandidateInfo:
+        return cls(
+            memory.id,
+            memory.kind,
+            memory.session_id,
+            memory.user_id,
+            memory.occurred_at,
+            memory.encoded_frame,
+            memory.encoded_censors,
+            memory.active,
+            memory.superseded_by,
+        )
+
+
+CANDIDATE_COLUMNS = (
+    "id, kind, session_id, user_id, occurred_at, encoded_frame, encoded_censors, active, superseded_by"
+)
+
+
+@dataclass(slots=True)
 class StoreInfo:
     """Static facts about an open store."""
 
@@ -159,6 +193,10 @@ class Store(ABC):
     @abstractmethod
     async def keyword_search(self, query: MemoryQuery, terms: list[str], limit: int) -> list[ScoredId]:
         """Memories matching any of the terms, best first (score = backend rank)."""
+
+    @abstractmethod
+    async def describe(self, agent_id: str, ids: list[str]) -> dict[str, CandidateInfo]:
+        """Ranking metadata of the given memories (unknown ids are absent)."""
 
     @abstractmethod
     async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:

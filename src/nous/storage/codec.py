@@ -11,6 +11,7 @@ import numpy as np
 from nous._text import text_hash
 from nous.errors import StorageError
 from nous.models import MEMORY_TYPES, Memory, MemoryKind, Provenance
+from nous.storage.base import CandidateInfo
 
 # Columns of the memories table that come from the model's own fields.
 MODEL_COLUMNS: tuple[str, ...] = (
@@ -104,3 +105,13 @@ def row_to_memory(row: dict[str, Any]) -> Memory:
 def to_f32(vector: np.ndarray | list[float]) -> np.ndarray:
     """A contiguous float32 copy of a vector."""
     return np.ascontiguousarray(vector, dtype=np.float32)
+
+
+def row_to_candidate(row: tuple[Any, ...]) -> CandidateInfo:
+    """A CandidateInfo from a row of CANDIDATE_COLUMNS."""
+    id_, kind, session, user, occurred, frame, censors, active, superseded = row
+    if isinstance(occurred, str):
+        occurred = datetime.fromisoformat(occurred)
+    return CandidateInfo(
+        id_, MemoryKind(kind), session, user, occurred, frame, _loads(censors), bool(active), superseded
+    )

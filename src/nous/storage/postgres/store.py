@@ -25,7 +25,9 @@ from nous.models import (
     WorkingMemory,
 )
 from nous.storage.base import (
+    CANDIDATE_COLUMNS,
     AddHistory,
+    CandidateInfo,
     MemoryQuery,
     PurgeMemory,
     PutEdge,
@@ -37,7 +39,7 @@ from nous.storage.base import (
     StoreInfo,
     WriteOp,
 )
-from nous.storage.codec import JSON_COLUMNS, MODEL_COLUMNS, memory_to_row, row_to_memory
+from nous.storage.codec import JSON_COLUMNS, MODEL_COLUMNS, memory_to_row, row_to_candidate, row_to_memory
 from nous.storage.filters import where_clause
 from nous.storage.migrations import load_migrations
 
@@ -257,6 +259,17 @@ class PostgresStore(Store):
         hits = [ScoredId(r[0], float(r[1])) for r in rows]
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
+
+    async def describe(self, agent_id: str, ids: list[str]) -> dict[str, CandidateInfo]:
+        if not ids:
+            return {}
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                f"SELECT {CANDIDATE_COLUMNS} FROM memories WHERE agent_id = %s AND id = ANY(%s)",
+                (agent_id, ids),
+            )
+            rows = await cur.fetchall()
+        return {r[0]: row_to_candidate(r) for r in rows}
 
     async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
         if not ids:

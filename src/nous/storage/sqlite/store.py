@@ -22,7 +22,9 @@ from nous.models import (
     WorkingMemory,
 )
 from nous.storage.base import (
+    CANDIDATE_COLUMNS,
     AddHistory,
+    CandidateInfo,
     MemoryQuery,
     PurgeMemory,
     PutEdge,
@@ -39,6 +41,7 @@ from nous.storage.codec import (
     MODEL_COLUMNS,
     TIME_COLUMNS,
     memory_to_row,
+    row_to_candidate,
     row_to_memory,
 )
 from nous.storage.filters import where_clause
@@ -264,7 +267,7 @@ class SQLiteStore(Store):
             out: dict[str, Memory] = {}
             for chunk in _chunks(list(dict.fromkeys(ids))):
                 cur = conn.execute(
-                    f"SELECT {SELECT_COLUMNS} FROM memories WHERE agent_id = ? AND id IN ({_marks(len(chunk))})",
+                    f"SELECT {SELECT_COLUMNS} FROM memories WHERE +agent_id = ? AND id IN ({_marks(len(chunk))})",
                     [agent_id, *chunk],
                 )
                 for row in _rows(cur):
@@ -319,6 +322,20 @@ class SQLiteStore(Store):
 
         return await self._r().run(read)
 
+    async def describe(self, agent_id: str, ids: list[str]) -> dict[str, CandidateInfo]:
+        def read(conn: sqlite3.Connection) -> dict[str, CandidateInfo]:
+            out: dict[str, CandidateInfo] = {}
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                cur = conn.execute(
+                    f"SELECT {CANDIDATE_COLUMNS} FROM memories WHERE +agent_id = ? AND id IN ({_marks(len(chunk))})",
+                    [agent_id, *chunk],
+                )
+                for row in cur.fetchall():
+                    out[row[0]] = row_to_candidate(row)
+            return out
+
+        return await self._r().run(read) if ids else {}
+
     async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
         index = self._index
         if index is None:
@@ -335,14 +352,30 @@ class SQLiteStore(Store):
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         where, params = where_clause(query, "?", time_param=fmt_time, prefix="m.")
-        sql = (
+        # Fast path: rank in the FTS index alone, then filter the best few by scope. Joining every
+        # match to its row before ranking costs more than the ranking itself on large stores.
+        fast = (
+            "SELECT m.id, -f.score FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts "
+            "WHERE memories_fts MATCH ? ORDER BY score LIMIT ?) f JOIN memories m ON m.seq = f.rowid "
+            f"WHERE {where} ORDER BY f.score"
+        )
+        exact = (
             "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts "
             "JOIN memories m ON m.seq = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts) LIMIT ?"
         )
+        window = limit * 3
 
         def read(conn: sqlite3.Connection) -> list[ScoredId]:
-            return [ScoredId(i, float(s)) for i, s in conn.execute(sql, [match, *params, limit])]
+            rows = conn.execute(fast, [match, window, *params]).fetchall()
+            if len(rows) < limit:
+                (total,) = conn.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
+                    (match, window + 1),
+                ).fetchone()
+                if total > window:  # the scope filtered out too many: rank within the scope instead
+                    rows = conn.execute(exact, [match, *params, limit]).fetchall()
+            return [ScoredId(i, float(s)) for i, s in rows[:limit]]
 
         return await self._r().run(read)
 
