@@ -14,9 +14,10 @@ import numpy as np
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-# GELU(x) = x * Phi(x) with Phi(x) = sigmoid(x * R(x^2)): the exact erf GELU from a minimax fit of
-# erf(t) = tanh(t * P(t^2)), max |erf error| 5.8e-8 in float64 (float32 adds a few ulp of rounding).
-# Coefficients of -R, highest power first.
+# Exact (erf) GELU: x * Phi(x) = x / (1 + exp(x * R(x^2))), from a minimax fit of
+# erf(t) = tanh(t * P(t^2)) with max |error| 5.8e-8 (float64; float32 adds a few ulp of rounding).
+# Without the 1 + erf(.) cancellation it is also accurate relative to tiny negative-side values.
+# Coefficients of R, highest power first.
 _GELU_R = np.array(
     [
         -3.512558434240514e-09,
@@ -29,20 +30,19 @@ _GELU_R = np.array(
     ],
     dtype=np.float32,
 )
-_GELU_CHUNK = 1 << 15  # elements per GELU block, sized to stay in L2 cache
-_ATTN_CHUNK = 1 << 18  # attention scores per step
+_GELU_CHUNK = 1 << 15  # elements per GELU step, sized to stay in L2 cache
 
 
 def _gelu_(x: np.ndarray) -> np.ndarray:
-    """Exact (erf) GELU of a 2-D float32 array, in place, in cache-sized row blocks."""
-    rows = max(1, _GELU_CHUNK // x.shape[1])
-    u_buf = np.empty((min(rows, x.shape[0]), x.shape[1]), np.float32)
+    """Exact GELU of a C-contiguous float32 array, in place."""
+    flat = x.reshape(-1)
+    u_buf = np.empty(min(_GELU_CHUNK, flat.size), np.float32)
     p_buf = np.empty_like(u_buf)
-    with np.errstate(over="ignore"):
-        for start in range(0, x.shape[0], rows):
-            xs = x[start : start + rows]
-            u = np.multiply(xs, xs, out=u_buf[: len(xs)])
-            p = np.multiply(u, _GELU_R[0], out=p_buf[: len(xs)])
+    with np.errstate(over="ignore"):  # exp(+big) -> inf -> x / inf = -0, as it should
+        for start in range(0, flat.size, _GELU_CHUNK):
+            xs = flat[start : start + _GELU_CHUNK]
+            u = np.multiply(xs, xs, out=u_buf[: xs.size])
+            p = np.multiply(u, _GELU_R[0], out=p_buf[: xs.size])
             for c in _GELU_R[1:-1]:
                 p += c
                 p *= u
@@ -55,36 +55,36 @@ def _gelu_(x: np.ndarray) -> np.ndarray:
 
 
 def _layer_norm_(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    """LayerNorm over the last axis, in place."""
-    x -= x.mean(axis=-1, keepdims=True)
-    var = np.einsum("ij,ij->i", x, x)[:, None]
-    var *= 1.0 / x.shape[-1]
+    """LayerNorm of each column of a (hidden, tokens) array, in place."""
+    x -= x.mean(axis=0)
+    var = np.einsum("ij,ij->j", x, x)
+    var *= 1.0 / x.shape[0]
     var += eps
     x *= 1.0 / np.sqrt(var)
-    x *= weight
-    x += bias
+    x *= weight[:, None]
+    x += bias[:, None]
     return x
 
 
-def _softmax_(x: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis, in place.
+def _softmax(scores: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis into ``out``; ``scores`` may be clobbered.
 
-    Attention scores are small, so exp() is taken without subtracting the row maximum; the exact
+    Attention scores are small, so exp() is taken without subtracting the row maximum; the
     max-shifted form is the fallback when that over- or underflows.
     """
     with np.errstate(over="ignore"):
-        e = np.exp(x)
-    sums = e.sum(axis=-1, keepdims=True)
+        np.exp(scores, out=out)
+    sums = out.sum(axis=-1, keepdims=True)
     if not (np.isfinite(sums).all() and sums.min() > 1e-30):
-        x -= x.max(axis=-1, keepdims=True)
-        np.exp(x, out=e)
-        sums = e.sum(axis=-1, keepdims=True)
-    np.multiply(e, 1.0 / sums, out=x)
-    return x
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=out)
+        sums = out.sum(axis=-1, keepdims=True)
+    out *= 1.0 / sums
+    return out
 
 
 class NumpyMiniLM:
-    """BERT encoder + mean pooling + L2 normalisation, float32 numpy on the CPU."""
+    """BERT encoder + mean pooling + L2 normalisation in float32 numpy, for all-MiniLM-L6-v2."""
 
     def __init__(self, model_dir: Path, max_seq_length: int | None = None) -> None:
         model_dir = Path(model_dir)
@@ -93,8 +93,9 @@ class NumpyMiniLM:
             raise ValueError(f"unsupported hidden_act {config['hidden_act']!r}")
         st_config_path = model_dir / "sentence_bert_config.json"
         st_config = json.loads(st_config_path.read_text()) if st_config_path.exists() else {}
-        self.max_seq_length: int = int(
-            max_seq_length or st_config.get("max_seq_length") or config["max_position_embeddings"]
+        self.max_seq_length: int = min(
+            int(max_seq_length or st_config.get("max_seq_length") or config["max_position_embeddings"]),
+            config["max_position_embeddings"],
         )
         self.hidden: int = config["hidden_size"]
         self.heads: int = config["num_attention_heads"]
@@ -105,7 +106,7 @@ class NumpyMiniLM:
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_length=self.max_seq_length)
         pad = self._tokenizer.padding or {}
-        self._tokenizer.enable_padding(
+        self._tokenizer.enable_padding(  # to the longest in each batch (tokenizer.json pins 128)
             pad_id=pad.get("pad_id", config.get("pad_token_id", 0)), pad_token=pad.get("pad_token", "[PAD]")
         )
         # encode_batch_fast (tokenizers >= 0.20) skips offset tracking.
@@ -113,52 +114,45 @@ class NumpyMiniLM:
         self._load_weights(model_dir / "model.safetensors")
 
     def _load_weights(self, path: Path) -> None:
-        """Read safetensors (with or without a ``bert.`` prefix) into matmul-ready float32 arrays."""
-        raw = load_file(str(path))
-        w = {k.removeprefix("bert."): v for k, v in raw.items()}
+        """Read safetensors (keys with or without ``bert.``); fuse Q/K/V, fold 1/sqrt(head_dim) into Q."""
+        weights = {k.removeprefix("bert."): v for k, v in load_file(str(path)).items()}
 
-        def f32(name: str) -> np.ndarray:
-            return np.ascontiguousarray(w[name], dtype=np.float32)
+        def get(name: str) -> np.ndarray:
+            return np.ascontiguousarray(weights[name], dtype=np.float32)
 
-        def dense_t(name: str) -> np.ndarray:  # torch Linear stores (out, in); keep (in, out)
-            return np.ascontiguousarray(f32(f"{name}.weight").T)
-
-        self._word = f32("embeddings.word_embeddings.weight")
-        self._pos = f32("embeddings.position_embeddings.weight")
-        self._type = f32("embeddings.token_type_embeddings.weight")
-        self._emb_ln = (f32("embeddings.LayerNorm.weight"), f32("embeddings.LayerNorm.bias"))
-        scale = np.float32(1.0 / np.sqrt(self.hidden // self.heads))  # folded into the query projection
+        self._word = get("embeddings.word_embeddings.weight")
+        self._pos = get("embeddings.position_embeddings.weight")
+        self._type = get("embeddings.token_type_embeddings.weight")
+        self._emb_ln = (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias"))
+        scale = np.float32(1.0 / np.sqrt(self.hidden // self.heads))
         self._blocks: list[dict[str, np.ndarray]] = []
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
-            att = p + "attention."
-            qkv_w = [dense_t(att + f"self.{n}") for n in ("query", "key", "value")]
-            qkv_b = [f32(att + f"self.{n}.bias") for n in ("query", "key", "value")]
-            qkv_w[0] = qkv_w[0] * scale
-            qkv_b[0] = qkv_b[0] * scale
+            qkv = [
+                (get(f"{p}attention.self.{n}.weight"), get(f"{p}attention.self.{n}.bias"))
+                for n in ("query", "key", "value")
+            ]
             self._blocks.append(
-                {
-                    "qkv_w": np.ascontiguousarray(np.concatenate(qkv_w, axis=1)),
-                    "qkv_b": np.concatenate(qkv_b),
-                    "o_w": dense_t(att + "output.dense"),
-                    "o_b": f32(att + "output.dense.bias"),
-                    "ln1_w": f32(att + "output.LayerNorm.weight"),
-                    "ln1_b": f32(att + "output.LayerNorm.bias"),
-                    "i_w": dense_t(p + "intermediate.dense"),
-                    "i_b": f32(p + "intermediate.dense.bias"),
-                    "out_w": dense_t(p + "output.dense"),
-                    "out_b": f32(p + "output.dense.bias"),
-                    "ln2_w": f32(p + "output.LayerNorm.weight"),
-                    "ln2_b": f32(p + "output.LayerNorm.bias"),
+                {  # dense weights stay in torch's (out, in) layout: y.T = w @ x.T
+                    "qkv_w": np.concatenate([qkv[0][0] * scale, qkv[1][0], qkv[2][0]]),
+                    "qkv_b": np.concatenate([qkv[0][1] * scale, qkv[1][1], qkv[2][1]]),
+                    "o_w": get(f"{p}attention.output.dense.weight"),
+                    "o_b": get(f"{p}attention.output.dense.bias"),
+                    "ln1_w": get(f"{p}attention.output.LayerNorm.weight"),
+                    "ln1_b": get(f"{p}attention.output.LayerNorm.bias"),
+                    "i_w": get(f"{p}intermediate.dense.weight"),
+                    "i_b": get(f"{p}intermediate.dense.bias"),
+                    "out_w": get(f"{p}output.dense.weight"),
+                    "out_b": get(f"{p}output.dense.bias"),
+                    "ln2_w": get(f"{p}output.LayerNorm.weight"),
+                    "ln2_b": get(f"{p}output.LayerNorm.bias"),
                 }
             )
 
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         """Embed ``texts`` as L2-normalised float32 rows of shape (len(texts), hidden)."""
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
-        order = np.argsort(
-            [-len(t) for t in texts], kind="stable"
-        )  # longest first, like sentence-transformers
+        order = np.argsort([-len(t) for t in texts], kind="stable")  # longest first, less padding
         for start in range(0, len(texts), batch_size):
             idx = order[start : start + batch_size]
             batch = self._encode_batch([texts[i] for i in idx])
@@ -169,62 +163,53 @@ class NumpyMiniLM:
         return out
 
     def _forward(self, ids: np.ndarray, type_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Encoder pass over one padded batch; returns normalised mean-pooled vectors.
+        """Encoder pass over one padded batch; returns the normalised mean-pooled vectors.
 
-        Per-token work runs on the packed real tokens only (padding dropped); attention alone uses
-        the padded (batch, seq) layout.
+        Padding is dropped: real tokens are packed and activations kept transposed, (hidden, tokens),
+        so each dense layer is one ``w @ x`` into a reused buffer (OpenBLAS's fastest form here) and
+        attention runs per sequence on column views, with no mask needed.
         """
-        b, n = ids.shape
-        flat = mask.reshape(-1)
-        packed = not flat.all()
-        positions = np.broadcast_to(np.arange(n), (b, n))
-        if packed:
-            ids, type_ids, positions = ids[mask], type_ids[mask], positions[mask]
-        x = self._word[ids.reshape(-1)]
-        x += self._pos[positions.reshape(-1)]
-        x += self._type[type_ids.reshape(-1)]
-        x = _layer_norm_(x, *self._emb_ln, self.eps)
         lengths = mask.sum(axis=1)
+        positions = np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
+        emb = self._word[ids[mask]]
+        emb += self._pos[positions[mask]]
+        emb += self._type[type_ids[mask]]
+        x = _layer_norm_(np.ascontiguousarray(emb.T), *self._emb_ln, self.eps)
+        tokens = x.shape[1]
+        y = np.empty_like(x)
+        ctx = np.empty_like(x)
+        qkv = np.empty((3 * self.hidden, tokens), np.float32)
+        inter = np.empty((self._blocks[0]["i_w"].shape[0], tokens), np.float32)
         for blk in self._blocks:
-            qkv = x @ blk["qkv_w"]
-            qkv += blk["qkv_b"]
-            if packed:
-                padded = np.zeros((b * n, qkv.shape[1]), np.float32)
-                padded[flat] = qkv
-                qkv = padded
-            ctx = self._attention(qkv.reshape(b, n, 3, self.heads, -1), lengths)
-            att = (ctx[flat] if packed else ctx) @ blk["o_w"]
-            att += blk["o_b"]
-            att += x
-            x = _layer_norm_(att, blk["ln1_w"], blk["ln1_b"], self.eps)
-            inter = x @ blk["i_w"]
-            inter += blk["i_b"]
-            y = _gelu_(inter) @ blk["out_w"]
-            y += blk["out_b"]
+            np.matmul(blk["qkv_w"], x, out=qkv)
+            qkv += blk["qkv_b"][:, None]
+            self._attention(qkv, lengths, out=ctx)
+            np.matmul(blk["o_w"], ctx, out=y)
+            y += blk["o_b"][:, None]
             y += x
-            x = _layer_norm_(y, blk["ln2_w"], blk["ln2_b"], self.eps)
-        pooled = np.add.reduceat(x, np.concatenate(([0], np.cumsum(lengths)[:-1])), axis=0)
-        pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)  # the mean's 1/length cancels out
-        return pooled
+            x, y = _layer_norm_(y, blk["ln1_w"], blk["ln1_b"], self.eps), x
+            np.matmul(blk["i_w"], x, out=inter)
+            inter += blk["i_b"][:, None]
+            np.matmul(blk["out_w"], _gelu_(inter), out=y)
+            y += blk["out_b"][:, None]
+            y += x
+            x, y = _layer_norm_(y, blk["ln2_w"], blk["ln2_b"], self.eps), x
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        pooled = np.add.reduceat(x, starts, axis=1).T  # the mean's 1/length cancels in the normalisation
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
-    def _attention(self, qkv: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """Self-attention over (batch, seq, 3, heads, head_dim); returns (batch*seq, hidden).
-
-        Works on groups of sequences trimmed to the group's longest, so padding costs little and a
-        long sequence's scores stay cache-sized. Rows past a sequence's length are left undefined.
-        """
-        b, n, _, nh, d = qkv.shape
-        ctx = np.empty((b, n, nh, d), np.float32)
-        group = max(1, _ATTN_CHUNK // (nh * n * n))
-        for s in range(0, b, group):
-            lens = lengths[s : s + group]
-            m = int(lens.max())
-            blk = qkv[s : s + group, :m]
-            scores = blk[:, :, 0].transpose(0, 2, 1, 3) @ blk[:, :, 1].transpose(0, 2, 3, 1)
-            if lens.min() < m:  # mask padding keys
-                scores += np.where(np.arange(m) < lens[:, None], np.float32(0), np.float32(-1e9))[
-                    :, None, None
-                ]
-            _softmax_(scores)
-            ctx[s : s + group, :m] = (scores @ blk[:, :, 2].transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
-        return ctx.reshape(b * n, nh * d)
+    def _attention(self, qkv: np.ndarray, lengths: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Per-sequence self-attention on packed, transposed Q/K/V (3*hidden, tokens) into ``out``."""
+        nh = self.heads
+        d = self.hidden // nh
+        longest = int(lengths.max())
+        scores_buf = np.empty(nh * longest * longest, np.float32)
+        probs_buf = np.empty_like(scores_buf)
+        end = 0
+        for n in lengths.tolist():
+            start, end = end, end + n
+            q, k, v = qkv[:, start:end].reshape(3, nh, d, n)
+            scores = np.matmul(q.transpose(0, 2, 1), k, out=scores_buf[: nh * n * n].reshape(nh, n, n))
+            probs = _softmax(scores, out=probs_buf[: nh * n * n].reshape(nh, n, n))
+            np.matmul(v, probs.transpose(0, 2, 1), out=out[:, start:end].reshape(nh, d, n))
+        return out
