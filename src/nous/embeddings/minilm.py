@@ -14,9 +14,10 @@ import numpy as np
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-# Exact (erf) GELU: x * Phi(x) = x / (1 + exp(x * R(x^2))), from a minimax fit of
-# erf(t) = tanh(t * P(t^2)) with max |error| 5.8e-8 (float64; float32 adds a few ulp of rounding).
-# Without the 1 + erf(.) cancellation it is also accurate relative to tiny negative-side values.
+# Exact (erf) GELU without erf: x * Phi(x) = x / (1 + exp(x * R(x^2))), from a minimax fit of
+# erf(t) = tanh(t * P(t^2)) with max |error| 5.8e-8 in float64. Evaluated in float32 the GELU is
+# within 4.3e-7 of the float64 truth for |x| < 4 (torch's own float32 GELU: 1.2e-6), and it takes
+# a fifth of the time of scipy.special.erf (which would also add ~0.25 s to the import).
 # Coefficients of R, highest power first.
 _GELU_R = np.array(
     [
@@ -64,23 +65,6 @@ def _layer_norm_(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float
     x *= weight[:, None]
     x += bias[:, None]
     return x
-
-
-def _softmax(scores: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis into ``out``; ``scores`` may be clobbered.
-
-    Attention scores are small, so exp() is taken without subtracting the row maximum; the
-    max-shifted form is the fallback when that over- or underflows.
-    """
-    with np.errstate(over="ignore"):
-        np.exp(scores, out=out)
-    sums = out.sum(axis=-1, keepdims=True)
-    if not (np.isfinite(sums).all() and sums.min() > 1e-30):
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=out)
-        sums = out.sum(axis=-1, keepdims=True)
-    out *= 1.0 / sums
-    return out
 
 
 class NumpyMiniLM:
@@ -199,17 +183,28 @@ class NumpyMiniLM:
         return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
     def _attention(self, qkv: np.ndarray, lengths: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Per-sequence self-attention on packed, transposed Q/K/V (3*hidden, tokens) into ``out``."""
+        """Per-sequence self-attention on packed, transposed Q/K/V (3*hidden, tokens) into ``out``.
+
+        Softmax is normalised after multiplying by V (fewer elements). exp() is taken without the
+        row-max shift, as attention scores are small; the shifted form is the fallback on overflow.
+        """
         nh = self.heads
         d = self.hidden // nh
-        longest = int(lengths.max())
-        scores_buf = np.empty(nh * longest * longest, np.float32)
-        probs_buf = np.empty_like(scores_buf)
+        buf = np.empty(nh * int(lengths.max()) ** 2, np.float32)
         end = 0
         for n in lengths.tolist():
             start, end = end, end + n
             q, k, v = qkv[:, start:end].reshape(3, nh, d, n)
-            scores = np.matmul(q.transpose(0, 2, 1), k, out=scores_buf[: nh * n * n].reshape(nh, n, n))
-            probs = _softmax(scores, out=probs_buf[: nh * n * n].reshape(nh, n, n))
-            np.matmul(v, probs.transpose(0, 2, 1), out=out[:, start:end].reshape(nh, d, n))
+            q = q.transpose(0, 2, 1)
+            weights = np.matmul(q, k, out=buf[: nh * n * n].reshape(nh, n, n))  # (head, query, key)
+            with np.errstate(over="ignore"):
+                np.exp(weights, out=weights)
+            sums = weights.sum(axis=-1)
+            if not (np.isfinite(sums).all() and sums.min() > 1e-30):
+                np.matmul(q, k, out=weights)
+                weights -= weights.max(axis=-1, keepdims=True)
+                np.exp(weights, out=weights)
+                sums = weights.sum(axis=-1)
+            ctx = np.matmul(v, weights.transpose(0, 2, 1), out=out[:, start:end].reshape(nh, d, n))
+            ctx /= sums[:, None, :]
         return out

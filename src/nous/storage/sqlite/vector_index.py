@@ -43,6 +43,7 @@ class VectorIndex:
         self._present = np.zeros(0, dtype=bool)
         self._active = np.zeros(0, dtype=bool)
         self._current = np.zeros(0, dtype=bool)
+        self._masks: dict[tuple[object, ...], np.ndarray] = {}
 
     def __len__(self) -> int:
         return int(self._present[: self._size].sum())
@@ -105,6 +106,7 @@ class VectorIndex:
                 if pos is not None:
                     self._present[pos] = False
             self._rev = rev
+            self._masks.clear()
 
     def vectors(self, ids: list[str], agent_id: str) -> dict[str, np.ndarray]:
         """Copies of the stored vectors of ``ids`` that belong to ``agent_id``."""
@@ -124,15 +126,20 @@ class VectorIndex:
             agent = self._codes.get(flt.agent_id)
             if agent is None:
                 return []
-            mask = self._present[:n] & (self._agent[:n] == agent)
-            if flt.kinds is not None:
-                kinds = [self._codes[k] for k in flt.kinds if k in self._codes]
-                mask &= np.isin(self._kind[:n], kinds)
-            if not flt.include_inactive:
-                mask &= self._active[:n]
-            if not flt.include_superseded:
-                mask &= self._current[:n]
+            key = (agent, flt.kinds, flt.include_inactive, flt.include_superseded)
+            mask = self._masks.get(key)
+            if mask is None:
+                mask = self._present[:n] & (self._agent[:n] == agent)
+                if flt.kinds is not None:
+                    kinds = [self._codes[k] for k in flt.kinds if k in self._codes]
+                    mask &= np.isin(self._kind[:n], kinds)
+                if not flt.include_inactive:
+                    mask &= self._active[:n]
+                if not flt.include_superseded:
+                    mask &= self._current[:n]
+                self._masks[key] = mask
             if flt.allowed_ids is not None:
+                mask = mask.copy()
                 allowed = np.zeros(n, dtype=bool)
                 idx = [self._pos[i] for i in flt.allowed_ids if i in self._pos]
                 allowed[idx] = True
