@@ -47,7 +47,8 @@ SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
 EDGE_COLUMNS = "source_id, target_id, relation, agent_id, weight, created_at"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _WORD = re.compile(r"\w+")
-EF_SEARCH = 200
+EF_SEARCH = 100
+ANALYZE_AFTER_ROWS = 2000
 
 
 class PostgresStore(Store):
@@ -61,6 +62,8 @@ class PostgresStore(Store):
         self._pool_size = pool_size
         self.info = StoreInfo(backend="postgres", location=_redact(url), extras={"schema": schema})
         self._pool: AsyncConnectionPool | None = None
+        self._rows_at_analyze = 0
+        self._written_since_analyze = 0
 
     # -- lifecycle -----------------------------------------------------------------
     async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
@@ -151,9 +154,24 @@ class PostgresStore(Store):
             return []
         try:
             async with self._conn() as conn, conn.transaction():
-                return [await self._apply_one(conn, op) for op in ops]
+                results = [await self._apply_one(conn, op) for op in ops]
         except psycopg.Error as exc:
             raise StorageError(f"write failed: {exc}") from exc
+        self._written_since_analyze += sum(isinstance(op, PutMemory | SetEmbedding) for op in ops)
+        if self._written_since_analyze > max(ANALYZE_AFTER_ROWS, self._rows_at_analyze // 5):
+            await self.analyze()
+        return results
+
+    async def analyze(self) -> None:
+        """Refresh planner statistics, so filtered vector search keeps using the HNSW index after
+        bulk writes (with stale statistics the planner scans and sorts every row instead)."""
+        async with self._conn() as conn:
+            await conn.execute("ANALYZE memories")
+            cur = await conn.execute(
+                "SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass"
+            )
+            self._rows_at_analyze = max(0, int((await cur.fetchone())[0]))
+        self._written_since_analyze = 0
 
     async def _apply_one(self, conn: psycopg.AsyncConnection, op: WriteOp) -> bool:
         match op:
@@ -248,7 +266,7 @@ class PostgresStore(Store):
         where, params = where_clause(query, "%s")
         vector = np.asarray(embedding, dtype=np.float32)
         async with self._conn() as conn, conn.transaction():
-            await conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, limit)}")
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             cur = await conn.execute(
                 f"SELECT id, 1 - (embedding <=> %s) AS score FROM memories "
