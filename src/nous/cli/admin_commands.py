@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from nous.api import Nous
-from nous.cli.output import console, err_console, print_json, table
+from nous.cli.output import console, print_json, progress_bar, table
 from nous.cli.runtime import fail, run, state, with_nous
 from nous.embeddings import create_provider
 from nous.errors import NousError
@@ -25,18 +24,6 @@ def register(app: typer.Typer) -> None:
     for command in (init, stats, doctor, export, import_, maintain):
         name = "import" if command is import_ else None
         app.command(name=name)(command)
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=False,
-        disable=not err_console.is_terminal,
-    )
 
 
 def init(ctx: typer.Context, as_json: JsonOpt = False) -> None:
@@ -140,7 +127,7 @@ def export(
         count = 0
         stream = out.open("w", encoding="utf-8") if out else sys.stdout
         try:
-            with _progress() as progress:
+            with progress_bar() as progress:
                 task = progress.add_task("exporting", total=total or None)
                 async for line in nous.export_lines():
                     stream.write(line + "\n")
@@ -166,7 +153,7 @@ def import_(
         raise fail(f"{file} does not exist", 2)
 
     async def act(nous: Nous) -> int:
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task("importing", total=None)
             return await nous.import_jsonl(
                 file,
@@ -186,7 +173,7 @@ def maintain(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
     async def act(nous: Nous) -> int:
         pending = (await nous.stats()).missing_embeddings
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task("embedding", total=pending)
             return await nous.backfill_embeddings(progress=lambda n: progress.advance(task, n))
 

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from nous.bench.locomo import run_locomo
 from nous.bench.scale import run_scale
-from nous.cli.output import console, err_console, print_json, table
+from nous.cli.output import console, err_console, print_json, progress_bar, table
 from nous.cli.runtime import fail, run, state
 
 app = typer.Typer(help="Benchmarks: figures printed, never pass/fail.", no_args_is_help=True)
@@ -46,13 +45,7 @@ def scale(
     settings = state(ctx).settings
     sizes = _ints(n, "--n")
     results: list[dict[str, Any]] = []
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=err_console,
-        disable=not err_console.is_terminal,
-    ) as progress:
+    with progress_bar() as progress:
         task = progress.add_task("bench", total=None)
 
         def report(stage: str, done: int, total: int) -> None:

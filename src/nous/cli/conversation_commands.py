@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from nous.api import Nous
-from nous.cli.output import console, err_console, print_json, short, table, when
+from nous.cli.output import console, print_json, progress_bar, short, table, when
 from nous.cli.runtime import fail, with_nous
 from nous.ingest import Conversation, IngestReport
 from nous.models import Memory
@@ -44,14 +43,7 @@ def ingest(
         raise fail(f"{file} does not exist or is not a file", 2)
 
     async def act(nous: Nous) -> IngestReport:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=err_console,
-            disable=not err_console.is_terminal,
-        ) as progress:
+        with progress_bar() as progress:
             task = progress.add_task("ingesting turns", total=None)
 
             def parsed(conv: Conversation) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 console = Console()
@@ -55,3 +56,15 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
     for r in rows:
         t.add_row(*("" if v is None else str(v) for v in r))
     console.print(t)
+
+
+def progress_bar() -> Progress:
+    """A progress bar on stderr, shown only on a terminal (scripts and pipes get clean output)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        disable=not err_console.is_terminal,
+    )
