@@ -43,12 +43,15 @@ def test_learn_and_recall_json_contract(backend: str, tmp_path: Path, request: p
     assert learned.returncode == 0, learned.stderr
     payload = json.loads(learned.stdout)
     assert payload["status"] == "created" and len(payload["id"]) == 36
-    other = _nous(["learn", "The cafeteria serves lasagne on Wednesdays", "--json"], env)
-    assert other.returncode == 0, other.stderr
+    related = json.loads(
+        _nous(["learn", "Rust's ownership model makes memory bugs rare", "--json"], env).stdout
+    )
+    lasagne = json.loads(_nous(["learn", "The cafeteria serves lasagne on Wednesdays", "--json"], env).stdout)
     recalled = _nous(["recall", "memory safety in Rust", "--limit", "2", "--json"], env)
     assert recalled.returncode == 0, recalled.stderr
     hits = json.loads(recalled.stdout)
-    assert hits[0]["id"] == payload["id"]
+    assert {h["id"] for h in hits} == {payload["id"], related["id"]}
+    assert lasagne["id"] not in {h["id"] for h in hits}
     assert {"id", "type", "content", "score"} <= hits[0].keys() and hits[0]["type"] == "fact"
     assert hits[0]["score"] >= hits[1]["score"]
     if backend == "sqlite":
