@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
+from pathlib import Path
 
-from nous import Nous
+import pytest
+
+from nous import Nous, Settings
+from nous.embeddings.base import EmbeddingProvider
+from nous.storage import MemoryQuery
 
 CORPUS = [
     "Maya is vegetarian and avoids meat at team dinners.",
@@ -79,3 +85,23 @@ async def test_recall_covers_every_memory_type(nous: Nous) -> None:
     assert hits[0].id == episode.id  # closed episodes stay searchable
     kinds = {h.kind.value for h in await nous.recall("database migration drop table", limit=10)}
     assert {"episode", "procedure", "censor"} <= kinds
+
+
+async def test_large_store_keyword_search_skips_very_common_terms(
+    tmp_path: Path, provider: EmbeddingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nous.storage.sqlite import store as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "LARGE_STORE", 10)
+    async with Nous(
+        Settings(home=tmp_path), database_url=f"sqlite:///{tmp_path / 'k.db'}", embedding_provider=provider
+    ) as nous:
+        for i in range(40):
+            await nous.learn(f"Team note {i}: the team met about topic {i}")
+        falcon = await nous.learn("Team note: Falcon launch slipped a week")
+        conn = sqlite3.connect(tmp_path / "k.db")
+        assert sqlite_store._selective_terms(conn, ["team", "falcon"]) == ["falcon"]
+        assert sqlite_store._selective_terms(conn, ["team", "note"]) in (["team"], ["note"])
+        conn.close()
+        hits = await nous.store.keyword_search(MemoryQuery(agent_id=nous.agent_id), ["team", "falcon"], 5)
+        assert hits[0].id == falcon.id

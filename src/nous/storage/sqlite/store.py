@@ -51,6 +51,8 @@ from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
 
 SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
 CHUNK = 500
+LARGE_STORE = 20_000  # below this many rows keyword search uses every query term
+COMMON_TERM_SHARE = 0.05
 
 
 def fmt_time(value: datetime) -> str:
@@ -350,7 +352,6 @@ class SQLiteStore(Store):
     async def keyword_search(self, query: MemoryQuery, terms: list[str], limit: int) -> list[ScoredId]:
         if not terms:
             return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         where, params = where_clause(query, "?", time_param=fmt_time, prefix="m.")
         # Fast path: rank in the FTS index alone, then filter the best few by scope. Joining every
         # match to its row before ranking costs more than the ranking itself on large stores.
@@ -367,6 +368,7 @@ class SQLiteStore(Store):
         window = limit * 3
 
         def read(conn: sqlite3.Connection) -> list[ScoredId]:
+            match = " OR ".join(_quote(t) for t in _selective_terms(conn, terms))
             rows = conn.execute(fast, [match, window, *params]).fetchall()
             if len(rows) < limit:
                 (total,) = conn.execute(
@@ -520,6 +522,33 @@ class SQLiteStore(Store):
             for row in rows:
                 yield row_to_memory(row)
             last = rows[-1]["seq"]
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _selective_terms(conn: sqlite3.Connection, terms: list[str]) -> list[str]:
+    """On large stores, leave out query terms found in over COMMON_TERM_SHARE of all memories.
+
+    Such terms add almost nothing to BM25 (their IDF is near zero) but every memory holding
+    them must be scored; the rarest term is always kept.
+    """
+    if len(terms) < 2:
+        return terms
+    (total,) = conn.execute("SELECT max(seq) FROM memories").fetchone()
+    if not total or total < LARGE_STORE:
+        return terms
+    cap = int(total * COMMON_TERM_SHARE) + 1
+    counts = {}
+    for term in terms:
+        (n,) = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
+            (_quote(term), cap + 1),
+        ).fetchone()
+        counts[term] = n
+    kept = [t for t in terms if counts[t] <= cap]
+    return kept or [min(terms, key=counts.__getitem__)]
 
 
 def _edge(r: tuple[Any, ...]) -> Edge:
