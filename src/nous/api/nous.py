@@ -33,6 +33,7 @@ from nous.models import (
     WriteResult,
 )
 from nous.retrieval import RecallQuery, Retriever
+from nous.retrieval.search import validate_limit_and_window
 from nous.storage import Store, create_store
 from nous.storage.base import PutEdge
 
@@ -320,10 +321,7 @@ class Nous:
         user_id: str | None = None,
     ) -> list[Memory]:
         """The most recent memories by when they happened (closed episodes included)."""
-        if not 1 <= limit <= 1000:
-            raise InvalidInputError("limit must be an integer from 1 to 1000", field="limit")
-        if since and until and since >= until:
-            raise InvalidInputError("since must be before until", field="since")
+        validate_limit_and_window(limit, since, until)
         return await self._need().query(
             kinds=parse_kinds(kinds),
             limit=limit,

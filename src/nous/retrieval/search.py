@@ -64,6 +64,17 @@ def cosine_search_query(repo: MemoryRepository, kinds: tuple[MemoryKind, ...] | 
     return MemoryQuery(agent_id=repo.agent_id, kinds=kinds)
 
 
+def validate_limit_and_window(limit: object, since: object, until: object) -> None:
+    """Check a result limit (1..MAX_LIMIT) and an optional [since, until) window."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInputError(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
+    for name, value in (("since", since), ("until", until)):
+        if value is not None and not isinstance(value, datetime):
+            raise InvalidInputError(f"{name} must be a datetime", field=name)
+    if since and until and since >= until:  # type: ignore[operator]
+        raise InvalidInputError("since must be before until", field="since")
+
+
 class Retriever:
     """Runs recall queries for one agent."""
 
@@ -119,14 +130,9 @@ class Retriever:
     # -- steps ----------------------------------------------------------------------
     def _validate(self, q: RecallQuery) -> str:
         text = validate_content(q.text, field="query", max_bytes=self.repo.max_content_bytes)
-        if isinstance(q.limit, bool) or not isinstance(q.limit, int) or not 1 <= q.limit <= MAX_LIMIT:
-            raise InvalidInputError(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
-        for name in ("since", "until", "now"):
-            value = getattr(q, name)
-            if value is not None and not isinstance(value, datetime):
-                raise InvalidInputError(f"{name} must be a datetime", field=name)
-        if q.since and q.until and q.since >= q.until:
-            raise InvalidInputError("since must be before until", field="since")
+        validate_limit_and_window(q.limit, q.since, q.until)
+        if q.now is not None and not isinstance(q.now, datetime):
+            raise InvalidInputError("now must be a datetime", field="now")
         return text
 
     def _scope(self, q: RecallQuery, window: TimeWindow | None) -> MemoryQuery:

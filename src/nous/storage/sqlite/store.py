@@ -85,6 +85,20 @@ def _marks(n: int) -> str:
     return ", ".join("?" * n)
 
 
+def _rows_by_id(
+    conn: sqlite3.Connection, columns: str, agent_id: str, ids: list[str]
+) -> list[dict[str, Any]]:
+    """Rows of an agent's memories by id, in chunks. ``+agent_id`` keeps SQLite on the id index."""
+    out: list[dict[str, Any]] = []
+    for chunk in _chunks(list(dict.fromkeys(ids))):
+        cur = conn.execute(
+            f"SELECT {columns} FROM memories WHERE +agent_id = ? AND id IN ({_marks(len(chunk))})",
+            [agent_id, *chunk],
+        )
+        out.extend(_rows(cur))
+    return out
+
+
 class SQLiteStore(Store):
     """Embedded store in one SQLite file."""
 
@@ -266,15 +280,8 @@ class SQLiteStore(Store):
     # -- reads ---------------------------------------------------------------------
     async def get_many(self, agent_id: str, ids: list[str]) -> dict[str, Memory]:
         def read(conn: sqlite3.Connection) -> dict[str, Memory]:
-            out: dict[str, Memory] = {}
-            for chunk in _chunks(list(dict.fromkeys(ids))):
-                cur = conn.execute(
-                    f"SELECT {SELECT_COLUMNS} FROM memories WHERE +agent_id = ? AND id IN ({_marks(len(chunk))})",
-                    [agent_id, *chunk],
-                )
-                for row in _rows(cur):
-                    out[row["id"]] = row_to_memory(row)
-            return out
+            cur_rows = _rows_by_id(conn, SELECT_COLUMNS, agent_id, ids)
+            return {row["id"]: row_to_memory(row) for row in cur_rows}
 
         return await self._r().run(read) if ids else {}
 
@@ -326,15 +333,8 @@ class SQLiteStore(Store):
 
     async def describe(self, agent_id: str, ids: list[str]) -> dict[str, CandidateInfo]:
         def read(conn: sqlite3.Connection) -> dict[str, CandidateInfo]:
-            out: dict[str, CandidateInfo] = {}
-            for chunk in _chunks(list(dict.fromkeys(ids))):
-                cur = conn.execute(
-                    f"SELECT {CANDIDATE_COLUMNS} FROM memories WHERE +agent_id = ? AND id IN ({_marks(len(chunk))})",
-                    [agent_id, *chunk],
-                )
-                for row in cur.fetchall():
-                    out[row[0]] = row_to_candidate(row)
-            return out
+            rows = _rows_by_id(conn, CANDIDATE_COLUMNS, agent_id, ids)
+            return {row["id"]: row_to_candidate(tuple(row.values())) for row in rows}
 
         return await self._r().run(read) if ids else {}
 
