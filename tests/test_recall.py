@@ -100,8 +100,47 @@ async def test_large_store_keyword_search_skips_very_common_terms(
             await nous.learn(f"Team note {i}: the team met about topic {i}")
         falcon = await nous.learn("Team note: Falcon launch slipped a week")
         conn = sqlite3.connect(tmp_path / "k.db")
-        assert sqlite_store._selective_terms(conn, ["team", "falcon"]) == ["falcon"]
-        assert sqlite_store._selective_terms(conn, ["team", "note"]) in (["team"], ["note"])
+        counts = sqlite_store._TermCounts()
+        assert counts.selective(conn, ["team", "falcon"]) == ["falcon"]
+        assert counts.selective(conn, ["team", "note"]) in (["team"], ["note"])
         conn.close()
         hits = await nous.store.keyword_search(MemoryQuery(agent_id=nous.agent_id), ["team", "falcon"], 5)
         assert hits[0].id == falcon.id
+
+
+async def test_reduced_space_first_pass_matches_exact_search(
+    tmp_path: Path, provider: EmbeddingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On large stores the vector index ranks in a PCA-reduced space, then re-scores exactly."""
+    import json
+
+    from nous.models import Fact
+    from nous.storage.sqlite import vector_index
+
+    pairs = [json.loads(line) for line in (Path(__file__).parent / "data" / "dedup_pairs.jsonl").open()]
+    texts = list(dict.fromkeys(t for p in pairs for t in (p["a"], p["b"])))
+    queries = ["Which server runs Ubuntu?", "what does the user like to eat", "trading rules about risk"]
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    settings = Settings(home=tmp_path)
+
+    async def search_all() -> list[list[tuple[str, float]]]:
+        async with Nous(settings, database_url=url, embedding_provider=provider) as nous:
+            if not (await nous.stats()).active_by_kind:
+                facts = [Fact(agent_id=nous.agent_id, content=t) for t in texts]
+                await nous.add_many(facts)
+            out = []
+            for q in queries:
+                vec = provider.embed([q])[0]
+                hits = await nous.store.vector_search(MemoryQuery(agent_id=nous.agent_id), vec, 20)
+                out.append([(h.id, h.score) for h in hits])
+            reduced = nous.store._index._basis is not None  # type: ignore[attr-defined]
+            assert reduced == (len(texts) > vector_index.APPROX_MIN_ROWS)
+            return out
+
+    exact = await search_all()
+    monkeypatch.setattr(vector_index, "APPROX_MIN_ROWS", 200)
+    monkeypatch.setattr(vector_index, "RERANK_MIN", 100)
+    approx = await search_all()
+    for e, a in zip(exact, approx, strict=True):
+        assert len({i for i, _ in e} & {i for i, _ in a}) >= 18  # recall@20 >= 0.9
+        assert a[0] == pytest.approx(e[0])  # scores are exact cosines, best hit the same

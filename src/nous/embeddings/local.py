@@ -8,9 +8,11 @@ CLI call starts in well under a second instead of ~10 s.
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
+from nous._blas import single_blas_thread
 from nous.config import Settings
 from nous.embeddings.base import EmbeddingProvider, normalise
 from nous.embeddings.minilm import NumpyMiniLM
@@ -19,6 +21,11 @@ from nous.errors import EmbeddingError
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _shared_model: NumpyMiniLM | None = None
 _shared_lock = threading.Lock()
+SMALL_BATCH = 8  # up to this many texts (a query) run on one BLAS thread: see nous._blas
+
+
+def _blas_threads_for(count: int) -> AbstractContextManager[object]:
+    return single_blas_thread() if count <= SMALL_BATCH else nullcontext()
 
 
 def _load_shared() -> NumpyMiniLM:
@@ -64,6 +71,6 @@ class LocalEmbeddingProvider(EmbeddingProvider):
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         model = _load_shared()
-        with self._lock:
+        with self._lock, _blas_threads_for(len(texts)):
             vectors = model.encode(texts, batch_size=self._batch_size)
         return normalise(vectors)

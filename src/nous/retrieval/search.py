@@ -56,7 +56,10 @@ class _Candidate:
     def signal(self, name: str, value: float) -> None:
         if self.signals is None:
             self.signals = {}
-        self.signals[name] = round(float(value), 6)
+        self.signals[name] = value
+
+    def rounded_signals(self) -> dict[str, float]:
+        return {k: round(float(v), 6) for k, v in (self.signals or {}).items()}
 
 
 def cosine_search_query(repo: MemoryRepository, kinds: tuple[MemoryKind, ...] | None) -> MemoryQuery:
@@ -97,11 +100,10 @@ class Retriever:
         parsed = parse_time_expression(text, now) if q.parse_time else ParsedQuery(text, None, False)
         window = await self._resolve_window(parsed.window, q, now)
         scope = self._scope(q, window)
-        candidates = await self._fuse(parsed.text if window else text, scope)
+        candidates, memories = await self._fuse(parsed.text if window else text, scope)
         if not candidates and window is not None and q.since is None and q.until is None:
             window, scope = None, self._scope(q, None)  # nothing in the window: search everything
-            candidates = await self._fuse(text, scope)
-        memories = await self.repo.store.describe(self.repo.agent_id, list(candidates))
+            candidates, memories = await self._fuse(text, scope)
         candidates = {i: c for i, c in candidates.items() if i in memories}
         self._group_boost(candidates, memories)
         await self._graph_boost(candidates, memories, scope)
@@ -120,7 +122,7 @@ class Retriever:
                 kind=full[c.id].kind,
                 content=full[c.id].content,
                 score=round(c.score, 6),
-                signals=c.signals or {},
+                signals=c.rounded_signals(),
                 memory=full[c.id],
             )
             for c in ranked
@@ -168,16 +170,28 @@ class Retriever:
             return replace(window, since=at)
         return replace(window, until=at)
 
-    async def _fuse(self, text: str, scope: MemoryQuery) -> dict[str, _Candidate]:
+    async def _fuse(
+        self, text: str, scope: MemoryQuery
+    ) -> tuple[dict[str, _Candidate], dict[str, CandidateInfo]]:
+        """Dense and keyword pools fused by normalised score, with the candidates' descriptions.
+
+        Each side describes its hits as soon as its search returns, overlapping the other search.
+        """
         w = self.weights
+        store, agent_id = self.repo.store, self.repo.agent_id
 
-        async def dense_search() -> list[ScoredId]:
+        async def described(hits: list[ScoredId]) -> tuple[list[ScoredId], dict[str, CandidateInfo]]:
+            return hits, await store.describe(agent_id, [h.id for h in hits])
+
+        async def dense_side() -> tuple[list[ScoredId], dict[str, CandidateInfo]]:
             vector = await self.repo.embedder.embed_one(text)
-            return await self.repo.store.vector_search(scope, vector, w.pool)
+            return await described(await store.vector_search(scope, vector, w.pool))
 
-        dense, keyword = await asyncio.gather(
-            dense_search(), self.repo.store.keyword_search(scope, keyword_terms(text), w.pool)
-        )
+        async def keyword_side() -> tuple[list[ScoredId], dict[str, CandidateInfo]]:
+            return await described(await store.keyword_search(scope, keyword_terms(text), w.pool))
+
+        (dense, dense_info), (keyword, keyword_info) = await asyncio.gather(dense_side(), keyword_side())
+        memories = {**dense_info, **keyword_info}
         candidates: dict[str, _Candidate] = {}
         if dense:
             lo, hi = dense[-1].score, dense[0].score
@@ -194,7 +208,7 @@ class Retriever:
                 c.score += w.keyword * (hit.score / top)
                 c.signal("keyword", hit.score)
                 c.signal("keyword_rank", rank + 1)
-        return candidates
+        return candidates, memories
 
     def _group_boost(self, candidates: dict[str, _Candidate], memories: dict[str, CandidateInfo]) -> None:
         """Lift memories from the sessions whose memories match best (evidence clusters)."""

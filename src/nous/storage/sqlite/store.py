@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -109,6 +110,7 @@ class SQLiteStore(Store):
         self._writer: WriterThread | None = None
         self._readers: ReaderPool | None = None
         self._index: VectorIndex | None = None
+        self._term_counts = _TermCounts()
 
     # -- lifecycle -----------------------------------------------------------------
     async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
@@ -368,7 +370,7 @@ class SQLiteStore(Store):
         window = limit * 3
 
         def read(conn: sqlite3.Connection) -> list[ScoredId]:
-            match = " OR ".join(_quote(t) for t in _selective_terms(conn, terms))
+            match = " OR ".join(_quote(t) for t in self._term_counts.selective(conn, terms))
             rows = conn.execute(fast, [match, window, *params]).fetchall()
             if len(rows) < limit:
                 (total,) = conn.execute(
@@ -528,27 +530,44 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _selective_terms(conn: sqlite3.Connection, terms: list[str]) -> list[str]:
-    """On large stores, leave out query terms found in over COMMON_TERM_SHARE of all memories.
+class _TermCounts:
+    """Capped document counts of query terms, cached until the store grows by a tenth.
 
-    Such terms add almost nothing to BM25 (their IDF is near zero) but every memory holding
-    them must be scored; the rarest term is always kept.
+    On large stores keyword search leaves out terms found in over COMMON_TERM_SHARE of all
+    memories: their IDF is near zero but every memory holding them must be scored.
     """
-    if len(terms) < 2:
-        return terms
-    (total,) = conn.execute("SELECT max(seq) FROM memories").fetchone()
-    if not total or total < LARGE_STORE:
-        return terms
-    cap = int(total * COMMON_TERM_SHARE) + 1
-    counts = {}
-    for term in terms:
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._cache: dict[str, tuple[int, int]] = {}  # term -> (count, store rows when counted)
+        self._lock = threading.Lock()
+
+    def selective(self, conn: sqlite3.Connection, terms: list[str]) -> list[str]:
+        """``terms`` without the very common ones on large stores; the rarest is always kept."""
+        if len(terms) < 2:
+            return terms
+        (total,) = conn.execute("SELECT max(seq) FROM memories").fetchone()
+        if not total or total < LARGE_STORE:
+            return terms
+        cap = int(total * COMMON_TERM_SHARE) + 1
+        counts = {t: self._count(conn, t, total, cap) for t in terms}
+        kept = [t for t in terms if counts[t] <= cap]
+        return kept or [min(terms, key=counts.__getitem__)]
+
+    def _count(self, conn: sqlite3.Connection, term: str, total: int, cap: int) -> int:
+        with self._lock:
+            cached = self._cache.get(term)
+        if cached is not None and total <= cached[1] * 1.1:
+            return cached[0]
         (n,) = conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
             (_quote(term), cap + 1),
         ).fetchone()
-        counts[term] = n
-    kept = [t for t in terms if counts[t] <= cap]
-    return kept or [min(terms, key=counts.__getitem__)]
+        with self._lock:
+            if len(self._cache) >= self._size:
+                self._cache.clear()
+            self._cache[term] = (n, total)
+        return n
 
 
 def _edge(r: tuple[Any, ...]) -> Edge:
