@@ -38,14 +38,15 @@ async def test_episode_start_end_and_listing(nous: Nous) -> None:
 
 
 async def test_procedure_effectiveness(nous: Nous) -> None:
-    proc = await nous.add_procedure(
+    result = await nous.add_procedure(
         "Rollback",
         "Revert the deploy and purge caches",
         goals=["restore service"],
         core_tools=["kubectl"],
         domain="ops",
     )
-    assert proc.effectiveness is None
+    proc = result.memory
+    assert isinstance(proc, Procedure) and proc.effectiveness is None
     await nous.heart.procedures.record_use(proc.id, success=True)
     await nous.heart.procedures.record_use(proc.id, success=True)
     updated = await nous.heart.procedures.record_use(proc.id, success=False)
@@ -56,8 +57,10 @@ async def test_procedure_effectiveness(nous: Nous) -> None:
 
 
 async def test_censor_matches_and_escalates(nous: Nous) -> None:
-    censor = await nous.add_censor(r"rm\s+-rf\s+/", reason="destroys the host", escalation_threshold=2)
-    assert censor.action is CensorAction.WARN
+    censor = (
+        await nous.add_censor(r"rm\s+-rf\s+/", reason="destroys the host", escalation_threshold=2)
+    ).memory
+    assert censor.action is CensorAction.WARN  # type: ignore[attr-defined]
     assert await nous.check_censors("please list the files") == []
     first = await nous.check_censors("run rm -rf / now")
     assert [(m.action, m.escalated) for m in first] == [(CensorAction.WARN, False)]
@@ -85,8 +88,9 @@ async def test_working_memory_persists_and_caps_items(nous: Nous) -> None:
 
 async def test_links_are_unique_and_checked(nous: Nous) -> None:
     a = await nous.learn("Kafka is our event bus")
-    b = await nous.learn("The orders service publishes to Kafka")
+    b = await nous.learn("The orders service publishes to Kafka", dedup=False)
     assert await nous.link(a.id, b.id, "relates_to") is True
+    assert await nous.link(b.id, a.id, "relates_to") is False  # symmetric: the same link
     assert await nous.link(a.id, b.id, "relates_to") is False
     assert await nous.link(a.id, b.id, "supports") is True
     assert len(await nous.store.edges(nous.agent_id, [a.id])) == 2

@@ -34,6 +34,18 @@ class Settings(BaseSettings):
     embedding_timeout_s: float = Field(default=30.0, gt=0)
 
     max_content_bytes: int = Field(default=100_000, ge=1)
+    dedup_duplicate_threshold: float = Field(
+        default=0.62,
+        gt=0,
+        le=1,
+        description="Cosine from which a close, non-conflicting memory is a duplicate.",
+    )
+    dedup_connect_threshold: float = Field(
+        default=0.50, gt=0, le=1, description="Cosine from which a new memory is linked to an existing one."
+    )
+    dedup_kinds: str = Field(
+        default="fact,procedure,censor", description="Comma-separated kinds checked before storing."
+    )
     postgres_pool_size: int = Field(default=4, ge=1, le=64)
     sqlite_readers: int = Field(default=4, ge=1, le=32)
 

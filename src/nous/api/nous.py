@@ -16,18 +16,19 @@ from nous.errors import InvalidInputError, NousError
 from nous.heart import CensorMatch, Heart
 from nous.ingest import Conversation, IngestReport, ingest_conversation, parse_conversation
 from nous.memory import MemoryRepository
+from nous.memory.dedup import DedupThresholds, SimilarityCheck
 from nous.memory.parsing import enum_value
+from nous.memory.write_path import WritePath
 from nous.models import (
     Calibration,
-    Censor,
     Decision,
     Edge,
     EdgeRelation,
     Episode,
     HistoryEntry,
+    MaintenanceReport,
     Memory,
     MemoryKind,
-    Procedure,
     RecallHit,
     StoreStats,
     WriteResult,
@@ -97,12 +98,23 @@ class Nous:
         self._repo = MemoryRepository(
             store, embedder, agent_id=self.agent_id, max_content_bytes=self.settings.max_content_bytes
         )
-        self._heart = Heart(self._repo)
+        self._heart = Heart(self._repo, self._write_path(self._repo))
         self._brain = Brain(self._repo)
         self._retriever = Retriever(self._repo)
 
+    def _write_path(self, repo: MemoryRepository) -> WritePath:
+        s = self.settings
+        try:
+            thresholds = DedupThresholds(s.dedup_duplicate_threshold, s.dedup_connect_threshold)
+        except ValueError as exc:
+            raise InvalidInputError(str(exc), field="dedup_connect_threshold") from None
+        kinds = parse_kinds([k.strip() for k in s.dedup_kinds.split(",") if k.strip()]) or ()
+        return WritePath(repo, thresholds, kinds)
+
     async def close(self) -> None:
-        """Close the store (only if this object opened it)."""
+        """Write pending recall reviews, then close the store (only if this object opened it)."""
+        if self._repo is not None:
+            await self._repo.flush_reviews()
         if self._store is not None and self._owner:
             await self._store.close()
         self._store = self._repo = None
@@ -172,10 +184,10 @@ class Nous:
     async def end_episode(self, episode_id: str, **fields: Any) -> Episode:
         return await self.heart.episodes.end(episode_id, **fields)
 
-    async def add_procedure(self, name: str, description: str, **fields: Any) -> Procedure:
+    async def add_procedure(self, name: str, description: str, **fields: Any) -> WriteResult:
         return await self.heart.procedures.add(name, description, **fields)
 
-    async def add_censor(self, trigger_pattern: str, **fields: Any) -> Censor:
+    async def add_censor(self, trigger_pattern: str, **fields: Any) -> WriteResult:
         return await self.heart.censors.add(trigger_pattern, **fields)
 
     async def check_censors(self, text: str, *, record: bool = True) -> list[CensorMatch]:
@@ -208,17 +220,19 @@ class Nous:
         frame: str | None = None,
         active_censors: Sequence[str] | None = None,
         now: datetime | None = None,
+        reinforce: bool = True,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score.
 
         Time expressions in the query ("yesterday", "last week", "in May 2023",
         "before the trip") are resolved against ``now`` and narrow the search; recap
         questions ("what did we talk about?") bring the latest episodes first. ``frame``
-        and ``active_censors`` boost memories encoded in the same cognitive state.
+        and ``active_censors`` boost memories encoded in the same cognitive state. Recalled
+        memories count as reviewed (their stability grows) unless ``reinforce`` is False.
         """
-        self._need()
+        repo = self._need()
         assert self._retriever is not None
-        return await self._retriever.recall(
+        hits = await self._retriever.recall(
             RecallQuery(
                 text=query,
                 limit=limit,
@@ -234,6 +248,9 @@ class Nous:
                 now=now,
             )
         )
+        if reinforce:
+            await repo.note_recalled([h.id for h in hits])
+        return hits
 
     async def similar(
         self, text: str, *, kinds: Sequence[str | MemoryKind] | str | None = None, limit: int = 10
@@ -309,6 +326,30 @@ class Nous:
     async def backfill_embeddings(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed memories stored while the embedding provider was unavailable."""
         return await self._need().backfill_embeddings(progress=progress)
+
+    async def maintain(self, *, now: datetime | None = None) -> MaintenanceReport:
+        """The upkeep pass: embed pending memories, write recall reviews, run lifecycle decay."""
+        repo = self._need()
+        embedded = await repo.backfill_embeddings()
+        reviewed = await repo.flush_reviews()
+        moved = await repo.decay(now=now)
+        return MaintenanceReport(embedded=embedded, reviewed=reviewed, lifecycle_changes=moved)
+
+    async def check_similar(
+        self,
+        content: str,
+        kind: str | MemoryKind = MemoryKind.FACT,
+        *,
+        user_id: str | None = None,
+        subject: str | None = None,
+    ) -> SimilarityCheck:
+        """What storing ``content`` as ``kind`` would find: close memories and a recommendation
+        (``duplicate_found`` / ``similar_found`` / ``unique``). Nothing is written."""
+        self._need()
+        text = validate_content(content, field="content", max_bytes=self.settings.max_content_bytes)
+        parsed = enum_value(MemoryKind, kind, field="kind")
+        assert parsed is not None
+        return await self.heart.write_path.check_similar(text, parsed, user_id=user_id, subject=subject)
 
     async def recall_recent(
         self,

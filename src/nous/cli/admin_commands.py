@@ -14,7 +14,7 @@ from nous.cli.output import console, print_json, progress_bar, table
 from nous.cli.runtime import fail, run, state, with_nous
 from nous.embeddings import create_provider
 from nous.errors import NousError
-from nous.models import StoreStats
+from nous.models import MaintenanceReport, StoreStats
 from nous.storage import create_store
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
@@ -169,16 +169,26 @@ def import_(
 
 
 def maintain(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Run maintenance: embed memories whose embedding is pending."""
+    """Run upkeep: embed memories whose embedding is pending, then the lifecycle decay pass.
 
-    async def act(nous: Nous) -> int:
+    Decay moves each memory between active, weak, dormant and archived by how likely it is
+    still remembered (FSRS-style retrievability); dormant and archived memories rank lower in
+    recall but are never deleted. Safe to run as often as you like, e.g. daily from cron.
+    """
+
+    async def act(nous: Nous) -> MaintenanceReport:
         pending = (await nous.stats()).missing_embeddings
         with progress_bar() as progress:
             task = progress.add_task("embedding", total=pending)
-            return await nous.backfill_embeddings(progress=lambda n: progress.advance(task, n))
+            await nous.backfill_embeddings(progress=lambda n: progress.advance(task, n))
+        report = await nous.maintain()
+        report.embedded = pending - (await nous.stats()).missing_embeddings
+        return report
 
-    fixed = with_nous(ctx, act)
+    report = with_nous(ctx, act)
     if as_json:
-        print_json({"embedded": fixed})
-    else:
-        console.print(f"[green]done[/green] embedded {fixed} pending memories")
+        print_json(report.model_dump())
+        return
+    changes = ", ".join(f"{n} {state}" for state, n in sorted(report.lifecycle_changes.items())) or "none"
+    console.print(f"[green]done[/green] embedded {report.embedded} pending memories")
+    console.print(f"  lifecycle changes: {changes}")

@@ -31,9 +31,19 @@ def learn(
     ] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="A tag; repeat for more.")] = None,
     confidence: Annotated[float, typer.Option(help="How sure, 0 to 1.")] = 1.0,
+    supersedes: Annotated[
+        str | None, typer.Option(help="Id (or 6+ char prefix) of a fact this one replaces.")
+    ] = None,
+    dedup: Annotated[
+        bool, typer.Option("--dedup/--no-dedup", help="Check for duplicates before storing.")
+    ] = True,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remember a fact.
+    """Remember a fact, checking first for what is already known.
+
+    The status says what happened: created (new), duplicate (already known: nothing stored,
+    the existing fact is reinforced), connected (stored and linked to similar facts) or
+    superseded (stored as the update of an older fact, which is kept in history).
 
     Example: nous learn "Alice prefers morning meetings" --subject Alice --category preference
     """
@@ -41,7 +51,14 @@ def learn(
 
     async def act(nous: Nous) -> WriteResult:
         return await nous.learn(
-            content, subject=subject, category=category, tags=tag or [], confidence=confidence, actor="cli"
+            content,
+            subject=subject,
+            category=category,
+            tags=tag or [],
+            confidence=confidence,
+            supersedes=supersedes,
+            dedup=dedup,
+            actor="cli",
         )
 
     result = with_nous(ctx, act)
@@ -53,11 +70,21 @@ def learn(
             payload["related_ids"] = result.related_ids
         if result.superseded_id:
             payload["superseded_id"] = result.superseded_id
+        if result.similarity is not None:
+            payload["similarity"] = result.similarity
         if result.warnings:
             payload["warnings"] = result.warnings
         print_json(payload)
-    else:
-        console.print(f"[green]{result.status.value}[/green] {result.id}  {short(result.memory.content)}")
+        return
+    console.print(f"[green]{result.status.value}[/green] {result.id}  {short(result.memory.content)}")
+    if result.existing_id:
+        console.print(f"  already known (similarity {result.similarity:.2f}); nothing new stored")
+    if result.superseded_id:
+        console.print(f"  replaces {result.superseded_id}; see `nous history {result.superseded_id[:8]}`")
+    if result.related_ids:
+        console.print(f"  linked to {', '.join(i[:8] for i in result.related_ids)}")
+    for warning in result.warnings:
+        console.print(f"  [yellow]warning[/yellow] {warning}")
 
 
 def recall(

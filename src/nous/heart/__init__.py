@@ -8,16 +8,18 @@ from nous.heart.facts import Facts
 from nous.heart.procedures import Procedures
 from nous.heart.working_memory import WorkingMemoryOrgan
 from nous.memory import MemoryRepository
+from nous.memory.write_path import WritePath
 
 
 class Heart:
     """Facts, episodes, procedures, censors and working memory of one agent."""
 
-    def __init__(self, repo: MemoryRepository) -> None:
-        self.facts = Facts(repo)
+    def __init__(self, repo: MemoryRepository, write_path: WritePath | None = None) -> None:
+        self.write_path = write_path or WritePath(repo)
+        self.facts = Facts(repo, self.write_path)
         self.episodes = Episodes(repo)
-        self.procedures = Procedures(repo)
-        self.censors = Censors(repo)
+        self.procedures = Procedures(repo, self.write_path)
+        self.censors = Censors(repo, self.write_path)
         self.working_memory = WorkingMemoryOrgan(repo)
 
 

@@ -9,7 +9,8 @@ from pydantic import BaseModel
 from nous.memory import MemoryRepository
 from nous.memory.parsing import enum_value
 from nous.memory.repository import build
-from nous.models import Censor, CensorAction, MemoryKind, Provenance
+from nous.memory.write_path import WritePath
+from nous.models import Censor, CensorAction, MemoryKind, Provenance, WriteResult
 
 _ESCALATION = {CensorAction.WARN: CensorAction.BLOCK, CensorAction.BLOCK: CensorAction.ABSOLUTE}
 
@@ -32,8 +33,9 @@ def _matches(pattern: str, text: str) -> bool:
 class Censors:
     """Add censors and check text against them."""
 
-    def __init__(self, repo: MemoryRepository) -> None:
+    def __init__(self, repo: MemoryRepository, write_path: WritePath) -> None:
         self.repo = repo
+        self.write_path = write_path
 
     async def add(
         self,
@@ -44,9 +46,10 @@ class Censors:
         domain: str | None = None,
         escalation_threshold: int = 3,
         tags: list[str] | None = None,
+        dedup: bool = True,
         actor: str = "api",
-    ) -> Censor:
-        """Store a censor. The trigger is a case-insensitive regex (or plain text)."""
+    ) -> WriteResult:
+        """Store a censor through search-before-store. The trigger is a case-insensitive regex."""
         act = enum_value(CensorAction, action, field="action")
         content = f"{trigger_pattern} — {reason}" if reason else trigger_pattern
         censor = build(
@@ -62,7 +65,7 @@ class Censors:
             tags=tags,
             provenance=Provenance(source=actor),
         )
-        return await self.repo.create(censor, actor=actor)
+        return await self.write_path.store(censor, actor=actor, dedup=dedup)
 
     async def list(self, *, limit: int = 200) -> list[Censor]:
         found = await self.repo.query(kinds=(MemoryKind.CENSOR,), limit=limit)

@@ -7,6 +7,7 @@ from datetime import datetime
 from nous.memory import MemoryRepository
 from nous.memory.parsing import enum_value
 from nous.memory.repository import build
+from nous.memory.write_path import WritePath
 from nous.models import (
     Fact,
     FactCategory,
@@ -14,15 +15,15 @@ from nous.models import (
     MemoryKind,
     Provenance,
     WriteResult,
-    WriteStatus,
 )
 
 
 class Facts:
     """Learn, confirm and list facts."""
 
-    def __init__(self, repo: MemoryRepository) -> None:
+    def __init__(self, repo: MemoryRepository, write_path: WritePath) -> None:
         self.repo = repo
+        self.write_path = write_path
 
     async def learn(
         self,
@@ -39,9 +40,14 @@ class Facts:
         encoded_frame: str | None = None,
         encoded_censors: list[str] | None = None,
         provenance: Provenance | None = None,
+        supersedes: str | None = None,
+        dedup: bool = True,
         actor: str = "api",
     ) -> WriteResult:
-        """Store a fact."""
+        """Store a fact through search-before-store (see ``nous.memory.dedup``).
+
+        ``supersedes`` names a fact this one replaces; ``dedup=False`` stores it unchecked.
+        """
         cat = enum_value(FactCategory, category, field="category")
         fact = build(
             Fact,
@@ -60,8 +66,7 @@ class Facts:
             encoded_censors=encoded_censors,
             provenance=provenance or Provenance(source=source or actor, session_id=session_id),
         )
-        await self.repo.create(fact, actor=actor)
-        return WriteResult(status=WriteStatus.CREATED, memory=fact)
+        return await self.write_path.store(fact, actor=actor, supersedes=supersedes, dedup=dedup)
 
     async def confirm(self, fact_id: str, *, actor: str = "api") -> Fact:
         """Record that a fact was seen again."""

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from nous.memory import MemoryRepository
 from nous.memory.repository import build
-from nous.models import MemoryKind, Procedure, Provenance
+from nous.memory.write_path import WritePath
+from nous.models import MemoryKind, Procedure, Provenance, WriteResult
 
 
 class Procedures:
     """Add procedures and record their use."""
 
-    def __init__(self, repo: MemoryRepository) -> None:
+    def __init__(self, repo: MemoryRepository, write_path: WritePath) -> None:
         self.repo = repo
+        self.write_path = write_path
 
     async def add(
         self,
@@ -27,9 +29,10 @@ class Procedures:
         tags: list[str] | None = None,
         encoded_frame: str | None = None,
         encoded_censors: list[str] | None = None,
+        dedup: bool = True,
         actor: str = "api",
-    ) -> Procedure:
-        """Store a procedure."""
+    ) -> WriteResult:
+        """Store a procedure through search-before-store."""
         procedure = build(
             Procedure,
             agent_id=self.repo.agent_id,
@@ -47,7 +50,7 @@ class Procedures:
             encoded_censors=encoded_censors,
             provenance=Provenance(source=actor),
         )
-        return await self.repo.create(procedure, actor=actor)
+        return await self.write_path.store(procedure, actor=actor, dedup=dedup)
 
     async def record_use(
         self, procedure_id: str, *, success: bool | None = None, actor: str = "api"

@@ -19,6 +19,7 @@ from nous._text import validate_content
 from nous._time import utcnow
 from nous.embeddings import Embedder
 from nous.errors import ConflictError, EmbeddingError, InvalidInputError, NotFoundError
+from nous.memory import lifecycle
 from nous.models import (
     Edge,
     EdgeRelation,
@@ -34,6 +35,7 @@ from nous.storage.codec import content_hash
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=Memory)
 IMMUTABLE_FIELDS = frozenset({"id", "agent_id", "created_at"})
+SYMMETRIC_RELATIONS = frozenset({EdgeRelation.RELATES_TO, EdgeRelation.CONTRADICTS})
 
 
 def invalid_from_pydantic(exc: ValidationError) -> InvalidInputError:
@@ -71,6 +73,7 @@ class MemoryRepository:
         self.embedder = embedder
         self.agent_id = agent_id
         self.max_content_bytes = max_content_bytes
+        self._recalled: dict[str, None] = {}  # reviews waiting to be written (write-behind)
 
     # -- validation & embedding ---------------------------------------------------
     def validate(self, memory: Memory) -> None:
@@ -81,6 +84,8 @@ class MemoryRepository:
             _check_strings(value, name, self.max_content_bytes)
         if memory.agent_id != self.agent_id:
             raise InvalidInputError(f"memory belongs to agent {memory.agent_id!r}, not {self.agent_id!r}")
+        if "stability" not in memory.model_fields_set:
+            memory.stability = lifecycle.initial_stability(memory.kind)
 
     async def embed(self, memories: Sequence[Memory]) -> tuple[list[np.ndarray | None], list[str]]:
         """Vectors (None when the provider failed) and content hashes, reusing stored vectors."""
@@ -251,13 +256,20 @@ class MemoryRepository:
         weight: float = 1.0,
         actor: str = "api",
     ) -> bool:
-        """Add a typed edge; False if the same edge already existed."""
+        """Add a typed edge; False if it already existed (either way round, for symmetric relations)."""
         if source_id == target_id:
             raise InvalidInputError("cannot link a memory to itself")
         found = await self.store.get_many(self.agent_id, [source_id, target_id])
         for mid in (source_id, target_id):
             if mid not in found:
                 raise NotFoundError(f"no memory with id {mid!r}")
+        if relation in SYMMETRIC_RELATIONS:
+            existing = await self.store.edges(self.agent_id, [source_id])
+            if any(
+                e.relation == relation and {e.source_id, e.target_id} == {source_id, target_id}
+                for e in existing
+            ):
+                return False  # the same undirected link exists (e.g. made by the connect tier)
         try:
             edge = Edge(
                 source_id=source_id,
@@ -331,6 +343,77 @@ class MemoryRepository:
         if not entries:
             raise NotFoundError(f"no history for id {memory_id!r}")
         return entries
+
+    # -- lifecycle ---------------------------------------------------------------
+    REVIEW_FLUSH_AT = 64
+
+    async def note_recalled(self, ids: Sequence[str]) -> None:
+        """Count memories as reviewed because recall brought them back; written in batches."""
+        self._recalled.update(dict.fromkeys(ids))
+        if len(self._recalled) >= self.REVIEW_FLUSH_AT:
+            await self.flush_reviews()
+
+    async def flush_reviews(self) -> int:
+        """Write pending reviews (stability up, back to ACTIVE) in one transaction."""
+        ids, self._recalled = list(self._recalled), {}
+        return await self.review(ids) if ids else 0
+
+    async def review(self, ids: Sequence[str], *, now: Any = None) -> int:
+        """Apply a review to each memory: stability grows, the lifecycle returns to ACTIVE.
+
+        Reviews are bookkeeping, not content changes, so they write no history rows.
+        """
+        now = now or utcnow()
+        found = await self.store.get_many(self.agent_id, list(ids))
+        ops: list[WriteOp] = []
+        for memory in found.values():
+            updated = memory.model_copy(update=lifecycle.reviewed(memory, now))
+            ops.append(PutMemory(memory=updated, content_hash=content_hash(updated), keep_embedding=True))
+        if ops:
+            await self.store.apply(ops)
+        return len(ops)
+
+    async def decay(
+        self,
+        *,
+        now: Any = None,
+        policies: dict[MemoryKind, lifecycle.DecayPolicy] | None = None,
+        batch_size: int = 500,
+        actor: str = "maintain",
+    ) -> dict[str, int]:
+        """Move every memory to the lifecycle state its retrievability implies; audited.
+
+        Returns how many memories entered each state.
+        """
+        now = now or utcnow()
+        policies = policies or lifecycle.DEFAULT_POLICIES
+        moved: dict[str, int] = {}
+        ops: list[WriteOp] = []
+        async for memory in self.store.iter_memories(self.agent_id):
+            state = lifecycle.state_for(memory, now, policies[memory.kind])
+            if state == memory.lifecycle:
+                continue
+            updated = memory.model_copy(update={"lifecycle": state})
+            ops.append(PutMemory(memory=updated, content_hash=content_hash(updated), keep_embedding=True))
+            ops.append(
+                self.audit(
+                    memory.id,
+                    HistoryAction.LIFECYCLE,
+                    old={"lifecycle": memory.lifecycle.value},
+                    new={
+                        "lifecycle": state.value,
+                        "retrievability": round(lifecycle.current_retrievability(memory, now), 4),
+                    },
+                    actor=actor,
+                )
+            )
+            moved[state.value] = moved.get(state.value, 0) + 1
+            if len(ops) >= batch_size:
+                await self.store.apply(ops)
+                ops = []
+        if ops:
+            await self.store.apply(ops)
+        return moved
 
     # -- maintenance -------------------------------------------------------------
     async def backfill_embeddings(

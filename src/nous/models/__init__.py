@@ -1,6 +1,6 @@
 """Pydantic models at Nous's boundaries."""
 
-from nous.models.base import Memory, MemoryKind, Provenance, new_id
+from nous.models.base import LifecycleState, Memory, MemoryKind, Provenance, new_id
 from nous.models.brain import (
     Calibration,
     CategoryCalibration,
@@ -29,6 +29,7 @@ from nous.models.results import (
     EdgeRelation,
     HistoryAction,
     HistoryEntry,
+    MaintenanceReport,
     RecallHit,
     StoreStats,
     WriteResult,
@@ -61,6 +62,8 @@ __all__ = [
     "FactCategory",
     "HistoryAction",
     "HistoryEntry",
+    "LifecycleState",
+    "MaintenanceReport",
     "Memory",
     "MemoryKind",
     "Outcome",

@@ -23,6 +23,15 @@ class MemoryKind(StrEnum):
     TURN = "turn"
 
 
+class LifecycleState(StrEnum):
+    """Where a memory is in its decay lifecycle (see ``nous.memory.lifecycle``)."""
+
+    ACTIVE = "active"
+    WEAK = "weak"
+    DORMANT = "dormant"
+    ARCHIVED = "archived"
+
+
 def new_id() -> str:
     """A fresh random memory id."""
     return str(uuid.uuid4())
@@ -69,8 +78,12 @@ class Memory(BaseModel):
     occurred_at: datetime = Field(default_factory=utcnow)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    lifecycle: LifecycleState = LifecycleState.ACTIVE
+    stability: float = Field(default=30.0, gt=0, le=36_500, allow_inf_nan=False, description="days")
+    review_count: int = Field(default=0, ge=0)
+    last_reviewed_at: datetime | None = None
 
-    @field_validator("occurred_at", "created_at", "updated_at", "valid_from", "valid_to")
+    @field_validator("occurred_at", "created_at", "updated_at", "valid_from", "valid_to", "last_reviewed_at")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
         return as_utc(value) if value is not None else None

@@ -36,6 +36,14 @@ class WriteResult(BaseModel):
         return self.memory.id
 
 
+class MaintenanceReport(BaseModel):
+    """What a ``maintain`` pass did."""
+
+    embedded: int = 0
+    reviewed: int = 0
+    lifecycle_changes: dict[str, int] = Field(default_factory=dict)
+
+
 class RecallHit(BaseModel):
     """One recalled memory with its score and the signals that produced it."""
 
@@ -57,6 +65,7 @@ class HistoryAction(StrEnum):
     PURGE = "purge"
     LINK = "link"
     IMPORT = "import"
+    LIFECYCLE = "lifecycle"
 
 
 class HistoryEntry(BaseModel):

@@ -14,7 +14,7 @@ from datetime import datetime
 
 import numpy as np
 
-from nous.models import Edge, HistoryEntry, Memory, MemoryKind, StoreStats, WorkingMemory
+from nous.models import Edge, HistoryEntry, LifecycleState, Memory, MemoryKind, StoreStats, WorkingMemory
 
 
 @dataclass(slots=True)
@@ -125,6 +125,7 @@ class CandidateInfo:
     encoded_censors: list[str] | None
     active: bool
     superseded_by: str | None
+    lifecycle: LifecycleState = LifecycleState.ACTIVE
 
     @classmethod
     def of(cls, memory: Memory) -> CandidateInfo:
@@ -138,11 +139,13 @@ class CandidateInfo:
             memory.encoded_censors,
             memory.active,
             memory.superseded_by,
+            memory.lifecycle,
         )
 
 
 CANDIDATE_COLUMNS = (
-    "id, kind, session_id, user_id, occurred_at, encoded_frame, encoded_censors, active, superseded_by"
+    "id, kind, session_id, user_id, occurred_at, encoded_frame, encoded_censors, active, superseded_by, "
+    "lifecycle"
 )
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from nous._text import text_hash
 from nous.errors import StorageError
-from nous.models import MEMORY_TYPES, Memory, MemoryKind, Provenance
+from nous.models import MEMORY_TYPES, LifecycleState, Memory, MemoryKind, Provenance
 from nous.storage.base import CandidateInfo
 
 # Columns of the memories table that come from the model's own fields.
@@ -37,8 +37,14 @@ MODEL_COLUMNS: tuple[str, ...] = (
     "created_at",
     "updated_at",
     "content_hash",
+    "lifecycle",
+    "stability",
+    "review_count",
+    "last_reviewed_at",
 )
-TIME_COLUMNS = frozenset({"valid_from", "valid_to", "occurred_at", "created_at", "updated_at"})
+TIME_COLUMNS = frozenset(
+    {"valid_from", "valid_to", "occurred_at", "created_at", "updated_at", "last_reviewed_at"}
+)
 JSON_COLUMNS = frozenset({"tags", "provenance", "data", "encoded_censors"})
 
 
@@ -72,6 +78,10 @@ def memory_to_row(memory: Memory, hash_: str) -> dict[str, Any]:
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,
         "content_hash": hash_,
+        "lifecycle": memory.lifecycle.value,
+        "stability": memory.stability,
+        "review_count": memory.review_count,
+        "last_reviewed_at": memory.last_reviewed_at,
     }
 
 
@@ -109,9 +119,18 @@ def to_f32(vector: np.ndarray | list[float]) -> np.ndarray:
 
 def row_to_candidate(row: tuple[Any, ...]) -> CandidateInfo:
     """A CandidateInfo from a row of CANDIDATE_COLUMNS."""
-    id_, kind, session, user, occurred, frame, censors, active, superseded = row
+    id_, kind, session, user, occurred, frame, censors, active, superseded, lifecycle = row
     if isinstance(occurred, str):
         occurred = datetime.fromisoformat(occurred)
     return CandidateInfo(
-        id_, MemoryKind(kind), session, user, occurred, frame, _loads(censors), bool(active), superseded
+        id_,
+        MemoryKind(kind),
+        session,
+        user,
+        occurred,
+        frame,
+        _loads(censors),
+        bool(active),
+        superseded,
+        LifecycleState(lifecycle),
     )

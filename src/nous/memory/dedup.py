@@ -1,0 +1,129 @@
+"""Search-before-store (spec 001): duplicates, connections, updates and contradictions.
+
+Before a dedup-able memory is stored, its embedding is compared by pure cosine (no fusion,
+no boosts) with every active, current memory of the same kind and scope through the vector
+index, and each close match is classified:
+
+- **duplicate** — similarity ≥ ``duplicate`` and no lexical conflict: nothing new is stored;
+  the existing memory is reinforced (confirmation, a lifecycle review) and the new wording
+  is kept in its history.
+- **update** — close, and clearly replacing the old statement: an explicit change marker
+  ("no longer", "used to", "moved to", "is now"), or a changed number, detail or role in a
+  fact about the same ``subject``. The old memory is superseded (``valid_to``,
+  ``superseded_by``, a ``supersedes`` edge, a history row) and recall returns the new one.
+- **contradiction** — close and conflicting but not clearly an update ("7 days" then
+  "10 days" with no subject, or a bare negation): both are kept, linked by
+  ``contradicts``, and the result carries a warning. Nothing is dropped on a guess.
+- **connect** — similarity ≥ ``connect``: stored, with ``relates_to`` edges to the matches.
+- **unique** — stored as is.
+
+Thresholds are calibrated for the shipped model (all-MiniLM-L6-v2) on
+``tests/data/dedup_pairs.jsonl`` (``nous bench dedup``); the spec's 0.95 / 0.90 were set for
+another model, where MiniLM puts paraphrases much lower. If the embedding provider fails,
+the memory is stored with its embedding pending: a duplicate is better than a lost memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from nous.memory.conflict import Conflict, ConflictKind, find_conflict
+from nous.models import LifecycleState, MemoryKind
+
+DUPLICATE_THRESHOLD = 0.62
+CONNECT_THRESHOLD = 0.50
+DEDUP_KINDS = (MemoryKind.FACT, MemoryKind.PROCEDURE, MemoryKind.CENSOR)
+MAX_MATCHES = 5
+
+# Conflicts that, between near-identical statements, mean "this replaced that".
+_UPDATE_KINDS = frozenset(
+    {ConflictKind.NUMBER, ConflictKind.SUBSTITUTION, ConflictKind.ORDER, ConflictKind.TENSE}
+)
+
+
+class Tier(StrEnum):
+    DUPLICATE = "duplicate"
+    UPDATE = "update"
+    CONTRADICTION = "contradiction"
+    CONNECT = "connect"
+    UNIQUE = "unique"
+
+
+class Recommendation(StrEnum):
+    DUPLICATE_FOUND = "duplicate_found"
+    SIMILAR_FOUND = "similar_found"
+    UNIQUE = "unique"
+
+
+@dataclass(frozen=True, slots=True)
+class DedupThresholds:
+    """Cosine thresholds of the duplicate and connect tiers."""
+
+    duplicate: float = DUPLICATE_THRESHOLD
+    connect: float = CONNECT_THRESHOLD
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.connect <= self.duplicate <= 1.0:
+            raise ValueError("dedup thresholds need 0 < connect <= duplicate <= 1")
+
+
+class SimilarMatch(BaseModel):
+    """An existing memory close to the new content, and what that closeness means."""
+
+    id: str
+    kind: MemoryKind
+    content: str
+    similarity: float
+    tier: Tier
+    lifecycle: LifecycleState
+    conflict: str | None = Field(default=None, description="why the two differ, if they do")
+
+
+class SimilarityCheck(BaseModel):
+    """Result of ``check_similar``: the close memories, best first, and what to do."""
+
+    recommendation: Recommendation
+    matches: list[SimilarMatch] = Field(default_factory=list)
+
+    @property
+    def duplicate(self) -> SimilarMatch | None:
+        return next((m for m in self.matches if m.tier == Tier.DUPLICATE), None)
+
+    def of_tier(self, *tiers: Tier) -> list[SimilarMatch]:
+        return [m for m in self.matches if m.tier in tiers]
+
+
+def classify(
+    similarity: float,
+    new_text: str,
+    existing_text: str,
+    thresholds: DedupThresholds,
+    *,
+    same_subject: bool = False,
+) -> tuple[Tier, Conflict | None]:
+    """The tier of one pair from its cosine and a lexical conflict check."""
+    if similarity < thresholds.connect:
+        return Tier.UNIQUE, None
+    conflict = find_conflict(new_text, existing_text)
+    if conflict is None:
+        return (Tier.DUPLICATE if similarity >= thresholds.duplicate else Tier.CONNECT), None
+    clearly_update = conflict.kind == ConflictKind.TENSE or (same_subject and conflict.kind in _UPDATE_KINDS)
+    return (Tier.UPDATE if clearly_update else Tier.CONTRADICTION), conflict
+
+
+def recommendation(matches: list[SimilarMatch]) -> Recommendation:
+    if any(m.tier == Tier.DUPLICATE for m in matches):
+        return Recommendation.DUPLICATE_FOUND
+    if matches:
+        return Recommendation.SIMILAR_FOUND
+    return Recommendation.UNIQUE
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine of two vectors (stored vectors are normalised, but be safe)."""
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    return float(a @ b) / (na * nb) if na and nb else 0.0

@@ -1,0 +1,241 @@
+"""The write path for dedup-able memories: search before store, then store, link or supersede.
+
+See ``nous.memory.dedup`` for the tiers. Everything a write decides lands in one
+transaction: the new memory, the superseded one's ``valid_to`` / ``superseded_by``, the
+edges and the audit rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from nous._time import utcnow
+from nous.memory import lifecycle
+from nous.memory.dedup import (
+    DEDUP_KINDS,
+    MAX_MATCHES,
+    DedupThresholds,
+    SimilarityCheck,
+    SimilarMatch,
+    Tier,
+    classify,
+    recommendation,
+)
+from nous.memory.repository import MemoryRepository
+from nous.models import (
+    Edge,
+    EdgeRelation,
+    Fact,
+    HistoryAction,
+    Memory,
+    MemoryKind,
+    WriteResult,
+    WriteStatus,
+)
+from nous.storage import MemoryQuery, WriteOp
+from nous.storage.base import PutEdge, PutMemory
+from nous.storage.codec import content_hash
+
+_EDGE_FOR_TIER = {
+    Tier.CONNECT: EdgeRelation.RELATES_TO,
+    Tier.CONTRADICTION: EdgeRelation.CONTRADICTS,
+    Tier.UPDATE: EdgeRelation.SUPERSEDES,
+}
+
+
+class WritePath:
+    """Search-before-store for one agent's repository."""
+
+    def __init__(
+        self,
+        repo: MemoryRepository,
+        thresholds: DedupThresholds | None = None,
+        kinds: Sequence[MemoryKind] = DEDUP_KINDS,
+    ) -> None:
+        self.repo = repo
+        self.thresholds = thresholds or DedupThresholds()
+        self.kinds = frozenset(kinds)
+
+    async def check_similar(
+        self,
+        content: str,
+        kind: MemoryKind,
+        *,
+        user_id: str | None = None,
+        subject: str | None = None,
+        vector: np.ndarray | None = None,
+        exclude_id: str | None = None,
+        limit: int = MAX_MATCHES,
+    ) -> SimilarityCheck:
+        """Close memories of ``kind`` in the scope, classified against ``content``; writes nothing."""
+        if vector is None:
+            vector = await self.repo.embedder.embed_one(content)
+        scope = MemoryQuery(agent_id=self.repo.agent_id, kinds=(kind,), user_id=user_id)
+        hits = [h for h in await self.repo.store.vector_search(scope, vector, limit) if h.id != exclude_id]
+        hits = [h for h in hits if h.score >= self.thresholds.connect]
+        found = await self.repo.store.get_many(self.repo.agent_id, [h.id for h in hits])
+        matches = []
+        for hit in hits:
+            existing = found.get(hit.id)
+            if existing is None:
+                continue
+            same_subject = bool(subject) and subject == existing.subject
+            tier, conflict = classify(
+                hit.score, content, existing.content, self.thresholds, same_subject=same_subject
+            )
+            matches.append(
+                SimilarMatch(
+                    id=existing.id,
+                    kind=existing.kind,
+                    content=existing.content,
+                    similarity=round(hit.score, 6),
+                    tier=tier,
+                    lifecycle=existing.lifecycle,
+                    conflict=f"{conflict.kind.value}: {conflict.detail}" if conflict else None,
+                )
+            )
+        return SimilarityCheck(recommendation=recommendation(matches), matches=matches)
+
+    async def store(
+        self,
+        memory: Memory,
+        *,
+        actor: str = "api",
+        supersedes: str | None = None,
+        dedup: bool = True,
+    ) -> WriteResult:
+        """Store ``memory`` unless it duplicates one; link, supersede or flag as the matches say."""
+        self.repo.validate(memory)
+        target = await self.repo.get(supersedes, kind=memory.kind) if supersedes else None
+        if not dedup or memory.kind not in self.kinds:
+            if target is not None:
+                return await self._create(memory, [], target, actor=actor)
+            await self.repo.create(memory, actor=actor)
+            return WriteResult(status=WriteStatus.CREATED, memory=memory)
+        (vector,), _ = await self.repo.embed([memory])
+        if vector is None:
+            await self.repo.create(memory, actor=actor, vector=None)
+            return WriteResult(
+                status=WriteStatus.CREATED,
+                memory=memory,
+                warnings=["embedding unavailable: stored without the duplicate check"],
+            )
+        check = await self.check_similar(
+            memory.content,
+            memory.kind,
+            user_id=memory.user_id,
+            subject=memory.subject,
+            vector=vector,
+            exclude_id=memory.id,
+        )
+        duplicate = check.duplicate
+        if duplicate is not None and target is None:
+            return await self._reinforce(duplicate, memory, actor=actor)
+        updates = check.of_tier(Tier.UPDATE)
+        if target is None and updates:
+            target = await self.repo.get(updates[0].id)
+        links = [
+            m for m in check.matches if m.tier != Tier.DUPLICATE and (target is None or m.id != target.id)
+        ]
+        return await self._create(memory, links, target, actor=actor, vector=vector)
+
+    async def _reinforce(self, match: SimilarMatch, new: Memory, *, actor: str) -> WriteResult:
+        """A duplicate: confirm and review the existing memory; keep the new wording in its history."""
+        existing = await self.repo.get(match.id)
+        changes: dict[str, object] = dict(lifecycle.reviewed(existing, utcnow()))
+        if isinstance(existing, Fact):
+            changes["confirmation_count"] = existing.confirmation_count + 1
+        updated = await self.repo.update(
+            existing.id,
+            changes,
+            action=HistoryAction.CONFIRM,
+            actor=actor,
+            extra_ops=[
+                self.repo.audit(
+                    existing.id,
+                    HistoryAction.CONFIRM,
+                    new={"duplicate_content": new.content, "similarity": match.similarity},
+                    actor=actor,
+                )
+            ],
+        )
+        return WriteResult(
+            status=WriteStatus.DUPLICATE,
+            memory=updated,
+            existing_id=existing.id,
+            similarity=match.similarity,
+        )
+
+    async def _create(
+        self,
+        memory: Memory,
+        links: list[SimilarMatch],
+        target: Memory | None,
+        *,
+        actor: str,
+        vector: np.ndarray | None = None,
+    ) -> WriteResult:
+        now = utcnow()
+        ops: list[WriteOp] = []
+        for match in links:
+            relation = _EDGE_FOR_TIER.get(match.tier, EdgeRelation.RELATES_TO)
+            if relation == EdgeRelation.SUPERSEDES:
+                relation = EdgeRelation.RELATES_TO  # only the superseded target gets that edge
+            edge = Edge(
+                source_id=memory.id,
+                target_id=match.id,
+                relation=relation,
+                agent_id=self.repo.agent_id,
+                weight=match.similarity,
+            )
+            ops.append(PutEdge(edge))
+        warnings = [
+            f"possible contradiction with {m.id} ({m.conflict}): {m.content!r}"
+            for m in links
+            if m.tier == Tier.CONTRADICTION
+        ]
+        if target is not None:
+            if memory.valid_from is None:
+                memory.valid_from = now
+            old = target.model_copy(update={"valid_to": memory.valid_from, "superseded_by": memory.id})
+            ops.append(PutMemory(memory=old, content_hash=content_hash(old), keep_embedding=True))
+            ops.append(
+                self.repo.audit(
+                    target.id,
+                    HistoryAction.SUPERSEDE,
+                    old={"content": target.content, "valid_to": None, "superseded_by": None},
+                    new={
+                        "valid_to": memory.valid_from.isoformat(),
+                        "superseded_by": memory.id,
+                        "content": memory.content,
+                    },
+                    actor=actor,
+                )
+            )
+            ops.append(
+                PutEdge(
+                    Edge(
+                        source_id=memory.id,
+                        target_id=target.id,
+                        relation=EdgeRelation.SUPERSEDES,
+                        agent_id=self.repo.agent_id,
+                    )
+                )
+            )
+        await self.repo.create(memory, actor=actor, vector=vector, extra_ops=ops)
+        if target is not None:
+            status = WriteStatus.SUPERSEDED
+        elif links:
+            status = WriteStatus.CONNECTED
+        else:
+            status = WriteStatus.CREATED
+        return WriteResult(
+            status=status,
+            memory=memory,
+            related_ids=[m.id for m in links],
+            superseded_id=target.id if target is not None else None,
+            similarity=max((m.similarity for m in links), default=None),
+            warnings=warnings,
+        )
