@@ -19,6 +19,7 @@ import pytest
 from nous import Nous, Settings
 from nous.embeddings.base import EmbeddingProvider
 from nous.embeddings.local import LocalEmbeddingProvider
+from tests.openai_server import FakeOpenAI
 
 PG_URL = os.environ.get("NOUS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 _TRUE = ("1", "true", "yes")
@@ -97,3 +98,11 @@ async def nous(database_url: str, settings: Settings, provider: EmbeddingProvide
     """An open Nous on an empty store."""
     async with Nous(settings, database_url=database_url, embedding_provider=provider) as n:
         yield n
+
+
+@pytest.fixture
+def fake_openai(provider: EmbeddingProvider) -> Iterator[FakeOpenAI]:
+    """A loopback OpenAI-compatible server that can be switched to failing."""
+    server = FakeOpenAI(provider)
+    yield server
+    server.close()

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from nous.bench.dedup import default_pairs_path, load_pairs, run_dedup
 from nous.bench.locomo import run_locomo
 from nous.bench.scale import run_scale
 from nous.cli.output import console, err_console, print_json, progress_bar, table
@@ -128,6 +129,67 @@ def locomo(
     console.print(
         f"recall latency p50 {lat['p50']} ms · p95 {lat['p95']} ms · ingest {result['ingest_per_s']} turns/s"
     )
+    if out:
+        out.write_text(json.dumps(result, indent=2))
+        console.print(f"wrote {out}")
+
+
+@app.command()
+def dedup(
+    ctx: typer.Context,
+    data: Annotated[
+        Path | None,
+        typer.Option(help="Labelled pairs (JSONL: a, b, label). Default: tests/data/dedup_pairs.jsonl."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
+    ] = None,
+    errors: Annotated[int, typer.Option(min=0, help="Show this many duplicate-tier mistakes.")] = 0,
+) -> None:
+    """Search-before-store quality: precision and recall of the duplicate and connect tiers.
+
+    Uses the thresholds in force (NOUS_DEDUP_DUPLICATE_THRESHOLD, NOUS_DEDUP_CONNECT_THRESHOLD)
+    and prints a cosine-only baseline at the same thresholds beside them.
+    """
+    from nous.embeddings import create_provider
+    from nous.errors import NousError
+    from nous.memory.dedup import DedupThresholds
+
+    path = data or default_pairs_path()
+    if path is None or not path.is_file():
+        raise fail("no labelled pairs found: pass --data FILE (JSONL with a, b, label)", 2)
+    settings = state(ctx).settings
+    try:
+        pairs = load_pairs(path)
+        thresholds = DedupThresholds(settings.dedup_duplicate_threshold, settings.dedup_connect_threshold)
+        result = run_dedup(pairs, create_provider(settings), thresholds)
+    except (NousError, ValueError) as exc:
+        raise fail(str(exc), 2) from None
+    base = result["cosine_only"]
+    table(
+        f"dedup tiers · {result['pairs']} pairs · duplicate ≥ {thresholds.duplicate}, "
+        f"connect ≥ {thresholds.connect}",
+        ["system", "dup precision", "dup recall", "connect precision", "connect recall"],
+        [
+            [
+                name,
+                *(
+                    f"{r[k]:.3f}"
+                    for k in (
+                        "duplicate_precision",
+                        "duplicate_recall",
+                        "connect_precision",
+                        "connect_recall",
+                    )
+                ),
+            ]
+            for name, r in (("nous", result), ("cosine only", base))
+        ],
+    )
+    for e in result["duplicate_errors"][:errors]:
+        console.print(
+            f"[yellow]{e['label']} → {e['predicted']}[/yellow] ({e['cosine']}) {e['a']!r} / {e['b']!r}"
+        )
     if out:
         out.write_text(json.dumps(result, indent=2))
         console.print(f"wrote {out}")

@@ -130,6 +130,10 @@ def _unify_spelling(ta: list[str], tb: list[str]) -> list[str]:
     return [t if t in vocab else next((v for v in vocab if _same_word(v, t)), t) for t in tb]
 
 
+def _normal_number(token: str) -> str:
+    return re.sub(r"^0+(\d)", r"\1", token) if token[0].isdigit() else token
+
+
 def _negations(tokens: list[str]) -> int:
     return sum(t in _NEGATIONS or t.endswith("n't") for t in tokens)
 
@@ -156,8 +160,8 @@ def find_conflict(a: str, b: str) -> Conflict | None:
     if na != nb:
         return Conflict(ConflictKind.NUMBER, f"{' '.join(sorted(na - nb))} / {' '.join(sorted(nb - na))}")
     tb = _unify_spelling(ta, tb)
-    ca = [t for t in ta if t not in _FILLER]
-    cb = [t for t in tb if t not in _FILLER]
+    ca = [_normal_number(t) for t in ta if t not in _FILLER]
+    cb = [_normal_number(t) for t in tb if t not in _FILLER]
     if ca == cb:
         return None
     if sorted(ca) == sorted(cb):
@@ -175,4 +179,8 @@ def find_conflict(a: str, b: str) -> Conflict | None:
         if op != "equal":
             changed_a.update(ca[i1:i2])
             changed_b.update(cb[j1:j2])
+    inserted_only = not changed_a or not changed_b
+    polar = _NEGATIONS | _QUANTIFIERS | _CHANGE_MARKERS
+    if inserted_only and not any(t in polar or t.endswith("n't") for t in changed_a | changed_b):
+        return None  # words only added on one side: more detail, not a different statement
     return _kind_of_edit(ta, tb, changed_a, changed_b)

@@ -19,6 +19,7 @@ import numpy as np
 from nous._text import keyword_terms, validate_content
 from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
+from nous.memory.lifecycle import rank_factor
 from nous.models import MemoryKind, RecallHit
 from nous.retrieval.timeparse import ParsedQuery, TimeWindow, parse_time_expression
 from nous.retrieval.weights import DEFAULT_WEIGHTS, RetrievalWeights
@@ -265,7 +266,7 @@ class Retriever:
         q: RecallQuery,
         now: datetime,
     ) -> None:
-        """Recency (additive), frame and censor overlap (multiplicative, spec 003)."""
+        """Recency (additive); lifecycle, frame and censor overlap (multiplicative, spec 003)."""
         w = self.weights
         if not candidates:
             return
@@ -278,6 +279,10 @@ class Retriever:
             if recency > 1e-6:
                 c.score += recency
                 c.signal("recency", recency)
+            fade = rank_factor(memory.lifecycle)
+            if fade < 1.0:  # weak, dormant and archived memories rank lower but stay retrievable
+                c.score *= fade
+                c.signal("lifecycle", fade)
             if q.frame and memory.encoded_frame == q.frame:
                 c.score *= w.frame
                 c.signal("frame_boost", w.frame)

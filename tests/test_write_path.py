@@ -1,0 +1,212 @@
+"""Search-before-store (spec 001 test tables), supersession and the lifecycle, on both backends
+with the real embedding model."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from nous import InvalidInputError, Nous
+from nous._time import utcnow
+from nous.memory.conflict import ConflictKind, find_conflict
+from nous.memory.dedup import Recommendation, Tier
+from nous.models import EdgeRelation, Fact, HistoryAction, LifecycleState, WriteStatus
+from tests.openai_server import FakeOpenAI, openai_settings
+
+RULE = "Never trade during low-volume weekends."
+RULE_PARAPHRASE = "Don't place trades on weekends when volume is low."
+RULE_RELATED = "Weekend trading volume is usually thin on crypto exchanges."
+UNRELATED = "My daughter's piano recital is on Friday evening."
+
+
+async def _facts(nous: Nous) -> list[Fact]:
+    return [f for f in await nous.list("fact") if isinstance(f, Fact)]
+
+
+# -- check_similar (server-side and client tables) -------------------------------------------
+async def test_check_similar_finds_exact_duplicate(nous: Nous) -> None:
+    stored = await nous.learn(RULE)
+    check = await nous.check_similar(RULE, "fact")
+    assert check.recommendation == Recommendation.DUPLICATE_FOUND
+    top = check.matches[0]
+    assert (top.id, top.tier, top.lifecycle) == (stored.id, Tier.DUPLICATE, LifecycleState.ACTIVE)
+    assert top.similarity == pytest.approx(1.0, abs=1e-4) and top.content == RULE
+
+
+async def test_check_similar_near_duplicate_paraphrase(nous: Nous) -> None:
+    stored = await nous.learn(RULE)
+    check = await nous.check_similar(RULE_PARAPHRASE, "fact")
+    assert check.recommendation == Recommendation.DUPLICATE_FOUND
+    assert check.duplicate is not None and check.duplicate.id == stored.id
+
+
+async def test_check_similar_connect_tier_for_related(nous: Nous) -> None:
+    stored = await nous.learn(RULE)
+    check = await nous.check_similar(RULE_RELATED, "fact")
+    assert check.recommendation == Recommendation.SIMILAR_FOUND
+    assert [(m.id, m.tier) for m in check.matches] == [(stored.id, Tier.CONNECT)]
+    assert 0.5 <= check.matches[0].similarity < 1.0
+
+
+async def test_check_similar_unique_has_no_matches(nous: Nous) -> None:
+    await nous.learn(RULE)
+    check = await nous.check_similar(UNRELATED, "fact")
+    assert check.recommendation == Recommendation.UNIQUE and check.matches == []
+
+
+async def test_check_similar_is_kind_isolated(nous: Nous) -> None:
+    await nous.add_procedure("Weekend rule", RULE)
+    check = await nous.check_similar(RULE, "fact")
+    assert check.recommendation == Recommendation.UNIQUE
+
+
+async def test_check_similar_rejects_bad_input(nous: Nous) -> None:
+    with pytest.raises(InvalidInputError):
+        await nous.check_similar("   ", "fact")
+    with pytest.raises(InvalidInputError):
+        await nous.check_similar(RULE, "lesson-ish")
+
+
+# -- full store flow ---------------------------------------------------------------------------
+async def test_duplicate_is_blocked_and_reinforces_existing(nous: Nous) -> None:
+    first = await nous.learn(RULE)
+    second = await nous.learn(RULE_PARAPHRASE)
+    assert second.status == WriteStatus.DUPLICATE and second.existing_id == first.id
+    assert second.similarity is not None and second.similarity >= 0.62
+    assert [f.id for f in await _facts(nous)] == [first.id]
+    existing = await nous.get(first.id)
+    assert isinstance(existing, Fact) and existing.confirmation_count == 1
+    assert existing.review_count == 1 and existing.stability > first.memory.stability
+    trail = await nous.history(first.id)
+    assert any((e.new_value or {}).get("duplicate_content") == RULE_PARAPHRASE for e in trail)
+    third = await nous.learn(RULE)  # a duplicate of a duplicate is blocked too
+    assert third.status == WriteStatus.DUPLICATE and third.existing_id == first.id
+    assert len(await _facts(nous)) == 1
+
+
+async def test_unique_is_created_without_edges(nous: Nous) -> None:
+    await nous.learn(RULE)
+    result = await nous.learn(UNRELATED)
+    assert result.status == WriteStatus.CREATED and result.related_ids == []
+    assert await nous.store.edges(nous.agent_id, [result.id]) == []
+
+
+async def test_connect_tier_links_once(nous: Nous) -> None:
+    first = await nous.learn(RULE)
+    result = await nous.learn(RULE_RELATED)
+    assert result.status == WriteStatus.CONNECTED and result.related_ids == [first.id]
+    edges = await nous.store.edges(nous.agent_id, [result.id])
+    assert [(e.source_id, e.target_id, e.relation) for e in edges] == [
+        (result.id, first.id, EdgeRelation.RELATES_TO)
+    ]
+    # Linking the same pair again, either way round, does not add a second edge.
+    assert await nous.link(first.id, result.id, "relates_to") is False
+    assert len(await nous.store.edges(nous.agent_id, [result.id])) == 1
+
+
+async def test_embedding_outage_stores_without_check(
+    fake_openai: FakeOpenAI, tmp_path: Path, database_url: str
+) -> None:
+    async with Nous(openai_settings(fake_openai, tmp_path), database_url=database_url) as nous:
+        await nous.learn(RULE)
+        fake_openai.failing = True
+        result = await nous.learn(RULE_PARAPHRASE)  # a duplicate, but the check cannot run
+        assert result.status == WriteStatus.CREATED and result.warnings
+        assert len(await _facts(nous)) == 2 and (await nous.stats()).missing_embeddings == 1
+        fake_openai.failing = False
+        report = await nous.maintain()
+        assert report.embedded == 1 and (await nous.stats()).missing_embeddings == 0
+
+
+async def test_dedup_can_be_skipped_and_is_per_kind(nous: Nous) -> None:
+    await nous.learn(RULE)
+    assert (await nous.learn(RULE, dedup=False)).status == WriteStatus.CREATED
+    first = await nous.add_censor("rm -rf /", reason="destroys the host")
+    again = await nous.add_censor("rm -rf /", reason="destroys the host")
+    assert again.status == WriteStatus.DUPLICATE and again.existing_id == first.id
+
+
+# -- change over time ------------------------------------------------------------------------
+async def test_update_supersedes_old_fact(nous: Nous) -> None:
+    old = await nous.learn("The API rate limit is 100 requests per minute.", subject="api rate limit")
+    new = await nous.learn("The API rate limit is 1,000 requests per minute.", subject="api rate limit")
+    assert new.status == WriteStatus.SUPERSEDED and new.superseded_id == old.id
+    before = await nous.get(old.id)
+    assert before.superseded_by == new.id and before.valid_to is not None
+    assert (await nous.get(new.id)).valid_from == before.valid_to
+    hits = await nous.recall("what is the API rate limit?", limit=5)
+    assert new.id in [h.id for h in hits] and old.id not in [h.id for h in hits]
+    chain = await nous.recall("what is the API rate limit?", limit=5, include_superseded=True)
+    assert {new.id, old.id} <= {h.id for h in chain}
+    actions = [e.action for e in await nous.history(old.id)]
+    assert HistoryAction.SUPERSEDE in actions
+    edges = await nous.store.edges(nous.agent_id, [new.id])
+    assert (new.id, old.id, EdgeRelation.SUPERSEDES) in {
+        (e.source_id, e.target_id, e.relation) for e in edges
+    }
+
+
+async def test_change_marker_supersedes_without_subject(nous: Nous) -> None:
+    old = await nous.learn("My favourite colour is green.")
+    new = await nous.learn("My favourite colour used to be green, but now it's blue.")
+    assert new.status == WriteStatus.SUPERSEDED and new.superseded_id == old.id
+
+
+async def test_contradiction_is_flagged_not_dropped(nous: Nous) -> None:
+    old = await nous.learn("I need a visa to visit India.")
+    new = await nous.learn("I don't need a visa to visit India.")
+    assert new.status == WriteStatus.CONNECTED and new.related_ids == [old.id]
+    assert new.warnings and "contradiction" in new.warnings[0]
+    assert len(await _facts(nous)) == 2
+    edges = await nous.store.edges(nous.agent_id, [new.id])
+    assert [e.relation for e in edges] == [EdgeRelation.CONTRADICTS]
+
+
+async def test_explicit_supersedes(nous: Nous) -> None:
+    old = await nous.learn("Standup is at 9:30.")
+    new = await nous.learn("We dropped the daily standup meeting.", supersedes=old.id)
+    assert new.status == WriteStatus.SUPERSEDED and new.superseded_id == old.id
+
+
+def test_conflict_checks_catch_edits_cosine_cannot() -> None:
+    assert find_conflict("The trip is 7 days.", "The trip is 10 days.").kind == ConflictKind.NUMBER  # type: ignore[union-attr]
+    assert find_conflict("I love dogs.", "I don't love dogs.").kind == ConflictKind.NEGATION  # type: ignore[union-attr]
+    assert find_conflict("I always stretch first.", "I rarely stretch first.").kind == ConflictKind.QUANTIFIER  # type: ignore[union-attr]
+    swap = find_conflict("We migrate from MongoDB to Postgres.", "We migrate from Postgres to MongoDB.")
+    assert swap is not None and swap.kind == ConflictKind.ORDER
+    assert find_conflict("I prefer aisle seats.", "I prefer window seats.") is not None
+    assert find_conflict("Flight at 7:05 am", "Our flight leaves at 07:05 am") is None
+    assert find_conflict("My favourite colour is green", "my favorite color is green") is None
+    assert find_conflict("Jonas is married to Lena.", "Lena is Jonas's wife.") is None
+
+
+# -- lifecycle -------------------------------------------------------------------------------
+async def test_decay_moves_states_and_recall_revives(nous: Nous) -> None:
+    fact = (await nous.learn("The office wifi password rotates every quarter.")).memory
+    censor = (await nous.add_censor("DROP TABLE", reason="never in production")).memory
+    assert fact.stability == 30.0 and censor.stability > 10_000
+    report = await nous.maintain(now=utcnow() + timedelta(days=150))  # R = 0.64
+    assert report.lifecycle_changes == {"weak": 1}
+    assert (await nous.get(fact.id)).lifecycle == LifecycleState.WEAK
+    await nous.maintain(now=utcnow() + timedelta(days=2000))  # R = 0.12
+    assert (await nous.get(fact.id)).lifecycle == LifecycleState.ARCHIVED
+    assert (await nous.get(censor.id)).lifecycle == LifecycleState.ACTIVE  # guardrails never fade
+    trail = [e for e in await nous.history(fact.id) if e.action == HistoryAction.LIFECYCLE]
+    assert [e.new_value["lifecycle"] for e in trail] == ["weak", "archived"]  # type: ignore[index]
+    hits = await nous.recall("how often does the wifi password change?", limit=3)
+    assert hits[0].id == fact.id and hits[0].signals["lifecycle"] == 0.5  # archived ranks lower
+    await nous.repo.flush_reviews()
+    revived = await nous.get(fact.id)
+    assert revived.lifecycle == LifecycleState.ACTIVE and revived.review_count == 1
+    assert revived.stability > fact.stability
+
+
+async def test_dormant_memory_ranks_below_active_equal(nous: Nous) -> None:
+    a = await nous.learn("Project Falcon uses Redis for its job queue.", dedup=False)
+    b = await nous.learn("Project Falcon uses Redis for its job queue.", dedup=False)
+    await nous.update(a.id, lifecycle="dormant")
+    hits = await nous.recall("Falcon job queue", limit=2, reinforce=False)
+    assert hits[0].id == b.id
+    assert (await nous.get(a.id)).lifecycle == LifecycleState.DORMANT  # no reinforcement
