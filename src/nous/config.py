@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -42,6 +43,11 @@ class Settings(BaseSettings):
     )
     dedup_connect_threshold: float = Field(
         default=0.50, gt=0, le=1, description="Cosine from which a new memory is linked to an existing one."
+    )
+    decision_guardrails: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="JSON list of guardrails (name, action warn|block, stakes, min_confidence, "
+        "require_reasons, message); default: the built-in set.",
     )
     dedup_kinds: str = Field(
         default="fact,procedure,censor", description="Comma-separated kinds checked before storing."

@@ -7,17 +7,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from pydantic import ValidationError
+
 from nous._text import validate_content
 from nous.api.transfer import export_lines, import_records, parse_lines, read_lines
-from nous.brain import Brain
+from nous.brain import DEFAULT_GUARDRAILS, Brain, Guardrail
 from nous.config import Settings
 from nous.embeddings import Embedder, EmbeddingProvider, create_provider
 from nous.errors import InvalidInputError, NousError
-from nous.heart import CensorMatch, Heart
+from nous.heart import CensorMatch, EpisodeStart, Heart
 from nous.ingest import Conversation, IngestReport, ingest_conversation, parse_conversation
 from nous.memory import MemoryRepository
 from nous.memory.dedup import DedupThresholds, SimilarityCheck
 from nous.memory.parsing import enum_value
+from nous.memory.repository import invalid_from_pydantic
 from nous.memory.write_path import WritePath
 from nous.models import (
     Calibration,
@@ -99,8 +102,19 @@ class Nous:
             store, embedder, agent_id=self.agent_id, max_content_bytes=self.settings.max_content_bytes
         )
         self._heart = Heart(self._repo, self._write_path(self._repo))
-        self._brain = Brain(self._repo)
+        self._brain = Brain(self._repo, self._guardrails())
         self._retriever = Retriever(self._repo)
+
+    def _guardrails(self) -> tuple[Guardrail, ...]:
+        raw = self.settings.decision_guardrails
+        if raw is None:
+            return DEFAULT_GUARDRAILS
+        try:
+            return tuple(Guardrail.model_validate(g) for g in raw)
+        except ValidationError as exc:
+            raise InvalidInputError(
+                f"NOUS_DECISION_GUARDRAILS: {invalid_from_pydantic(exc)}", field="decision_guardrails"
+            ) from None
 
     def _write_path(self, repo: MemoryRepository) -> WritePath:
         s = self.settings
@@ -183,6 +197,20 @@ class Nous:
 
     async def end_episode(self, episode_id: str, **fields: Any) -> Episode:
         return await self.heart.episodes.end(episode_id, **fields)
+
+    async def begin_turn(self, session_id: str, user_input: str, **fields: Any) -> EpisodeStart:
+        """A user message arrived: track it, and open an episode if the session has earned one
+        (significance and duplicate-episode rules, see ``nous.heart.sessions``)."""
+        validate_content(user_input, field="user_input", max_bytes=self.settings.max_content_bytes)
+        return await self.heart.sessions.begin_turn(session_id, user_input, **fields)
+
+    def end_turn(self, session_id: str, reply: str, *, tools: Sequence[str] = ()) -> None:
+        """The agent replied (using ``tools``): count the turn toward the session's significance."""
+        self.heart.sessions.note_reply(session_id, reply, list(tools))
+
+    async def end_session(self, session_id: str, *, reflection: str | None = None) -> Episode | None:
+        """Close the session's episode, or soft-delete it if the session stayed trivial."""
+        return await self.heart.sessions.end_session(session_id, reflection=reflection)
 
     async def add_procedure(self, name: str, description: str, **fields: Any) -> WriteResult:
         return await self.heart.procedures.add(name, description, **fields)
@@ -398,7 +426,9 @@ class Nous:
             conversation = parse_conversation(str(text), fmt=fmt)
         if on_parsed:
             on_parsed(conversation)
-        return await ingest_conversation(self._need(), conversation, user_id=user_id, progress=progress)
+        return await ingest_conversation(
+            self._need(), conversation, sessions=self.heart.sessions, user_id=user_id, progress=progress
+        )
 
     # -- export / import ----------------------------------------------------------
     async def export_lines(self) -> AsyncIterator[str]:

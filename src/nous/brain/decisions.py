@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
-from nous.errors import InvalidInputError
+from nous.brain.quality import DEFAULT_GUARDRAILS, Guardrail, is_noise_decision, quality_score
+from nous.errors import GuardrailError, InvalidInputError
 from nous.memory import MemoryRepository
 from nous.memory.parsing import enum_value
 from nous.memory.repository import build, invalid_from_pydantic
@@ -24,6 +27,8 @@ from nous.models import (
 )
 from nous.storage.base import PutEdge
 
+log = logging.getLogger(__name__)
+
 
 def _reasons(raw: list[Reason | dict[str, Any]] | None) -> list[Reason]:
     out = []
@@ -39,8 +44,9 @@ def _reasons(raw: list[Reason | dict[str, Any]] | None) -> list[Reason]:
 class Decisions:
     """Record, review and list decisions."""
 
-    def __init__(self, repo: MemoryRepository) -> None:
+    def __init__(self, repo: MemoryRepository, guardrails: Sequence[Guardrail] = DEFAULT_GUARDRAILS) -> None:
         self.repo = repo
+        self.guardrails = tuple(guardrails)
 
     async def record(
         self,
@@ -60,7 +66,11 @@ class Decisions:
         encoded_frame: str | None = None,
         actor: str = "api",
     ) -> Decision:
-        """Store a decision; when ``episode_id`` is given it is linked to that episode."""
+        """Store a decision; when ``episode_id`` is given it is linked to that episode.
+
+        The stored decision carries a ``quality`` score and ``flags`` (possible noise,
+        guardrail warnings); a blocking guardrail raises ``GuardrailError`` and stores nothing.
+        """
         cat = enum_value(DecisionCategory, category, field="category")
         extra = []
         if episode_id is not None:
@@ -85,6 +95,7 @@ class Decisions:
             encoded_frame=encoded_frame,
             provenance=Provenance(source=actor, session_id=session_id, episode_id=episode_id),
         )
+        self._check(decision)
         if episode_id is not None:
             extra.append(
                 PutEdge(
@@ -97,6 +108,27 @@ class Decisions:
                 )
             )
         return await self.repo.create(decision, actor=actor, extra_ops=extra)
+
+    def _check(self, decision: Decision) -> None:
+        """Guardrails (block or flag), the noise check (flag only) and the quality score."""
+        flags = []
+        for rail in self.guardrails:
+            if rail.violated_by(
+                stakes=decision.stakes, confidence=decision.confidence, reasons=decision.reasons
+            ):
+                if rail.action == "block":
+                    raise GuardrailError(f"decision refused by guardrail {rail.name!r}: {rail.message}")
+                flags.append(f"guardrail:{rail.name}: {rail.message}")
+        if is_noise_decision(decision.content, decision.reasons):
+            log.warning(
+                "possible noise decision %r: is this a real choice between alternatives?",
+                decision.content[:80],
+            )
+            flags.append("possible_noise: reads like a status report, not a choice between alternatives")
+        decision.flags = flags
+        decision.quality = quality_score(
+            reasons=decision.reasons, context=decision.context, pattern=decision.pattern, tags=decision.tags
+        )
 
     async def review(
         self, decision_id: str, outcome: str | Outcome, *, note: str | None = None, actor: str = "api"

@@ -6,6 +6,7 @@ from nous.heart.censors import CensorMatch, Censors
 from nous.heart.episodes import Episodes
 from nous.heart.facts import Facts
 from nous.heart.procedures import Procedures
+from nous.heart.sessions import EpisodeAction, EpisodeStart, SessionMetadata, Sessions
 from nous.heart.working_memory import WorkingMemoryOrgan
 from nous.memory import MemoryRepository
 from nous.memory.write_path import WritePath
@@ -18,9 +19,22 @@ class Heart:
         self.write_path = write_path or WritePath(repo)
         self.facts = Facts(repo, self.write_path)
         self.episodes = Episodes(repo)
+        self.sessions = Sessions(repo, self.episodes)
         self.procedures = Procedures(repo, self.write_path)
         self.censors = Censors(repo, self.write_path)
         self.working_memory = WorkingMemoryOrgan(repo)
 
 
-__all__ = ["CensorMatch", "Censors", "Episodes", "Facts", "Heart", "Procedures", "WorkingMemoryOrgan"]
+__all__ = [
+    "CensorMatch",
+    "Censors",
+    "EpisodeAction",
+    "EpisodeStart",
+    "Episodes",
+    "Facts",
+    "Heart",
+    "Procedures",
+    "SessionMetadata",
+    "Sessions",
+    "WorkingMemoryOrgan",
+]

@@ -3,6 +3,11 @@
 Ids are derived from the conversation, session and message ids, so ingesting the
 same file again skips what is already stored and resumes an interrupted run.
 Each session is one transaction (episode, turns and their edges together).
+
+Episodes go through the same rules as live sessions (``nous.heart.sessions``): a session
+that stayed trivial gets its episode soft-deleted, and a session whose opening matches an
+episode from within 48 hours (cosine > 0.85) makes no new episode; its turns are linked
+to the existing one. Turns are always stored: they are the memories.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from datetime import timedelta
 from pydantic import BaseModel
 
 from nous._time import utcnow
+from nous.heart.sessions import Sessions, metadata_of
 from nous.ingest.formats import Conversation, ConversationMessage
 from nous.memory import MemoryRepository
 from nous.models import Edge, EdgeRelation, Episode, EpisodeOutcome, Provenance, Turn
@@ -31,6 +37,8 @@ class IngestReport(BaseModel):
     sessions_skipped: int
     turns: int
     episode_ids: list[str]
+    episodes_merged: int = 0  # sessions linked to an earlier, near-identical episode
+    episodes_trivial: int = 0  # sessions whose episode was soft-deleted as trivial
 
 
 def _neighbours(messages: list[ConversationMessage], i: int) -> str | None:
@@ -47,6 +55,7 @@ async def ingest_conversation(
     repo: MemoryRepository,
     conversation: Conversation,
     *,
+    sessions: Sessions | None = None,
     user_id: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IngestReport:
@@ -54,7 +63,7 @@ async def ingest_conversation(
     agent = repo.agent_id
     episode_ids = [_id(agent, conversation.id, s.id) for s in conversation.sessions]
     existing = await repo.store.get_many(agent, episode_ids)
-    stored_sessions = stored_turns = skipped = 0
+    stored_sessions = stored_turns = skipped = merged = trivial = 0
     base_time = utcnow()
     for session, episode_id in zip(conversation.sessions, episode_ids, strict=True):
         if episode_id in existing:
@@ -64,6 +73,13 @@ async def ingest_conversation(
             continue
         started = session.started_at or base_time
         session_key = f"{conversation.id}:{session.id}"
+        opening = session.messages[0].content if session.messages else ""
+        duplicate = (
+            await sessions.find_duplicate_episode(opening, around=started, user_id=user_id)
+            if sessions is not None and opening
+            else None
+        )
+        link_to = duplicate[0] if duplicate else episode_id
         speakers = list(dict.fromkeys(m.name or m.role for m in session.messages))
         turns: list[Turn] = []
         ops: list[WriteOp] = []
@@ -77,21 +93,19 @@ async def ingest_conversation(
                 content=f"{speaker}: {message.content}",
                 role=message.role,
                 speaker=speaker,
-                episode_id=episode_id,
+                episode_id=link_to,
                 context=_neighbours(session.messages, i),
                 occurred_at=message.occurred_at or started + i * TURN_SPACING,
                 provenance=Provenance(
                     source=f"ingest:{conversation.source_format}",
                     session_id=session_key,
-                    episode_id=episode_id,
+                    episode_id=link_to,
                     turn_ids=[message.id],
                 ),
             )
             ops.append(
                 PutEdge(
-                    Edge(
-                        source_id=turn.id, target_id=episode_id, relation=EdgeRelation.PART_OF, agent_id=agent
-                    )
+                    Edge(source_id=turn.id, target_id=link_to, relation=EdgeRelation.PART_OF, agent_id=agent)
                 )
             )
             if turns:
@@ -122,7 +136,12 @@ async def ingest_conversation(
             trigger="conversation ingestion",
             provenance=Provenance(source=f"ingest:{conversation.source_format}", session_id=session_key),
         )
-        await repo.create_many([episode, *turns], actor="ingest", extra_ops=ops)
+        if duplicate:
+            merged += 1
+        elif metadata_of([(m.role, m.content) for m in session.messages]).is_trivial():
+            episode.active = False  # kept, restorable, but out of recall (spec 000 A4)
+            trivial += 1
+        await repo.create_many([*([] if duplicate else [episode]), *turns], actor="ingest", extra_ops=ops)
         stored_sessions += 1
         stored_turns += len(turns)
         if progress:
@@ -133,4 +152,6 @@ async def ingest_conversation(
         sessions_skipped=skipped,
         turns=stored_turns,
         episode_ids=episode_ids,
+        episodes_merged=merged,
+        episodes_trivial=trivial,
     )

@@ -67,6 +67,8 @@ class Decision(Memory):
     reasons: list[Reason] = Field(default_factory=list)
     thoughts: list[str] = Field(default_factory=list)
     episode_id: str | None = None
+    quality: float | None = Field(default=None, ge=0.0, le=1.0, description="how well it is recorded")
+    flags: list[str] = Field(default_factory=list, description="noise and guardrail warnings")
 
     @property
     def description(self) -> str:
