@@ -10,6 +10,7 @@ import typer
 from nous.api import Nous
 from nous.cli.output import console, print_json, short, table, when
 from nous.cli.runtime import fail, read_text_arg, with_nous
+from nous.memory.dedup import SimilarityCheck
 from nous.models import Decision, Episode, Fact, HistoryEntry, Memory, RecallHit, WriteResult
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
@@ -20,6 +21,45 @@ def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
     for command in (learn, recall, decide, facts, decisions, episodes, show, history, forget):
         app.command()(command)
+    app.command("check-similar")(check_similar)
+
+
+def check_similar(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="The content you are about to store, or - for stdin.")],
+    kind: Annotated[
+        str, typer.Option(help="fact, procedure, censor, …: compared within this kind.")
+    ] = "fact",
+    subject: Annotated[
+        str | None, typer.Option(help="Subject, to recognise updates of the same fact.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """What storing TEXT would find, without storing it: duplicate_found, similar_found or unique.
+
+    Each match shows its similarity and tier: duplicate (nothing would be stored), update (it would
+    supersede the match), contradiction (both kept, flagged) or connect (linked).
+
+    Example: nous check-similar "Never trade on low-volume weekends" --json
+    """
+    content = read_text_arg(text)
+
+    async def act(nous: Nous) -> SimilarityCheck:
+        return await nous.check_similar(content, kind, subject=subject)
+
+    check = with_nous(ctx, act)
+    if as_json:
+        print_json(check.model_dump(mode="json"))
+        return
+    console.print(f"[bold]{check.recommendation.value}[/bold]")
+    table(
+        None,
+        ["id", "similarity", "tier", "state", "content", "why different"],
+        [
+            [m.id[:8], f"{m.similarity:.3f}", m.tier.value, m.lifecycle.value, short(m.content), m.conflict]
+            for m in check.matches
+        ],
+    )
 
 
 def learn(
