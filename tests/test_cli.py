@@ -36,6 +36,29 @@ def _nous(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[s
 
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_learn_json_statuses(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """created, duplicate (existing_id), connected (related_ids), superseded (superseded_id)."""
+    url = None if backend == "sqlite" else pg_url(request.getfixturevalue("pg_schema"))
+    env = _env(tmp_path, url)
+
+    def learn(*args: str) -> dict[str, object]:
+        done = _nous(["learn", *args, "--json"], env)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    rule = learn("Never trade during low-volume weekends.")
+    assert rule["status"] == "created"
+    again = learn("Don't place trades on weekends when volume is low.")
+    assert again["status"] == "duplicate" and again["existing_id"] == rule["id"]
+    assert again["lifecycle"] == "active" and again["similarity"] >= 0.62  # type: ignore[operator]
+    related = learn("Weekend trading volume is usually thin on crypto exchanges.")
+    assert related["status"] == "connected" and related["related_ids"] == [rule["id"]]
+    old = learn("The API rate limit is 100 requests per minute.", "--subject", "api rate limit")
+    new = learn("The API rate limit is 1,000 requests per minute.", "--subject", "api rate limit")
+    assert new["status"] == "superseded" and new["superseded_id"] == old["id"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_learn_and_recall_json_contract(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     url = None if backend == "sqlite" else pg_url(request.getfixturevalue("pg_schema"))
     env = _env(tmp_path, url)

@@ -277,7 +277,7 @@ class Nous:
             )
         )
         if reinforce:
-            await repo.note_recalled([h.id for h in hits])
+            repo.note_recalled([h.id for h in hits])
         return hits
 
     async def similar(

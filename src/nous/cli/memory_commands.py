@@ -67,7 +67,8 @@ def learn(
     text: Annotated[str, typer.Argument(help="The fact to remember, or - to read stdin.")],
     subject: Annotated[str | None, typer.Option(help="Who or what the fact is about.")] = None,
     category: Annotated[
-        str | None, typer.Option(help="preference, technical, person, tool, concept, rule, event, other.")
+        str | None,
+        typer.Option(help="preference, technical, person, tool, concept, rule, event, lesson, other."),
     ] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="A tag; repeat for more.")] = None,
     confidence: Annotated[float, typer.Option(help="How sure, 0 to 1.")] = 1.0,
@@ -106,6 +107,7 @@ def learn(
         payload = {"id": result.id, "status": result.status.value, "content": result.memory.content}
         if result.existing_id:
             payload["existing_id"] = result.existing_id
+            payload["lifecycle"] = result.memory.lifecycle.value
         if result.related_ids:
             payload["related_ids"] = result.related_ids
         if result.superseded_id:

@@ -8,6 +8,7 @@ provider fails, the memory is still stored (embedding pending) and
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -18,7 +19,7 @@ from pydantic import ValidationError
 from nous._text import validate_content
 from nous._time import utcnow
 from nous.embeddings import Embedder
-from nous.errors import ConflictError, EmbeddingError, InvalidInputError, NotFoundError
+from nous.errors import ConflictError, EmbeddingError, InvalidInputError, NotFoundError, NousError
 from nous.memory import lifecycle
 from nous.models import (
     Edge,
@@ -29,7 +30,7 @@ from nous.models import (
     MemoryKind,
 )
 from nous.storage import MemoryQuery, Store, WriteOp
-from nous.storage.base import AddHistory, PurgeMemory, PutEdge, PutMemory, SetEmbedding
+from nous.storage.base import AddHistory, PurgeMemory, PutEdge, PutMemory, SetEmbedding, SetLifecycle
 from nous.storage.codec import content_hash
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class MemoryRepository:
         self.agent_id = agent_id
         self.max_content_bytes = max_content_bytes
         self._recalled: dict[str, None] = {}  # reviews waiting to be written (write-behind)
+        self._flushing: asyncio.Task[None] | None = None
 
     # -- validation & embedding ---------------------------------------------------
     def validate(self, memory: Memory) -> None:
@@ -347,31 +349,56 @@ class MemoryRepository:
     # -- lifecycle ---------------------------------------------------------------
     REVIEW_FLUSH_AT = 64
 
-    async def note_recalled(self, ids: Sequence[str]) -> None:
-        """Count memories as reviewed because recall brought them back; written in batches."""
-        self._recalled.update(dict.fromkeys(ids))
-        if len(self._recalled) >= self.REVIEW_FLUSH_AT:
-            await self.flush_reviews()
+    def note_recalled(self, ids: Sequence[str]) -> None:
+        """Count memories as reviewed because recall brought them back.
 
-    async def flush_reviews(self) -> int:
-        """Write pending reviews (stability up, back to ACTIVE) in one transaction."""
+        Reviews are written behind: in a background batch once REVIEW_FLUSH_AT are pending,
+        so a recall never waits for them, and at ``flush_reviews`` (close, maintain).
+        """
+        self._recalled.update(dict.fromkeys(ids))
+        if len(self._recalled) >= self.REVIEW_FLUSH_AT and (self._flushing is None or self._flushing.done()):
+            self._flushing = asyncio.get_running_loop().create_task(self._flush_in_background())
+
+    async def _flush_in_background(self) -> None:
+        try:
+            await self._write_reviews()
+        except NousError as exc:  # bookkeeping only: never fail a recall over it
+            log.warning("writing recall reviews failed: %s", exc)
+
+    async def _write_reviews(self) -> int:
         ids, self._recalled = list(self._recalled), {}
         return await self.review(ids) if ids else 0
+
+    async def flush_reviews(self) -> int:
+        """Write every pending review now (waits for a background batch first)."""
+        if self._flushing is not None:
+            await self._flushing
+            self._flushing = None
+        return await self._write_reviews()
 
     async def review(self, ids: Sequence[str], *, now: Any = None) -> int:
         """Apply a review to each memory: stability grows, the lifecycle returns to ACTIVE.
 
-        Reviews are bookkeeping, not content changes, so they write no history rows.
+        Reviews are bookkeeping, not content changes: they write no history rows and touch
+        only the lifecycle columns.
         """
         now = now or utcnow()
         found = await self.store.get_many(self.agent_id, list(ids))
-        ops: list[WriteOp] = []
-        for memory in found.values():
-            updated = memory.model_copy(update=lifecycle.reviewed(memory, now))
-            ops.append(PutMemory(memory=updated, content_hash=content_hash(updated), keep_embedding=True))
+        ops: list[WriteOp] = [self._lifecycle_op(m, lifecycle.reviewed(m, now)) for m in found.values()]
         if ops:
             await self.store.apply(ops)
         return len(ops)
+
+    def _lifecycle_op(self, memory: Memory, changes: dict[str, Any]) -> SetLifecycle:
+        updated = memory.model_copy(update=changes)
+        return SetLifecycle(
+            memory_id=memory.id,
+            agent_id=self.agent_id,
+            lifecycle=updated.lifecycle,
+            stability=updated.stability,
+            review_count=updated.review_count,
+            last_reviewed_at=updated.last_reviewed_at,
+        )
 
     async def decay(
         self,
@@ -393,8 +420,7 @@ class MemoryRepository:
             state = lifecycle.state_for(memory, now, policies[memory.kind])
             if state == memory.lifecycle:
                 continue
-            updated = memory.model_copy(update={"lifecycle": state})
-            ops.append(PutMemory(memory=updated, content_hash=content_hash(updated), keep_embedding=True))
+            ops.append(self._lifecycle_op(memory, {"lifecycle": state}))
             ops.append(
                 self.audit(
                     memory.id,

@@ -20,6 +20,7 @@ class FactCategory(StrEnum):
     CONCEPT = "concept"
     RULE = "rule"
     EVENT = "event"
+    LESSON = "lesson"
     OTHER = "other"
 
 

@@ -66,7 +66,23 @@ class SetEmbedding:
     embedding_model: str
 
 
-WriteOp = PutMemory | PutEdge | AddHistory | PurgeMemory | PutWorkingMemory | SetEmbedding
+@dataclass(slots=True)
+class SetLifecycle:
+    """Update only a memory's lifecycle columns (a review or a decay step).
+
+    Touches neither its text nor its vector, so indexes need no refresh.
+    """
+
+    memory_id: str
+    agent_id: str
+    lifecycle: LifecycleState
+    stability: float
+    review_count: int
+    last_reviewed_at: datetime | None
+
+
+WriteOp = PutMemory | PutEdge | AddHistory | PurgeMemory | PutWorkingMemory | SetEmbedding | SetLifecycle
+INDEX_NEUTRAL_OPS = (SetLifecycle, AddHistory)  # ops that change nothing a search index holds
 
 
 @dataclass(slots=True)

@@ -35,6 +35,7 @@ from nous.storage.base import (
     PutWorkingMemory,
     ScoredId,
     SetEmbedding,
+    SetLifecycle,
     Store,
     StoreInfo,
     WriteOp,
@@ -227,6 +228,20 @@ class PostgresStore(Store):
                     (wm.agent_id, wm.session_id, Jsonb(wm.model_dump(mode="json")), wm.updated_at),
                 )
                 return True
+            case SetLifecycle():
+                cur = await conn.execute(
+                    "UPDATE memories SET lifecycle = %s, stability = %s, review_count = %s, "
+                    "last_reviewed_at = %s WHERE id = %s AND agent_id = %s",
+                    (
+                        op.lifecycle.value,
+                        op.stability,
+                        op.review_count,
+                        op.last_reviewed_at,
+                        op.memory_id,
+                        op.agent_id,
+                    ),
+                )
+                return cur.rowcount > 0
             case SetEmbedding():
                 cur = await conn.execute(
                     "UPDATE memories SET embedding = %s, embedding_model = %s WHERE id = %s AND content_hash = %s",

@@ -24,6 +24,7 @@ from nous.models import (
 )
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
+    INDEX_NEUTRAL_OPS,
     AddHistory,
     CandidateInfo,
     MemoryQuery,
@@ -33,6 +34,7 @@ from nous.storage.base import (
     PutWorkingMemory,
     ScoredId,
     SetEmbedding,
+    SetLifecycle,
     Store,
     StoreInfo,
     WriteOp,
@@ -195,10 +197,13 @@ class SQLiteStore(Store):
     def _apply(self, conn: sqlite3.Connection, ops: list[WriteOp]) -> list[bool]:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            (rev,) = conn.execute(
-                "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' "
-                "RETURNING CAST(value AS INTEGER)"
-            ).fetchone()
+            if all(isinstance(op, INDEX_NEUTRAL_OPS) for op in ops):
+                rev = 0  # nothing the vector index holds changes: no refresh needed
+            else:
+                (rev,) = conn.execute(
+                    "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' "
+                    "RETURNING CAST(value AS INTEGER)"
+                ).fetchone()
             results = [self._apply_one(conn, op, rev) for op in ops]
             conn.execute("COMMIT")
             return results
@@ -264,6 +269,20 @@ class SQLiteStore(Store):
                     (wm.agent_id, wm.session_id, wm.model_dump_json(), fmt_time(wm.updated_at)),
                 )
                 return True
+            case SetLifecycle():
+                cur = conn.execute(
+                    "UPDATE memories SET lifecycle = ?, stability = ?, review_count = ?, last_reviewed_at = ? "
+                    "WHERE id = ? AND agent_id = ?",
+                    (
+                        op.lifecycle.value,
+                        op.stability,
+                        op.review_count,
+                        None if op.last_reviewed_at is None else fmt_time(op.last_reviewed_at),
+                        op.memory_id,
+                        op.agent_id,
+                    ),
+                )
+                return cur.rowcount > 0
             case SetEmbedding():
                 cur = conn.execute(
                     "UPDATE memories SET embedding = ?, embedding_model = ?, rev = ? "
