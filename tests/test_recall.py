@@ -6,6 +6,7 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from nous import Nous, Settings
@@ -144,3 +145,24 @@ async def test_reduced_space_first_pass_matches_exact_search(
     for e, a in zip(exact, approx, strict=True):
         assert len({i for i, _ in e} & {i for i, _ in a}) >= 18  # recall@20 >= 0.9
         assert a[0] == pytest.approx(e[0])  # scores are exact cosines, best hit the same
+
+
+async def test_postgres_keyword_search_skips_very_common_terms(
+    pg_schema: str, settings: Settings, provider: EmbeddingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nous.storage.postgres import store as pg_store
+
+    from .conftest import pg_url
+
+    monkeypatch.setattr(pg_store, "LARGE_STORE", 10)
+    async with Nous(settings, database_url=pg_url(pg_schema), embedding_provider=provider) as nous:
+        for i in range(40):
+            await nous.learn(f"Team note {i}: the team met about topic {i}", dedup=False)
+        falcon = await nous.learn("Team note: Falcon launch slipped a week")
+        store = nous.store
+        assert isinstance(store, pg_store.PostgresStore)
+        with psycopg.connect(pg_url(pg_schema).split("?")[0], autocommit=True) as conn:
+            conn.execute(f"ANALYZE {pg_schema}.memories")  # reltuples is how the store reads its size
+        assert await store._selective_words(["team", "falcon"]) == ["falcon"]
+        hits = await store.keyword_search(MemoryQuery(agent_id=nous.agent_id), ["team", "falcon"], 5)
+        assert hits[0].id == falcon.id

@@ -81,6 +81,18 @@ class SetLifecycle:
     last_reviewed_at: datetime | None
 
 
+# Keyword search on large stores leaves out query terms found in more than this share of
+# memories: their IDF is near zero, yet every memory holding them must be scored.
+LARGE_STORE = 20_000
+COMMON_TERM_SHARE = 0.05
+
+
+def selective_terms(terms: list[str], share: dict[str, float]) -> list[str]:
+    """``terms`` without the very common ones (by document share); the rarest is always kept."""
+    kept = [t for t in terms if share.get(t, 0.0) <= COMMON_TERM_SHARE]
+    return kept or [min(terms, key=lambda t: share.get(t, 0.0))]
+
+
 WriteOp = PutMemory | PutEdge | AddHistory | PurgeMemory | PutWorkingMemory | SetEmbedding | SetLifecycle
 INDEX_NEUTRAL_OPS = (SetLifecycle, AddHistory)  # ops that change nothing a search index holds
 

@@ -26,6 +26,7 @@ from nous.models import (
 )
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
+    LARGE_STORE,
     AddHistory,
     CandidateInfo,
     MemoryQuery,
@@ -39,6 +40,7 @@ from nous.storage.base import (
     Store,
     StoreInfo,
     WriteOp,
+    selective_terms,
 )
 from nous.storage.codec import JSON_COLUMNS, MODEL_COLUMNS, memory_to_row, row_to_candidate, row_to_memory
 from nous.storage.filters import where_clause
@@ -65,6 +67,7 @@ class PostgresStore(Store):
         self._pool: AsyncConnectionPool | None = None
         self._rows_at_analyze = 0
         self._written_since_analyze = 0
+        self._term_share: dict[str, tuple[float, float]] = {}  # word -> (share, table rows then)
 
     # -- lifecycle -----------------------------------------------------------------
     async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
@@ -317,7 +320,8 @@ class PostgresStore(Store):
         words = [w for t in terms for w in _WORD.findall(t)]
         if not words:
             return []
-        tsquery = " | ".join(dict.fromkeys(words))
+        words = await self._selective_words(list(dict.fromkeys(words)))
+        tsquery = " | ".join(words)
         where, params = where_clause(query, "%s", prefix="m.")
         rows = await self._fetch(
             "SELECT m.id, ts_rank_cd(m.tsv, q) AS score FROM memories m, to_tsquery('english', %s) q "
@@ -325,6 +329,36 @@ class PostgresStore(Store):
             [tsquery, *params, limit],
         )
         return [ScoredId(r["id"], float(r["score"])) for r in rows]
+
+    async def _selective_words(self, words: list[str]) -> list[str]:
+        """On large stores, drop words found in over COMMON_TERM_SHARE of memories.
+
+        Shares are estimated on a ~2000-row page sample (one query for all new words) and
+        cached until the table grows by a tenth: ranking every row that holds a common word
+        made keyword search ~50 ms at 100k memories.
+        """
+        if len(words) < 2:
+            return words
+        rows = await self._fetch("SELECT reltuples AS n FROM pg_class WHERE oid = 'memories'::regclass")
+        total = float(rows[0]["n"]) if rows else 0.0
+        if total < LARGE_STORE:
+            return words
+        stale = [w for w in words if w not in self._term_share or total > self._term_share[w][1] * 1.1]
+        if stale:
+            percent = min(100.0, max(0.5, 2000 * 100 / total))
+            counts = ", ".join(
+                f"count(*) FILTER (WHERE tsv @@ plainto_tsquery('english', %s)) AS c{i}"
+                for i in range(len(stale))
+            )
+            sample = await self._fetch(
+                f"SELECT count(*) AS n, {counts} FROM memories TABLESAMPLE SYSTEM ({percent:.3f})", stale
+            )
+            seen = max(1, sample[0]["n"])
+            if len(self._term_share) > 4096:
+                self._term_share.clear()
+            for i, w in enumerate(stale):
+                self._term_share[w] = (sample[0][f"c{i}"] / seen, total)
+        return selective_terms(words, {w: self._term_share[w][0] for w in words})
 
     async def edges(self, agent_id: str, ids: list[str]) -> list[Edge]:
         if not ids:

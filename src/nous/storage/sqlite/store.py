@@ -24,7 +24,9 @@ from nous.models import (
 )
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
+    COMMON_TERM_SHARE,
     INDEX_NEUTRAL_OPS,
+    LARGE_STORE,
     AddHistory,
     CandidateInfo,
     MemoryQuery,
@@ -38,6 +40,7 @@ from nous.storage.base import (
     Store,
     StoreInfo,
     WriteOp,
+    selective_terms,
 )
 from nous.storage.codec import (
     JSON_COLUMNS,
@@ -54,8 +57,6 @@ from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
 
 SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
 CHUNK = 500
-LARGE_STORE = 20_000  # below this many rows keyword search uses every query term
-COMMON_TERM_SHARE = 0.05
 
 
 def fmt_time(value: datetime) -> str:
@@ -569,9 +570,7 @@ class _TermCounts:
         if not total or total < LARGE_STORE:
             return terms
         cap = int(total * COMMON_TERM_SHARE) + 1
-        counts = {t: self._count(conn, t, total, cap) for t in terms}
-        kept = [t for t in terms if counts[t] <= cap]
-        return kept or [min(terms, key=counts.__getitem__)]
+        return selective_terms(terms, {t: self._count(conn, t, total, cap) / total for t in terms})
 
     def _count(self, conn: sqlite3.Connection, term: str, total: int, cap: int) -> int:
         with self._lock:
