@@ -47,3 +47,24 @@ async def test_scale_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider
     assert result["n"] == 300 and result["backend"] == "sqlite"
     assert result["ingest_per_s"] > 0 and result["storage_overhead_ratio"] > 0
     assert result["recall_latency_ms"]["p95"] >= result["recall_latency_ms"]["p50"] > 0
+
+
+async def test_scale_benchmark_on_postgres_drops_its_scratch_schema(
+    tmp_path: Path, provider: EmbeddingProvider, pg_schema: str
+) -> None:
+    import psycopg
+
+    from .conftest import PG_URL, pg_url
+
+    result = await run_scale(
+        200,
+        pg_url(pg_schema),
+        queries=10,
+        settings=Settings(home=tmp_path),
+        provider=provider,
+        drop_after=True,
+    )
+    assert result["backend"] == "postgres" and result["n"] == 200
+    with psycopg.connect(PG_URL) as conn:
+        found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (pg_schema,)).fetchone()
+    assert found is None

@@ -14,6 +14,7 @@ from nous.bench.synthetic import synthetic_memories, synthetic_queries
 from nous.config import Settings
 from nous.embeddings import EmbeddingProvider, create_provider
 from nous.models import Fact, Provenance
+from nous.storage.postgres.store import PostgresStore
 
 BATCH = 256
 
@@ -35,8 +36,12 @@ async def run_scale(
     settings: Settings | None = None,
     provider: EmbeddingProvider | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    drop_after: bool = False,
 ) -> dict[str, Any]:
-    """Ingest ``n`` synthetic facts into a fresh store, then time ``queries`` recalls."""
+    """Ingest ``n`` synthetic facts into a fresh store, then time ``queries`` recalls.
+
+    With ``drop_after`` a PostgreSQL store's schema is dropped at the end (a scratch schema).
+    """
     settings = settings or Settings()
     provider = provider or create_provider(settings)
     texts = synthetic_memories(n)
@@ -66,7 +71,9 @@ async def run_scale(
                 latencies.append(time.perf_counter() - t0)
                 if progress:
                     progress("recall", j + 1, queries)
-            backend = nous.store.info.backend
+            backend, store = nous.store.info.backend, nous.store
+        if drop_after and isinstance(store, PostgresStore):
+            await store.drop_schema()
     ingest_rate = n / ingest_s
     return {
         "backend": backend,

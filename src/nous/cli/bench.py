@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,7 +42,8 @@ def scale(
 ) -> None:
     """Ingest rate (memories/s, and its ratio to the raw embedding rate) and recall p50/p95 at N memories.
 
-    Each size runs on a fresh temporary SQLite store, and on PostgreSQL when --postgres is given.
+    Each size runs on a fresh temporary SQLite store, and on PostgreSQL when --postgres is given
+    (in a scratch schema, dropped afterwards).
     """
     settings = state(ctx).settings
     sizes = _ints(n, "--n")
@@ -56,9 +58,20 @@ def scale(
             targets: list[str | None] = [None]
             if postgres:
                 sep = "&" if "?" in postgres else "?"
-                targets.append(f"{postgres}{sep}nous_schema=bench_{size}_{abs(hash(postgres)) % 10_000}")
+                targets.append(f"{postgres}{sep}nous_schema=bench_{size}_{uuid.uuid4().hex[:8]}")
             for url in targets:
-                results.append(run(run_scale(size, url, queries=queries, settings=settings, progress=report)))
+                results.append(
+                    run(
+                        run_scale(
+                            size,
+                            url,
+                            queries=queries,
+                            settings=settings,
+                            progress=report,
+                            drop_after=url is not None,
+                        )
+                    )
+                )
     table(
         "nous bench scale",
         ["backend", "n", "ingest/s", "raw embed/s", "overhead ×", "recall p50 ms", "recall p95 ms"],

@@ -96,6 +96,13 @@ class PostgresStore(Store):
         self.info.embedding_model = embedding_model
         self.info.embedding_dimensions = embedding_dimensions
 
+    async def drop_schema(self) -> None:
+        """Delete this store's schema and everything in it (benchmarks' scratch stores)."""
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            await conn.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))
+            )
+
     async def close(self) -> None:
         if self._pool is not None:
             await self._pool.close()
