@@ -14,6 +14,7 @@ import pytest
 from nous import Nous, Settings
 from nous.brain.quality import Guardrail, is_noise_decision, quality_score
 from nous.cognitive import get_frame
+from nous.embeddings.base import EmbeddingProvider
 from nous.errors import GuardrailError, InvalidInputError
 from nous.heart import EpisodeAction, SessionMetadata
 from nous.heart.sessions import should_create_episode
@@ -237,15 +238,17 @@ async def test_guardrails_warn_and_block(nous: Nous) -> None:
     assert good.flags == [] and good.quality is not None and good.quality > 0.4
 
 
-async def test_guardrails_are_configurable(tmp_path: Path, database_url: str, provider: object) -> None:
+async def test_guardrails_are_configurable(
+    tmp_path: Path, database_url: str, provider: EmbeddingProvider
+) -> None:
     rails = [Guardrail(name="no-low-confidence", action="block", min_confidence=0.2, message="too unsure")]
     settings = Settings(home=tmp_path, decision_guardrails=[r.model_dump() for r in rails])
-    async with Nous(settings, database_url=database_url, embedding_provider=provider) as nous:  # type: ignore[arg-type]
+    async with Nous(settings, database_url=database_url, embedding_provider=provider) as nous:
         with pytest.raises(GuardrailError, match="too unsure"):
             await nous.record_decision("Pick the vendor by coin flip", confidence=0.1)
         ok = await nous.record_decision("Pick the cheaper vendor for now", confidence=0.6)
         assert ok.flags == []  # the defaults are replaced
     bad = Settings(home=tmp_path, decision_guardrails=[{"name": "x", "action": "explode", "message": "m"}])
     with pytest.raises(InvalidInputError, match="NOUS_DECISION_GUARDRAILS"):
-        async with Nous(bad, database_url=database_url, embedding_provider=provider):  # type: ignore[arg-type]
+        async with Nous(bad, database_url=database_url, embedding_provider=provider):
             pass

@@ -355,10 +355,12 @@ class Nous:
         """Embed memories stored while the embedding provider was unavailable."""
         return await self._need().backfill_embeddings(progress=progress)
 
-    async def maintain(self, *, now: datetime | None = None) -> MaintenanceReport:
+    async def maintain(
+        self, *, now: datetime | None = None, progress: Callable[[int], None] | None = None
+    ) -> MaintenanceReport:
         """The upkeep pass: embed pending memories, write recall reviews, run lifecycle decay."""
         repo = self._need()
-        embedded = await repo.backfill_embeddings()
+        embedded = await repo.backfill_embeddings(progress=progress)
         reviewed = await repo.flush_reviews()
         moved = await repo.decay(now=now)
         return MaintenanceReport(embedded=embedded, reviewed=reviewed, lifecycle_changes=moved)

@@ -180,10 +180,7 @@ def maintain(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         pending = (await nous.stats()).missing_embeddings
         with progress_bar() as progress:
             task = progress.add_task("embedding", total=pending)
-            await nous.backfill_embeddings(progress=lambda n: progress.advance(task, n))
-        report = await nous.maintain()
-        report.embedded = pending - (await nous.stats()).missing_embeddings
-        return report
+            return await nous.maintain(progress=lambda n: progress.advance(task, n))
 
     report = with_nous(ctx, act)
     if as_json:

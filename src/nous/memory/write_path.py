@@ -38,10 +38,12 @@ from nous.storage import MemoryQuery, WriteOp
 from nous.storage.base import PutEdge, PutMemory
 from nous.storage.codec import content_hash
 
+# Edges to the matches a new memory is linked to. An update match other than the one it
+# supersedes is only related: one memory supersedes one other.
 _EDGE_FOR_TIER = {
     Tier.CONNECT: EdgeRelation.RELATES_TO,
     Tier.CONTRADICTION: EdgeRelation.CONTRADICTS,
-    Tier.UPDATE: EdgeRelation.SUPERSEDES,
+    Tier.UPDATE: EdgeRelation.RELATES_TO,
 }
 
 
@@ -180,13 +182,10 @@ class WritePath:
         now = utcnow()
         ops: list[WriteOp] = []
         for match in links:
-            relation = _EDGE_FOR_TIER.get(match.tier, EdgeRelation.RELATES_TO)
-            if relation == EdgeRelation.SUPERSEDES:
-                relation = EdgeRelation.RELATES_TO  # only the superseded target gets that edge
             edge = Edge(
                 source_id=memory.id,
                 target_id=match.id,
-                relation=relation,
+                relation=_EDGE_FOR_TIER.get(match.tier, EdgeRelation.RELATES_TO),
                 agent_id=self.repo.agent_id,
                 weight=match.similarity,
             )
