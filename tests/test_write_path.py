@@ -112,7 +112,9 @@ async def test_embedding_outage_stores_without_check(
     async with Nous(openai_settings(fake_openai, tmp_path), database_url=database_url) as nous:
         await nous.learn(RULE)
         fake_openai.failing = True
+        before = len(fake_openai.requests)
         result = await nous.learn(RULE_PARAPHRASE)  # a duplicate, but the check cannot run
+        assert len(fake_openai.requests) - before == 1  # one failed call, not a retry per step
         assert result.status == WriteStatus.CREATED and result.warnings
         assert len(await _facts(nous)) == 2 and (await nous.stats()).missing_embeddings == 1
         fake_openai.failing = False

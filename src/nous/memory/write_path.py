@@ -117,8 +117,8 @@ class WritePath:
             await self.repo.create(memory, actor=actor)
             return WriteResult(status=WriteStatus.CREATED, memory=memory)
         (vector,), _ = await self.repo.embed([memory])
-        if vector is None:
-            await self.repo.create(memory, actor=actor, vector=None)
+        if vector is None:  # the provider failed just now: store it pending, don't ask again
+            await self.repo.create_many([memory], actor=actor, vectors=[None])
             return WriteResult(
                 status=WriteStatus.CREATED,
                 memory=memory,
