@@ -37,6 +37,10 @@ async def test_locomo_benchmark_shape(tmp_path: Path, provider: EmbeddingProvide
             assert 0.0 <= figures[key] <= 1.0
         assert figures["recall_any@10"] >= figures["recall_all@10"]
         assert set(figures["per_category"]) <= {"1", "2", "3", "4"}
+    assert result["systems"]["bm25"]["variant"] in ("bm25s", "bm25_fts5")
+    assert set(result["keyword_baselines"]) == {"bm25s", "bm25_fts5"}
+    best = max(result["systems"][s]["recall_all@10"] for s in ("bm25", "dense"))
+    assert result["ratio_vs_best_baseline@10"] == round(result["systems"]["nous"]["recall_all@10"] / best, 3)
     assert result["systems"]["nous"]["recall_all@10"] >= result["systems"]["bm25"]["recall_all@10"]
     assert result["latency_ms"]["p95"] >= result["latency_ms"]["p50"] > 0
     assert result["ingest_per_s"] > 0

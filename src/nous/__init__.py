@@ -28,10 +28,12 @@ from nous.models import (
     WriteResult,
     WriteStatus,
 )
+from nous.retrieval.weights import PRESETS, RetrievalWeights
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "PRESETS",
     "Censor",
     "ConflictError",
     "Decision",
@@ -48,6 +50,7 @@ __all__ = [
     "Procedure",
     "Reason",
     "RecallHit",
+    "RetrievalWeights",
     "Settings",
     "StorageError",
     "SyncNous",

@@ -9,6 +9,7 @@ from nous.errors import InvalidInputError
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
+_POSSESSIVE = re.compile(r"'s$")
 
 STOP_WORDS = frozenset(
     [
@@ -204,8 +205,12 @@ def text_hash(text: str) -> str:
 
 
 def keyword_terms(text: str, *, limit: int = 32) -> list[str]:
-    """Lower-cased content words of a query, stop words removed, in order, unique."""
-    words = [w.strip("'-").lower() for w in _WORD.findall(text)]
+    """Lower-cased content words of a query, stop words removed, in order, unique.
+
+    A possessive is its noun ("Dana's" -> "dana"): the index holds "Dana's" as "dana" + "s", so
+    the quoted phrase would match only the memories where the name is possessive too.
+    """
+    words = [_POSSESSIVE.sub("", w.strip("'-").lower()) for w in _WORD.findall(text.replace("\u2019", "'"))]
     terms = [w for w in words if w and w not in STOP_WORDS and len(w) > 1]
     return list(dict.fromkeys(terms))[:limit]
 

@@ -249,6 +249,7 @@ class Nous:
         active_censors: Sequence[str] | None = None,
         now: datetime | None = None,
         reinforce: bool = True,
+        preset: str | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score.
 
@@ -257,6 +258,8 @@ class Nous:
         questions ("what did we talk about?") bring the latest episodes first. ``frame``
         and ``active_censors`` boost memories encoded in the same cognitive state. Recalled
         memories count as reviewed (their stability grows) unless ``reinforce`` is False.
+        ``preset`` picks a named retrieval recipe: ``default``, ``dense-only``, ``keyword-only``
+        or ``no-boosts`` (see ``nous.PRESETS``); an unknown name is an InvalidInputError.
         """
         repo = self._need()
         assert self._retriever is not None
@@ -274,6 +277,7 @@ class Nous:
                 frame=frame,
                 active_censors=tuple(active_censors) if active_censors else None,
                 now=now,
+                preset=preset,
             )
         )
         if reinforce:

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from nous.bench.dedup import default_pairs_path, load_pairs, run_dedup
-from nous.bench.locomo import run_locomo
+from nous.bench.labelled import LabelledConversation
+from nous.bench.locomo import load_labelled_dir, load_locomo_dir
+from nous.bench.retrieval import run_retrieval
 from nous.bench.scale import run_scale
 from nous.cli.output import console, err_console, print_json, progress_bar, table
 from nous.cli.runtime import fail, run, state
+from nous.errors import NousError
+from nous.retrieval.weights import PRESETS
 
 app = typer.Typer(help="Benchmarks: figures printed, never pass/fail.", no_args_is_help=True)
 
@@ -95,56 +100,117 @@ def scale(
         print_json({"results": results})
 
 
-@app.command()
-def locomo(
-    ctx: typer.Context,
-    directory: Annotated[Path, typer.Argument(help="Folder of LoCoMo-format conversation *.json files.")],
-    k: Annotated[str, typer.Option("--k", help="Cut-offs, comma-separated.")] = "5,10,20",
-    out: Annotated[
-        Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
-    ] = None,
-    files: Annotated[int | None, typer.Option(min=1, help="Only the first N files (for smoke runs).")] = None,
-) -> None:
-    """Retrieval on LoCoMo: Nous against BM25 and dense baselines, recall_any@k and recall_all@k.
-
-    Each file gets a fresh store; conversations go in through the public API only.
-    """
-    if not directory.is_dir():
-        raise fail(f"{directory} is not a directory", 2)
-    ks = tuple(_ints(k, "--k"))
-    settings = state(ctx).settings
-    result = run(
-        run_locomo(
-            directory,
-            ks=ks,
-            settings=settings,
-            limit_files=files,
-            progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
-        )
-    )
+def _retrieval_report(title: str, result: dict[str, Any], ks: tuple[int, ...], out: Path | None) -> None:
+    """Print the retrieval tables (overall, per category) and the latency line; write the JSON."""
     columns = ["system"] + [f"{m}@{x}" for x in ks for m in ("any", "all")]
     rows = [
-        [name] + [f"{s[f'recall_{m}@{x}']:.3f}" for x in ks for m in ("any", "all")]
+        [name if name != "bm25" else f"bm25 ({s['variant']})"]
+        + [f"{s[f'recall_{m}@{x}']:.3f}" for x in ks for m in ("any", "all")]
         for name, s in result["systems"].items()
     ]
-    table(f"LoCoMo retrieval · {result['questions']} questions", columns, rows)
+    table(f"{title} · {result['questions']} questions", columns, rows)
     cats = sorted(result["systems"]["nous"]["per_category"])
     kk = 10 if 10 in ks else max(ks)
-    table(
+    systems = list(result["systems"])
+    table(  # one row per category: category names can be long
         f"recall_all@{kk} per category",
-        ["system", *[f"cat {c}" for c in cats]],
+        ["category", "questions", *systems],
         [
-            [name] + [f"{s['per_category'][c][f'recall_all@{kk}']:.3f}" for c in cats]
-            for name, s in result["systems"].items()
+            [c, result["systems"]["nous"]["per_category"][c]["questions"]]
+            + [f"{result['systems'][name]['per_category'][c][f'recall_all@{kk}']:.3f}" for name in systems]
+            for c in cats
         ],
     )
     lat = result["latency_ms"]
+    ratio = result.get(f"ratio_vs_best_baseline@{kk}")
     console.print(
-        f"recall latency p50 {lat['p50']} ms · p95 {lat['p95']} ms · ingest {result['ingest_per_s']} turns/s"
+        f"nous / best baseline (recall_all@{kk}) {ratio} · recall latency p50 {lat.get('p50')} ms · "
+        f"p95 {lat.get('p95')} ms · ingest {result['ingest_per_s']} turns/s"
     )
     if out:
         out.write_text(json.dumps(result, indent=2))
         console.print(f"wrote {out}")
+
+
+_K_OPTION = typer.Option("--k", help="Cut-offs, comma-separated.")
+_JSON_OPTION = typer.Option("--json", help="Also write the figures to this JSON file.")
+_FILES_OPTION = typer.Option(min=1, help="Only the first N files (for smoke runs).")
+_PRESETS_OPTION = typer.Option(
+    "--presets", help="Also score these recall presets, comma-separated (e.g. dense-only,no-boosts)."
+)
+
+
+def _run_retrieval_command(
+    ctx: typer.Context,
+    title: str,
+    loader: Callable[[], list[LabelledConversation]],
+    k: str,
+    out: Path | None,
+    presets: str,
+) -> None:
+    ks = tuple(_ints(k, "--k"))
+    wanted = [p.strip() for p in presets.split(",") if p.strip()]
+    unknown = [p for p in wanted if p not in PRESETS]
+    if unknown:
+        raise fail(f"unknown preset {unknown[0]!r}: choose from {', '.join(PRESETS)}", 2)
+    try:
+        conversations = loader()
+    except (NousError, FileNotFoundError) as exc:
+        raise fail(str(exc), 2) from None
+    result = run(
+        run_retrieval(
+            conversations,
+            ks=ks,
+            settings=state(ctx).settings,
+            presets=wanted,
+            progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+        )
+    )
+    _retrieval_report(title, result, ks, out)
+
+
+@app.command()
+def retrieval(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder of labelled conversation *.json files.")],
+    k: Annotated[str, _K_OPTION] = "5,10,20",
+    out: Annotated[Path | None, _JSON_OPTION] = None,
+    files: Annotated[int | None, _FILES_OPTION] = None,
+    presets: Annotated[str, _PRESETS_OPTION] = "",
+) -> None:
+    """Retrieval on labelled conversations: Nous against BM25 and dense baselines.
+
+    A labelled conversation is the native ingest format plus a `questions` list, each with
+    `id`, `question`, `category`, `asked_at` and `evidence` (groups of message ids; a group is
+    found when any one of its ids is retrieved). Each file gets a fresh store; each question is
+    recalled with now = asked_at. Prints recall_any@k / recall_all@k overall and per category,
+    the ratio to the better baseline, recall latency and ingest rate.
+
+    Example: nous bench retrieval ../shared/datasets/beam --json beam.json
+    """
+    if not directory.is_dir():
+        raise fail(f"{directory} is not a directory", 2)
+    _run_retrieval_command(ctx, "retrieval", lambda: load_labelled_dir(directory, files), k, out, presets)
+
+
+@app.command()
+def locomo(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder of LoCoMo-format conversation *.json files.")],
+    k: Annotated[str, _K_OPTION] = "5,10,20",
+    out: Annotated[Path | None, _JSON_OPTION] = None,
+    files: Annotated[int | None, _FILES_OPTION] = None,
+    presets: Annotated[str, _PRESETS_OPTION] = "",
+) -> None:
+    """Retrieval on LoCoMo (categories 1-4): the `bench retrieval` scorer over LoCoMo files.
+
+    Example: nous bench locomo ../shared/datasets/locomo --json locomo.json
+    """
+    if not directory.is_dir():
+        raise fail(f"{directory} is not a directory", 2)
+    _run_retrieval_command(
+        ctx, "LoCoMo retrieval", lambda: load_locomo_dir(directory, files), k, out, presets
+    )
 
 
 @app.command()

@@ -145,9 +145,13 @@ def recall(
     frame: Annotated[
         str | None, typer.Option(help="Current frame (task, debug, ...): boosts memories from it.")
     ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(help="Retrieval recipe: default, dense-only, keyword-only or no-boosts."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Find the memories most relevant to a query (dense + keyword fusion, session and graph boosts).
+    """Find the memories most relevant to a query (dense + keyword fusion, then a re-ranker).
 
     Time words in the query narrow the search: "what did we decide last week?", "in May 2023",
     "before the trip". Recap questions ("what did we talk about?") list the latest episodes first.
@@ -157,7 +161,14 @@ def recall(
 
     async def act(nous: Nous) -> list[RecallHit]:
         return await nous.recall(
-            query, limit=limit, kinds=kind, since=since, until=until, session_id=session, frame=frame
+            query,
+            limit=limit,
+            kinds=kind,
+            since=since,
+            until=until,
+            session_id=session,
+            frame=frame,
+            preset=preset,
         )
 
     hits = with_nous(ctx, act)

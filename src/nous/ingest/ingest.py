@@ -41,10 +41,25 @@ class IngestReport(BaseModel):
     episodes_trivial: int = 0  # sessions whose episode was soft-deleted as trivial
 
 
+NEIGHBOUR_CHARS = 400  # at most this much of each neighbour goes into a turn's keyword context
+
+
+def _clip(text: str, limit: int = NEIGHBOUR_CHARS) -> str:
+    """``text`` cut at a word boundary to at most ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    return cut[: cut.rfind(" ")] if " " in cut else cut
+
+
 def _neighbours(messages: list[ConversationMessage], i: int) -> str | None:
-    """The turns just before and after message ``i`` (its question and its reply)."""
+    """The opening of the turns just before and after message ``i`` (its question and its reply).
+
+    Bounded: a short question beside a 4,000-character reply must not become a long document
+    whose own words are a small share of it.
+    """
     around = [m for m in messages[max(0, i - 1) : i + 2] if m is not messages[i]]
-    return "\n".join(f"{m.name or m.role}: {m.content}" for m in around) or None
+    return "\n".join(f"{m.name or m.role}: {_clip(m.content)}" for m in around) or None
 
 
 def _id(agent_id: str, *parts: str) -> str:

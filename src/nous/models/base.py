@@ -119,3 +119,11 @@ class Memory(BaseModel):
     def keyword_text(self) -> str:
         """The text that is keyword-indexed for this memory (by default the embedded text)."""
         return self.embedding_text()
+
+    def keyword_context(self) -> str | None:
+        """Text around the memory, keyword-indexed in a separate, lower-weighted field (or None).
+
+        A conversation turn's neighbours go here: an answer is found by the words of its question,
+        yet a long neighbour cannot drown the turn's own words.
+        """
+        return None

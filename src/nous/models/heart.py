@@ -126,9 +126,21 @@ class Turn(Memory):
     episode_id: str | None = None
     context: str | None = Field(default=None, description="Neighbouring turns, for keyword search.")
 
+    def keyword_context(self) -> str | None:
+        """The neighbouring turns (their openings, bounded at ingestion)."""
+        return self.context
+
     def keyword_text(self) -> str:
-        """The turn with its neighbours: an answer is found by the words of its question."""
+        """The turn with its bounded neighbours: an answer is found by the words of its question."""
         return f"{self.context}\n{self.content}" if self.context else self.content
+
+    def embedding_text(self) -> str:
+        """``Speaker said, "text"``: measured better than ``Speaker: text`` for dense recall
+        (LoCoMo recall_all@10 0.450 -> 0.496, long chats equal; scripts/probe_embedding_text.py)."""
+        prefix = f"{self.speaker}: " if self.speaker else ""
+        if prefix and self.content.startswith(prefix):
+            return f'{self.speaker} said, "{self.content[len(prefix) :]}"'
+        return self.content
 
 
 class WorkingMemoryItem(BaseModel):

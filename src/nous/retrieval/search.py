@@ -1,17 +1,18 @@
 """Hybrid recall over every memory type.
 
-Pipeline: parse time expressions and recap intent → dense and keyword candidate
-pools (filtered by scope and time window) → score fusion → same-session and graph
-neighbour boosts → recency, frame and censor boosts → per-type floors →
-near-duplicate removal. Every hit carries the signals that put it there.
+Pipeline: parse time expressions, recap and recency intent → dense and keyword candidate pools
+(filtered by scope and time window) → reciprocal-rank fusion → session strength and graph
+evidence → the linear re-ranker over the head (``rerank.py``) → lifecycle, frame and censor
+multipliers → recap → per-type floors → near-duplicate removal. Every hit carries the signals
+that put it there.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
+import re
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -20,13 +21,25 @@ from nous._text import keyword_terms, validate_content
 from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
 from nous.memory.lifecycle import rank_factor
-from nous.models import MemoryKind, RecallHit
+from nous.models import Memory, MemoryKind, RecallHit
+from nous.retrieval import rerank
 from nous.retrieval.timeparse import ParsedQuery, TimeWindow, parse_time_expression
-from nous.retrieval.weights import DEFAULT_WEIGHTS, RetrievalWeights
+from nous.retrieval.weights import DEFAULT_WEIGHTS, RetrievalWeights, preset
 from nous.storage import MemoryQuery, ScoredId
 from nous.storage.base import CandidateInfo
 
 MAX_LIMIT = 1000
+# Questions about what is current or recent: only these (and time windows, recaps) use recency.
+_RECENCY_CUES = re.compile(
+    r"\b(recent|recently|latest|lately|newest|current|currently|now|nowadays|these days|"
+    r"anymore|still|so far|updated?|last time|most recent|at the moment|right now)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_recency(text: str) -> bool:
+    """Whether a query is about what is current or recent (not merely about a time)."""
+    return _RECENCY_CUES.search(text) is not None
 
 
 @dataclass(slots=True)
@@ -46,11 +59,13 @@ class RecallQuery:
     active_censors: tuple[str, ...] | None = None
     now: datetime | None = None  # reference time for "yesterday", "last week", recency
     parse_time: bool = True
+    preset: str | None = None  # a named RetrievalWeights preset (None: the retriever's own)
 
 
 @dataclass(slots=True)
 class _Candidate:
     id: str
+    base: float = 0.0  # reciprocal-rank fusion of the dense and keyword pools
     score: float = 0.0
     signals: dict[str, float] | None = None
 
@@ -96,27 +111,22 @@ class Retriever:
 
     async def recall(self, q: RecallQuery) -> list[RecallHit]:
         """Top memories for the query, best first, each with its per-signal scores."""
-        text = self._validate(q)
-        now = (q.now or datetime.now(UTC)).astimezone(UTC)
-        parsed = parse_time_expression(text, now) if q.parse_time else ParsedQuery(text, None, False)
-        window = await self._resolve_window(parsed.window, q, now)
-        scope = self._scope(q, window)
-        candidates, memories = await self._fuse(parsed.text if window else text, scope)
-        if not candidates and window is not None and q.since is None and q.until is None:
-            window, scope = None, self._scope(q, None)  # nothing in the window: search everything
-            candidates, memories = await self._fuse(text, scope)
-        candidates = {i: c for i, c in candidates.items() if i in memories}
-        self._group_boost(candidates, memories)
-        await self._graph_boost(candidates, memories, scope)
-        self._context_boosts(candidates, memories, q, now)
-        if window is not None:
+        run = await self._collect(q)
+        w, candidates, memories = run.weights, run.candidates, run.memories
+        self._context_boosts(candidates, memories, q)
+        if run.window is not None:
             for c in candidates.values():
                 c.signal("time_window", 1.0)
-        if parsed.recap:
-            await self._recap(candidates, memories, q, window, now)
-        ranked = self._floor(sorted(candidates.values(), key=lambda c: c.score, reverse=True), memories)
-        ranked = await self._diversify(ranked, q.limit)
-        full = await self.repo.store.get_many(self.repo.agent_id, [c.id for c in ranked])
+        if run.parsed.recap:
+            await self._recap(candidates, memories, q, run.window, run.now)
+        ranked = self._floor(sorted(candidates.values(), key=lambda c: c.score, reverse=True), memories, w)
+        ranked = await self._diversify(ranked, q.limit, w)
+        full = {
+            **run.loaded,
+            **await self.repo.store.get_many(
+                self.repo.agent_id, [c.id for c in ranked if c.id not in run.loaded]
+            ),
+        }
         return [
             RecallHit(
                 id=c.id,
@@ -130,12 +140,63 @@ class Retriever:
             if c.id in full
         ]
 
+    async def rerank_features(self, q: RecallQuery) -> list[tuple[Memory, np.ndarray]]:
+        """The head of the base ranking with its re-ranker features (for fitting the weights)."""
+        run = await self._collect(q, keep_features=True)
+        return [(run.loaded[i], x) for i, x in run.features if i in run.loaded]
+
     # -- steps ----------------------------------------------------------------------
+    async def _collect(self, q: RecallQuery, *, keep_features: bool = False) -> _Run:
+        """Validate, search, fuse and re-rank: everything before the context multipliers."""
+        text = self._validate(q)
+        w = preset(q.preset) if q.preset is not None else self.weights
+        now = (q.now or datetime.now(UTC)).astimezone(UTC)
+        parsed = parse_time_expression(text, now) if q.parse_time else ParsedQuery(text, None, False)
+        window = await self._resolve_window(parsed.window, q, now)
+        scope = self._scope(q, window)
+        query_text = parsed.text if window else text
+        pools = await self._search(query_text, scope, w)
+        if not pools.candidates and window is not None and q.since is None and q.until is None:
+            window, scope = None, self._scope(q, None)  # nothing in the window: search everything
+            query_text = text
+            pools = await self._search(text, scope, w)
+        run = _Run(w, now, parsed, window, pools.candidates, pools.memories)
+        run.candidates = {i: c for i, c in run.candidates.items() if i in run.memories}
+        session_strength = self._session_strength(run.candidates, run.memories, w) if w.boosts else {}
+        graph = await self._graph_evidence(run.candidates, run.memories, scope, w) if w.boosts else {}
+        if w.rerank:
+            await self._rerank(run, pools, query_text, session_strength, graph, keep_features)
+        else:
+            for c in run.candidates.values():
+                c.score = c.base
+        if w.boosts and (parsed.recap or asks_about_recency(text)):
+            self._recency(run)
+        return run
+
+    def _recency(self, run: _Run) -> None:
+        """Questions about what is current: newer memories get up to ``recency`` more score,
+        in proportion to their place between the oldest and newest of the head. Not applied
+        to any other question: an answer is not better for being recent."""
+        head = sorted(run.candidates.values(), key=lambda c: c.score, reverse=True)[
+            : run.weights.rerank_depth
+        ]
+        times = [run.memories[c.id].occurred_at for c in head]
+        if len(times) < 2 or min(times) == max(times):
+            return
+        oldest, span = min(times), (max(times) - min(times)).total_seconds()
+        for c in head:
+            share = (run.memories[c.id].occurred_at - oldest).total_seconds() / span
+            if share > 0:
+                c.score *= 1.0 + run.weights.recency * share
+                c.signal("recency", share)
+
     def _validate(self, q: RecallQuery) -> str:
         text = validate_content(q.text, field="query", max_bytes=self.repo.max_content_bytes)
         validate_limit_and_window(q.limit, q.since, q.until)
         if q.now is not None and not isinstance(q.now, datetime):
             raise InvalidInputError("now must be a datetime", field="now")
+        if q.preset is not None:
+            preset(q.preset)
         return text
 
     def _scope(self, q: RecallQuery, window: TimeWindow | None) -> MemoryQuery:
@@ -171,114 +232,156 @@ class Retriever:
             return replace(window, since=at)
         return replace(window, until=at)
 
-    async def _fuse(
-        self, text: str, scope: MemoryQuery
-    ) -> tuple[dict[str, _Candidate], dict[str, CandidateInfo]]:
-        """Dense and keyword pools fused by normalised score, with the candidates' descriptions.
+    async def _search(self, text: str, scope: MemoryQuery, w: RetrievalWeights) -> _Pools:
+        """Dense and keyword pools fused by reciprocal rank, with the candidates' descriptions.
 
         Each side describes its hits as soon as its search returns, overlapping the other search.
         """
-        w = self.weights
         store, agent_id = self.repo.store, self.repo.agent_id
+        pools = _Pools()
 
         async def described(hits: list[ScoredId]) -> tuple[list[ScoredId], dict[str, CandidateInfo]]:
             return hits, await store.describe(agent_id, [h.id for h in hits])
 
         async def dense_side() -> tuple[list[ScoredId], dict[str, CandidateInfo]]:
-            vector = await self.repo.embedder.embed_one(text)
-            return await described(await store.vector_search(scope, vector, w.pool))
+            if not w.dense:
+                return [], {}
+            pools.query_vector = await self.repo.embedder.embed_one(text)
+            return await described(await store.vector_search(scope, pools.query_vector, w.pool))
 
         async def keyword_side() -> tuple[list[ScoredId], dict[str, CandidateInfo]]:
+            if not w.keyword:
+                return [], {}
             return await described(await store.keyword_search(scope, keyword_terms(text), w.pool))
 
         (dense, dense_info), (keyword, keyword_info) = await asyncio.gather(dense_side(), keyword_side())
-        memories = {**dense_info, **keyword_info}
-        candidates: dict[str, _Candidate] = {}
-        if dense:
-            lo, hi = dense[-1].score, dense[0].score
-            span = hi - lo if hi > lo else 1.0
-            for rank, hit in enumerate(dense):
-                c = candidates.setdefault(hit.id, _Candidate(hit.id))
-                c.score += w.dense * ((hit.score - lo) / span if hi > lo else 1.0)
-                c.signal("dense", hit.score)
-                c.signal("dense_rank", rank + 1)
-        if keyword:
-            top = keyword[0].score or 1.0
-            for rank, hit in enumerate(keyword):
-                c = candidates.setdefault(hit.id, _Candidate(hit.id))
-                c.score += w.keyword * (hit.score / top)
-                c.signal("keyword", hit.score)
-                c.signal("keyword_rank", rank + 1)
-        return candidates, memories
+        pools.memories = {**dense_info, **keyword_info}
+        for rank, hit in enumerate(dense):
+            c = pools.candidates.setdefault(hit.id, _Candidate(hit.id))
+            c.base += 1.0 / (w.rrf_k + rank + 1)
+            c.signal("dense", hit.score)
+            c.signal("dense_rank", rank + 1)
+            pools.cosine[hit.id] = hit.score
+        for rank, hit in enumerate(keyword):
+            c = pools.candidates.setdefault(hit.id, _Candidate(hit.id))
+            c.base += 1.0 / (w.rrf_k + rank + 1)
+            c.signal("keyword", hit.score)
+            c.signal("keyword_rank", rank + 1)
+            pools.keyword[hit.id] = (hit.score, hit.score if hit.own is None else hit.own)
+        return pools
 
-    def _group_boost(self, candidates: dict[str, _Candidate], memories: dict[str, CandidateInfo]) -> None:
-        """Lift memories from the sessions whose memories match best (evidence clusters)."""
-        w = self.weights
-        if not candidates or w.group <= 0:
-            return
+    def _session_strength(
+        self, candidates: dict[str, _Candidate], memories: dict[str, CandidateInfo], w: RetrievalWeights
+    ) -> dict[str, float]:
+        """Per session, the sum of its best base scores relative to the strongest session (0..1)."""
         by_session: dict[str, list[float]] = defaultdict(list)
         for c in candidates.values():
             session = memories[c.id].session_id
             if session:
-                by_session[session].append(c.score)
+                by_session[session].append(c.base)
         if len(by_session) < 2:
-            return
+            return {}
         strength = {s: sum(sorted(v, reverse=True)[: w.group_top]) for s, v in by_session.items()}
-        best_session = max(strength.values()) or 1.0
-        best = max(c.score for c in candidates.values())
-        for c in candidates.values():
-            session = memories[c.id].session_id
-            if session:
-                bonus = w.group * best * strength[session] / best_session
-                c.score += bonus
-                c.signal("group", bonus)
+        best = max(strength.values()) or 1.0
+        return {s: v / best for s, v in strength.items()}
 
-    async def _graph_boost(
-        self, candidates: dict[str, _Candidate], memories: dict[str, CandidateInfo], scope: MemoryQuery
-    ) -> None:
-        """Neighbours (over edges of any relation) of the best memories get a share of their score."""
-        w = self.weights
-        if not candidates or w.graph <= 0:
-            return
-        seeds = sorted(candidates.values(), key=lambda c: c.score, reverse=True)[: w.graph_seeds]
-        seed_score = {c.id: c.score for c in seeds}
-        edges = await self.repo.store.edges(self.repo.agent_id, list(seed_score))
-        bonus: dict[str, float] = defaultdict(float)
-        for e in edges:
-            for a, b in ((e.source_id, e.target_id), (e.target_id, e.source_id)):
-                if a in seed_score:
-                    bonus[b] += w.graph * seed_score[a] * e.weight
-        missing = [i for i in bonus if i not in memories]
-        if missing:
-            memories.update(await self.repo.store.describe(self.repo.agent_id, missing))
-        for mid, value in bonus.items():
-            memory = memories.get(mid)
-            if memory is None or not _in_scope(memory, scope):
-                continue
-            c = candidates.setdefault(mid, _Candidate(mid))
-            c.score += value
-            c.signal("graph", value)
-
-    def _context_boosts(
+    async def _graph_evidence(
         self,
         candidates: dict[str, _Candidate],
         memories: dict[str, CandidateInfo],
-        q: RecallQuery,
-        now: datetime,
-    ) -> None:
-        """Recency (additive); lifecycle, frame and censor overlap (multiplicative, spec 003)."""
-        w = self.weights
+        scope: MemoryQuery,
+        w: RetrievalWeights,
+    ) -> dict[str, float]:
+        """Neighbours (over edges of any relation) of the best memories, with a share of their
+        relative strength (0..1); neighbours outside the pools join the candidates."""
         if not candidates:
-            return
-        best = max(c.score for c in candidates.values())
+            return {}
+        seeds = sorted(candidates.values(), key=lambda c: c.base, reverse=True)[: w.graph_seeds]
+        top = seeds[0].base or 1.0
+        seed_score = {c.id: c.base / top for c in seeds}
+        edges = await self.repo.store.edges(self.repo.agent_id, list(seed_score))
+        evidence: dict[str, float] = defaultdict(float)
+        for e in edges:
+            for a, b in ((e.source_id, e.target_id), (e.target_id, e.source_id)):
+                if a in seed_score:
+                    evidence[b] = max(evidence[b], seed_score[a] * min(1.0, e.weight))
+        missing = [i for i in evidence if i not in memories]
+        if missing:
+            memories.update(await self.repo.store.describe(self.repo.agent_id, missing))
+        out: dict[str, float] = {}
+        for mid, value in evidence.items():
+            memory = memories.get(mid)
+            if memory is None or not _in_scope(memory, scope):
+                continue
+            candidates.setdefault(mid, _Candidate(mid))
+            out[mid] = value
+        return out
+
+    async def _rerank(
+        self,
+        run: _Run,
+        pools: _Pools,
+        query: str,
+        session_strength: dict[str, float],
+        graph: dict[str, float],
+        keep_features: bool,
+    ) -> None:
+        """Score the head of the base ranking (plus graph neighbours) with the linear re-ranker;
+        the rest keep their order below it."""
+        w, candidates, memories = run.weights, run.candidates, run.memories
+        ordered = sorted(candidates.values(), key=lambda c: c.base, reverse=True)
+        head = ordered[: w.rerank_depth]
+        head_ids = {c.id for c in head}
+        head += [candidates[i] for i in graph if i not in head_ids][: w.graph_seeds * 4]
+        loaded = await self.repo.store.get_many(self.repo.agent_id, [c.id for c in head])
+        run.loaded = loaded
+        head = [c for c in head if c.id in loaded]
+        cosine = dict(pools.cosine)
+        unscored = [c.id for c in head if c.id not in cosine]
+        if unscored and pools.query_vector is not None:
+            for mid, vec in (await self.repo.store.vectors(self.repo.agent_id, unscored)).items():
+                cosine[mid] = float(vec @ pools.query_vector)
+        facts = []
+        for rank, c in enumerate(head):
+            memory, info = loaded[c.id], memories[c.id]
+            facts.append(
+                rerank.CandidateFacts(
+                    rrf=c.base,
+                    rank=rank,
+                    cosine=cosine.get(c.id, 0.0),
+                    content=memory.content,
+                    context=memory.keyword_context(),
+                    session_strength=session_strength.get(info.session_id or "", 0.0),
+                    graph=graph.get(c.id, 0.0),
+                    speaker=getattr(memory, "speaker", None),
+                    role=getattr(memory, "role", None),
+                )
+            )
+        terms = {rerank.stem(t) for t in keyword_terms(query)}
+        matrix = rerank.feature_matrix(facts, terms, query, w.rerank_depth)
+        scores = rerank.score(matrix)
+        floor = float(scores.min()) if len(scores) else 1.0
+        best_base = ordered[0].base if ordered and ordered[0].base > 0 else 1.0
+        for c in candidates.values():  # the tail stays in base order, below the head
+            c.score = floor * 0.5 * c.base / best_base
+        for c, s, x in zip(head, scores, matrix, strict=True):
+            c.score = float(s)
+            c.signal("rerank", float(s))
+            if x[FEATURE_INDEX["session"]]:
+                c.signal("session", float(x[FEATURE_INDEX["session"]]))
+            if x[FEATURE_INDEX["graph"]]:
+                c.signal("graph", float(x[FEATURE_INDEX["graph"]]))
+            if keep_features:
+                run.features.append((c.id, x))
+
+    def _context_boosts(
+        self, candidates: dict[str, _Candidate], memories: dict[str, CandidateInfo], q: RecallQuery
+    ) -> None:
+        """Lifecycle, frame and censor overlap (multiplicative)."""
+        w = preset(q.preset) if q.preset is not None else self.weights
         active = set(q.active_censors or ())
         for c in candidates.values():
             memory = memories[c.id]
-            age_days = max(0.0, (now - memory.occurred_at).total_seconds() / 86400)
-            recency = w.recency * best * math.pow(0.5, age_days / w.recency_half_life_days)
-            if recency > 1e-6:
-                c.score += recency
-                c.signal("recency", recency)
             fade = rank_factor(memory.lifecycle)
             if fade < 1.0:  # weak, dormant and archived memories rank lower but stay retrievable
                 c.score *= fade
@@ -325,9 +428,11 @@ class Retriever:
             c.score = max(c.score, top) + top * (w.recap_max - rank) / w.recap_max
             c.signal("recap", rank + 1)
 
-    def _floor(self, ranked: list[_Candidate], memories: dict[str, CandidateInfo]) -> list[_Candidate]:
+    def _floor(
+        self, ranked: list[_Candidate], memories: dict[str, CandidateInfo], w: RetrievalWeights
+    ) -> list[_Candidate]:
         """Drop memories that only the dense search found, with a cosine below their type's floor."""
-        floors = self.weights.min_cosine
+        floors = w.min_cosine
         out = []
         for c in ranked:
             s = c.signals or {}
@@ -337,7 +442,7 @@ class Retriever:
             out.append(c)
         return out
 
-    async def _diversify(self, ranked: list[_Candidate], limit: int) -> list[_Candidate]:
+    async def _diversify(self, ranked: list[_Candidate], limit: int, w: RetrievalWeights) -> list[_Candidate]:
         """Skip results nearly identical to a better one (greedy, cosine over stored vectors)."""
         head = ranked[: limit * 3]
         vectors = await self.repo.store.vectors(self.repo.agent_id, [c.id for c in head])
@@ -345,11 +450,7 @@ class Retriever:
         kept: list[np.ndarray] = []
         for c in head:
             vec = vectors.get(c.id)
-            if (
-                vec is not None
-                and kept
-                and float(np.max(np.stack(kept) @ vec)) > self.weights.duplicate_cosine
-            ):
+            if vec is not None and kept and float(np.max(np.stack(kept) @ vec)) > w.duplicate_cosine:
                 continue
             chosen.append(c)
             if vec is not None:
@@ -357,6 +458,34 @@ class Retriever:
             if len(chosen) == limit:
                 break
         return chosen
+
+
+FEATURE_INDEX = {name: i for i, name in enumerate(rerank.FEATURES)}
+
+
+@dataclass(slots=True)
+class _Pools:
+    """What the dense and keyword searches found."""
+
+    candidates: dict[str, _Candidate] = field(default_factory=dict)
+    memories: dict[str, CandidateInfo] = field(default_factory=dict)
+    cosine: dict[str, float] = field(default_factory=dict)
+    keyword: dict[str, tuple[float, float]] = field(default_factory=dict)  # (with context, own text)
+    query_vector: np.ndarray | None = None
+
+
+@dataclass(slots=True)
+class _Run:
+    """One recall's state between the steps."""
+
+    weights: RetrievalWeights
+    now: datetime
+    parsed: ParsedQuery
+    window: TimeWindow | None
+    candidates: dict[str, _Candidate]
+    memories: dict[str, CandidateInfo]
+    loaded: dict[str, Memory] = field(default_factory=dict)
+    features: list[tuple[str, np.ndarray]] = field(default_factory=list)
 
 
 def _in_scope(memory: CandidateInfo, scope: MemoryQuery) -> bool:

@@ -1,9 +1,10 @@
-"""The retrieval parameters. One set, used everywhere: no per-dataset tuning."""
+"""The retrieval parameters and named presets. One set per preset, the same for every dataset."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from nous.errors import InvalidInputError
 from nous.models import MemoryKind
 
 
@@ -20,27 +21,31 @@ def _floors() -> dict[MemoryKind, float]:
 
 @dataclass(frozen=True, slots=True)
 class RetrievalWeights:
-    """How the signals are combined.
+    """How recall finds and orders candidates.
 
-    The base score is ``dense * minmax(cosine) + keyword * (bm25 / max bm25)`` over the
-    candidate pools; boosts are added as fractions of the best base score so they
-    keep their meaning whatever the score scale.
+    The base ranking fuses the dense and keyword candidate pools by reciprocal rank, so neither
+    side's score scale can swamp the other. The best ``rerank_depth`` candidates are then scored
+    by a small linear re-ranker over cheap features (``nous.retrieval.rerank``), whose weights
+    were chosen by leave-one-conversation-out; session and graph evidence and, for temporal
+    questions only, recency enter as features there.
     """
 
+    name: str = "default"
     pool: int = 300  # candidates taken from each of the dense and keyword searches
-    dense: float = 0.5
-    keyword: float = 0.5
-    # Same-session boost: memories from the sessions that match best. Chosen by leave-one-file-out
-    # on LoCoMo (0.2 in 4 of 5 folds; held-out recall_all@10 0.704): stronger values pull the
-    # top results into one session, which hurts questions whose evidence spans sessions.
-    group: float = 0.2
+    dense: bool = True  # run the dense (embedding) search
+    keyword: bool = True  # run the keyword (BM25) search
+    rrf_k: float = 60.0  # reciprocal-rank constant of the base fusion
+    boosts: bool = True  # session, graph and (temporal questions) recency evidence
+    rerank: bool = True  # re-score the head of the base ranking with the linear re-ranker
+    rerank_depth: int = 50
+    # Questions about what is current ("latest", "now", "recently") or recaps: the newest memory
+    # of the head gets up to this much more score. A product rule, not fitted: in the labelled
+    # data "recently" is relative to when each question was written, not to the conversation's end.
+    recency: float = 0.15
     group_top: int = 3  # a session's strength is the sum of its best this-many base scores
-    graph: float = 0.1  # neighbours of the best memories (edges of any relation)
-    graph_seeds: int = 3
-    recency: float = 0.1  # bonus for memories that happened recently...
-    recency_half_life_days: float = 14.0  # ...halving every this many days
-    frame: float = 1.3  # multiplier when encoded in the caller's current frame (spec 003 D3)
-    censor: float = 0.2  # up to this multiplier extra for censor overlap (spec 003 D4)
+    graph_seeds: int = 3  # neighbours (edges of any relation) of this many best memories
+    frame: float = 1.3  # multiplier when encoded in the caller's current frame
+    censor: float = 0.2  # up to this multiplier extra for censor overlap
     duplicate_cosine: float = 0.97  # a result this similar to a better one is dropped (diversity)
     min_cosine: dict[MemoryKind, float] = field(default_factory=_floors)  # floor without keyword evidence
     recap_days: float = 2.0  # recap questions without a window look back this far
@@ -48,3 +53,25 @@ class RetrievalWeights:
 
 
 DEFAULT_WEIGHTS = RetrievalWeights()
+
+PRESETS: dict[str, RetrievalWeights] = {
+    "default": DEFAULT_WEIGHTS,
+    # Plain cosine over every memory type: what a vector store alone would return.
+    "dense-only": replace(DEFAULT_WEIGHTS, name="dense-only", keyword=False, boosts=False, rerank=False),
+    # Plain BM25 (the memory's own words, its context words at a lower weight).
+    "keyword-only": replace(DEFAULT_WEIGHTS, name="keyword-only", dense=False, boosts=False, rerank=False),
+    # Reciprocal-rank fusion of dense and keyword, nothing else.
+    "no-boosts": replace(DEFAULT_WEIGHTS, name="no-boosts", boosts=False, rerank=False),
+}
+
+
+def preset(name: str | None) -> RetrievalWeights:
+    """The named preset (None means ``default``); InvalidInputError for an unknown name."""
+    if name is None:
+        return DEFAULT_WEIGHTS
+    found = PRESETS.get(name) if isinstance(name, str) else None
+    if found is None:
+        raise InvalidInputError(
+            f"unknown recall preset {name!r}: choose from {', '.join(PRESETS)}", field="preset"
+        )
+    return found

@@ -134,10 +134,15 @@ class MemoryQuery:
 
 @dataclass(slots=True)
 class ScoredId:
-    """A memory id with a backend-specific relevance score (higher is better)."""
+    """A memory id with a backend-specific relevance score (higher is better).
+
+    Keyword hits may also carry ``own``: the score of the memory's own text alone, without its
+    keyword context. Vector hits leave it None.
+    """
 
     id: str
     score: float
+    own: float | None = None
 
 
 @dataclass(slots=True)
