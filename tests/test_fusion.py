@@ -44,14 +44,14 @@ PEOPLE = {
 
 CITIES = ["Berlin", "Munich", "Hamburg", "Cologne", "Vienna", "Zurich", "Prague", "Warsaw"]
 CODES = [
-    "INC-48213",
-    "INC-90577",
-    "INC-13042",
-    "INC-66190",
-    "INC-27735",
-    "INC-85408",
-    "INC-51926",
-    "INC-39861",
+    "INC48213",
+    "INC90577",
+    "INC13042",
+    "INC66190",
+    "INC27735",
+    "INC85408",
+    "INC51926",
+    "INC39861",
 ]
 
 
