@@ -13,12 +13,12 @@ import pytest
 
 from nous import Nous, Settings
 from nous.brain.quality import Guardrail, is_noise_decision, quality_score
-from nous.cognitive import get_frame
+from nous.cognitive import TurnResult, get_frame
 from nous.embeddings.base import EmbeddingProvider
 from nous.errors import GuardrailError, InvalidInputError
-from nous.heart import EpisodeAction, SessionMetadata
+from nous.heart import EpisodeAction
 from nous.heart.sessions import should_create_episode
-from nous.models import Decision, Reason
+from nous.models import Decision, Reason, SessionState
 from tests.openai_server import FakeOpenAI, openai_settings
 
 GREETING = "Hello, what can you do?"
@@ -26,88 +26,93 @@ LONG_REPLY = "I can remember facts, decisions and procedures for you across sess
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
+def _state(**counters: object) -> SessionState:
+    """A session's state with the given counters (the state of turn N includes its user message)."""
+    return SessionState(agent_id="a", session_id="s", started_at=T0, last_active_at=T0, **counters)  # type: ignore[arg-type]
+
+
 # -- 1–8: significance ------------------------------------------------------------------------
 def test_01_first_turn_always_creates() -> None:
-    assert should_create_episode(None) and should_create_episode(SessionMetadata())
+    assert should_create_episode(None) and should_create_episode(_state())
 
 
 def test_02_second_turn_short_without_tools_does_not() -> None:
-    # During turn 2's begin_turn only turn 1 has completed (turn_count == 1).
-    assert not should_create_episode(
-        SessionMetadata(turn_count=1, total_user_chars=30, total_assistant_chars=40)
-    )
+    # During turn 2's pre_turn only turn 1 has completed (turn_count == 1).
+    assert not should_create_episode(_state(turn_count=1, user_chars=30, assistant_chars=40))
 
 
 def test_03_tools_used_creates() -> None:
-    assert should_create_episode(SessionMetadata(turn_count=1, tools_used={"bash"}))
+    assert should_create_episode(_state(turn_count=1, tools_used=["bash"]))
 
 
 def test_04_third_turn_creates() -> None:
-    assert should_create_episode(SessionMetadata(turn_count=2, total_user_chars=10, total_assistant_chars=10))
+    assert should_create_episode(_state(turn_count=2, user_chars=10, assistant_chars=10))
 
 
 def test_05_long_content_creates() -> None:
-    assert should_create_episode(
-        SessionMetadata(turn_count=1, total_user_chars=150, total_assistant_chars=80)
-    )
+    assert should_create_episode(_state(turn_count=1, user_chars=150, assistant_chars=80))
 
 
 async def test_06_explicit_remember_creates(nous: Nous) -> None:
-    start = await nous.begin_turn("s6", "Please REMEMBER THIS: the garage code is 4471", at=T0)
-    assert start.action == EpisodeAction.CREATED
-    assert nous.heart.sessions.metadata("s6").has_explicit_remember  # type: ignore[union-attr]
-    nous.end_turn("s6", "Saved.")
-    ended = await nous.end_session("s6")
+    start = await nous.pre_turn("s6", "Please REMEMBER THIS: the garage code is 4471", at=T0)
+    assert start.episode_action == EpisodeAction.CREATED
+    assert (await nous.session("s6")).remember
+    await nous.post_turn("s6", "Saved.")
+    ended = (await nous.end_session("s6")).episode
     assert ended is not None and ended.active  # a remember request is never trivial
 
 
 async def test_07_trivial_episode_discarded_at_end(nous: Nous) -> None:
-    start = await nous.begin_turn("s7", GREETING, at=T0)
-    assert start.action == EpisodeAction.CREATED and start.episode_id
-    nous.end_turn("s7", "Hi! I'm a memory agent.")
-    ended = await nous.end_session("s7")
+    start = await nous.pre_turn("s7", GREETING, at=T0)
+    assert start.episode_action == EpisodeAction.CREATED and start.episode_id
+    await nous.post_turn("s7", "Hi! I'm a memory agent.")
+    ended = (await nous.end_session("s7")).episode
     assert ended is not None and not ended.active  # soft-deleted, restorable
     assert await nous.list("episode") == []
     assert (await nous.restore(start.episode_id)).active
 
 
 async def test_08_non_trivial_episode_kept(nous: Nous) -> None:
-    start = await nous.begin_turn("s8", "Help me plan the database migration", at=T0)
-    nous.end_turn("s8", LONG_REPLY, tools=["recall"])
-    assert (await nous.begin_turn("s8", "What about downtime?", at=T0)).action == EpisodeAction.ALREADY_OPEN
-    nous.end_turn("s8", "Use dual writes.")
-    ended = await nous.end_session("s8", reflection="Dual writes avoid downtime.")
+    start = await nous.pre_turn("s8", "Help me plan the database migration", at=T0)
+    await nous.post_turn("s8", TurnResult(reply=LONG_REPLY, tools_used=["recall"]))
+    assert (
+        await nous.pre_turn("s8", "What about downtime?", at=T0)
+    ).episode_action == EpisodeAction.ALREADY_OPEN
+    await nous.post_turn("s8", "Use dual writes.")
+    end = await nous.end_session("s8", reflection="Dual writes avoid downtime.")
+    ended = end.episode
     assert ended is not None and ended.active and ended.id == start.episode_id
     assert ended.lessons == ["Dual writes avoid downtime."] and ended.ended_at is not None
+    assert [f.memory.content for f in end.facts] == ["Dual writes avoid downtime."]  # learned as a lesson
 
 
 async def test_turns_after_a_skipped_first_episode(nous: Nous) -> None:
     """With no episode open, turn 2 of a short chat opens none; turn 3 does (live hooks)."""
-    await nous.begin_turn("warm", GREETING, at=T0)  # an earlier identical greeting...
-    first = await nous.begin_turn("s2", GREETING, at=T0)
-    assert first.action == EpisodeAction.DUPLICATE  # ...so this session's first turn opens none
-    nous.end_turn("s2", "Hi!")
-    second = await nous.begin_turn("s2", "ok thanks", at=T0)
-    assert second.action == EpisodeAction.NOT_SIGNIFICANT
-    nous.end_turn("s2", "Sure.")
-    third = await nous.begin_turn("s2", "Actually, can you track my running plan?", at=T0)
-    assert third.action == EpisodeAction.CREATED and third.episode_id
+    await nous.pre_turn("warm", GREETING, at=T0)  # an earlier identical greeting...
+    first = await nous.pre_turn("s2", GREETING, at=T0)
+    assert first.episode_action == EpisodeAction.DUPLICATE  # ...so this session's first turn opens none
+    await nous.post_turn("s2", "Hi!")
+    second = await nous.pre_turn("s2", "ok thanks", at=T0)
+    assert second.episode_action == EpisodeAction.NOT_SIGNIFICANT
+    await nous.post_turn("s2", "Sure.")
+    third = await nous.pre_turn("s2", "Actually, can you track my running plan?", at=T0)
+    assert third.episode_action == EpisodeAction.CREATED and third.episode_id
 
 
 # -- 9–15: episode dedup ------------------------------------------------------------------------
 async def test_09_no_similar_episode(nous: Nous) -> None:
-    await nous.begin_turn("a", "Plan the quarterly budget review", at=T0)
+    await nous.pre_turn("a", "Plan the quarterly budget review", at=T0)
     assert await nous.heart.sessions.find_duplicate_episode("Fix the flaky login test", around=T0) is None
 
 
 async def test_10_similar_episode_is_duplicate(nous: Nous) -> None:
-    first = await nous.begin_turn("a", GREETING, at=T0)
+    first = await nous.pre_turn("a", GREETING, at=T0)
     found = await nous.heart.sessions.find_duplicate_episode("Hello! What can you do?", around=T0)
     assert found is not None and found[0] == first.episode_id and found[1] > 0.85
 
 
 async def test_11_below_threshold_is_not(nous: Nous) -> None:
-    await nous.begin_turn("a", "Book flights to Lisbon for the conference", at=T0)
+    await nous.pre_turn("a", "Book flights to Lisbon for the conference", at=T0)
     found = await nous.heart.sessions.find_duplicate_episode(
         "Find a hotel in Porto for the holidays", around=T0
     )
@@ -118,11 +123,11 @@ async def test_12_embedding_failure_is_not_duplicate(
     fake_openai: FakeOpenAI, tmp_path: Path, database_url: str
 ) -> None:
     async with Nous(openai_settings(fake_openai, tmp_path), database_url=database_url) as nous:
-        await nous.begin_turn("a", GREETING, at=T0)
+        await nous.pre_turn("a", GREETING, at=T0)
         fake_openai.failing = True
         assert await nous.heart.sessions.find_duplicate_episode(GREETING + " again", around=T0) is None
-        start = await nous.begin_turn("b", "Hello there, what are you able to do?", at=T0)
-        assert start.action == EpisodeAction.CREATED  # created anyway, embedding pending
+        start = await nous.pre_turn("b", "Hello there, what are you able to do?", at=T0)
+        assert start.episode_action == EpisodeAction.CREATED  # created anyway, embedding pending
 
 
 async def test_13_empty_store_is_not_duplicate(nous: Nous) -> None:
@@ -130,21 +135,21 @@ async def test_13_empty_store_is_not_duplicate(nous: Nous) -> None:
 
 
 async def test_14_duplicate_skips_creation_including_closed(nous: Nous) -> None:
-    first = await nous.begin_turn("a", GREETING, at=T0)
-    nous.end_turn("a", LONG_REPLY)
-    nous.end_turn("a", "Anything else?")
-    closed = await nous.end_session("a")
+    first = await nous.pre_turn("a", GREETING, at=T0)
+    await nous.post_turn("a", LONG_REPLY)
+    await nous.post_turn("a", "Anything else?")
+    closed = (await nous.end_session("a")).episode
     assert closed is not None and closed.active and closed.ended_at is not None
-    again = await nous.begin_turn("b", "Hello! What can you do?", at=T0 + timedelta(hours=3))
-    assert again.action == EpisodeAction.DUPLICATE and again.duplicate_of == first.episode_id
-    assert again.episode_id is None and nous.heart.sessions.open_episode("b") is None
+    again = await nous.pre_turn("b", "Hello! What can you do?", at=T0 + timedelta(hours=3))
+    assert again.episode_action == EpisodeAction.DUPLICATE and again.duplicate_of == first.episode_id
+    assert again.episode_id is None and (await nous.session("b")).episode_id is None
     assert len(await nous.list("episode")) == 1
 
 
 async def test_15_old_duplicate_outside_48h_not_matched(nous: Nous) -> None:
-    await nous.begin_turn("a", GREETING, at=T0)
-    later = await nous.begin_turn("b", GREETING, at=T0 + timedelta(hours=49))
-    assert later.action == EpisodeAction.CREATED
+    await nous.pre_turn("a", GREETING, at=T0)
+    later = await nous.pre_turn("b", GREETING, at=T0 + timedelta(hours=49))
+    assert later.episode_action == EpisodeAction.CREATED
 
 
 # -- 16–22: decision noise --------------------------------------------------------------------

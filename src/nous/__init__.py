@@ -14,8 +14,10 @@ from nous.errors import (
     NousError,
     StorageError,
 )
+from nous.heart import ActionCheck, ActionDecision, CensorMatch
 from nous.models import (
     Censor,
+    CensorAction,
     Decision,
     Episode,
     Fact,
@@ -34,7 +36,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PRESETS",
+    "ActionCheck",
+    "ActionDecision",
     "Censor",
+    "CensorAction",
+    "CensorMatch",
     "ConflictError",
     "Decision",
     "EmbeddingError",

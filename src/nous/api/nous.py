@@ -12,10 +12,11 @@ from pydantic import ValidationError
 from nous._text import validate_content
 from nous.api.transfer import export_lines, import_records, parse_lines, read_lines
 from nous.brain import DEFAULT_GUARDRAILS, Brain, Guardrail
+from nous.cognitive import CognitiveLayer, SessionEnd, TurnContext, TurnResult, check_frame
 from nous.config import Settings
 from nous.embeddings import Embedder, EmbeddingProvider, create_provider
 from nous.errors import InvalidInputError, NousError
-from nous.heart import CensorMatch, EpisodeStart, Heart
+from nous.heart import ActionCheck, CensorMatch, Heart
 from nous.ingest import Conversation, IngestReport, ingest_conversation, parse_conversation
 from nous.memory import MemoryRepository
 from nous.memory.dedup import DedupThresholds, SimilarityCheck
@@ -24,6 +25,8 @@ from nous.memory.repository import invalid_from_pydantic
 from nous.memory.write_path import WritePath
 from nous.models import (
     Calibration,
+    Censor,
+    CensorAction,
     Decision,
     Edge,
     EdgeRelation,
@@ -36,6 +39,7 @@ from nous.models import (
     StoreStats,
     WriteResult,
 )
+from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
 from nous.retrieval.search import validate_limit_and_window
 from nous.storage import Store, create_store
@@ -80,6 +84,7 @@ class Nous:
         self._heart: Heart | None = None
         self._brain: Brain | None = None
         self._retriever: Retriever | None = None
+        self._layer: CognitiveLayer | None = None
 
     # -- lifecycle ---------------------------------------------------------------
     async def open(self) -> Nous:
@@ -104,6 +109,7 @@ class Nous:
         self._heart = Heart(self._repo, self._write_path(self._repo))
         self._brain = Brain(self._repo, self._guardrails())
         self._retriever = Retriever(self._repo)
+        self._layer = CognitiveLayer(self._heart, self._brain, self._retriever)
 
     def _guardrails(self) -> tuple[Guardrail, ...]:
         raw = self.settings.decision_guardrails
@@ -198,19 +204,61 @@ class Nous:
     async def end_episode(self, episode_id: str, **fields: Any) -> Episode:
         return await self.heart.episodes.end(episode_id, **fields)
 
-    async def begin_turn(self, session_id: str, user_input: str, **fields: Any) -> EpisodeStart:
-        """A user message arrived: track it, and open an episode if the session has earned one
-        (significance and duplicate-episode rules, see ``nous.heart.sessions``)."""
-        validate_content(user_input, field="user_input", max_bytes=self.settings.max_content_bytes)
-        return await self.heart.sessions.begin_turn(session_id, user_input, **fields)
+    # -- the turn loop -------------------------------------------------------------
+    @property
+    def cognitive(self) -> CognitiveLayer:
+        self._need()
+        assert self._layer is not None
+        return self._layer
 
-    def end_turn(self, session_id: str, reply: str, *, tools: Sequence[str] = ()) -> None:
-        """The agent replied (using ``tools``): count the turn toward the session's significance."""
-        self.heart.sessions.note_reply(session_id, reply, list(tools))
+    async def pre_turn(
+        self,
+        session_id: str,
+        user_text: str,
+        *,
+        user_id: str | None = None,
+        frame: str | None = None,
+        budget: int | None = None,
+        at: datetime | None = None,
+    ) -> TurnContext:
+        """Before the agent answers: choose the frame, record the message, open the session's
+        episode if it has earned one, and assemble the context within the frame's token budget
+        (``budget`` overrides the total). A new ``session_id`` starts a session."""
+        validate_content(user_text, field="user_text", max_bytes=self.settings.max_content_bytes)
+        return await self.cognitive.pre_turn(
+            session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at
+        )
 
-    async def end_session(self, session_id: str, *, reflection: str | None = None) -> Episode | None:
-        """Close the session's episode, or soft-delete it if the session stayed trivial."""
-        return await self.heart.sessions.end_session(session_id, reflection=reflection)
+    async def post_turn(
+        self, session_id: str, result: TurnResult | str, *, at: datetime | None = None
+    ) -> SessionState:
+        """After the agent answered: count the turn, store the exchange in the session's episode
+        and link the decisions and facts written during it (``TurnResult``)."""
+        return await self.cognitive.post_turn(session_id, result, at=at)
+
+    async def end_session(
+        self, session_id: str, *, reflection: str | None = None, at: datetime | None = None
+    ) -> SessionEnd:
+        """End a session: close its episode (discarded if the session stayed trivial), learn each
+        reflection line as a lesson, and mark the session ended for the event pipeline."""
+        return await self.cognitive.end_session(session_id, reflection=reflection, at=at)
+
+    async def session(self, session_id: str) -> SessionState:
+        """A session's state (NotFoundError if it never had a turn)."""
+        return await self.heart.sessions.get(session_id)
+
+    async def sessions(self, *, ended: bool | None = None, limit: int = 100) -> list[SessionState]:
+        """Sessions by last activity, newest first."""
+        return await self.heart.sessions.recent(ended=ended, limit=limit)
+
+    async def identity(self) -> list[IdentitySection]:
+        """The agent's identity sections that were set."""
+        return await self.cognitive.identity.sections()
+
+    async def set_identity(self, section: str, content: str) -> IdentitySection:
+        """Replace one identity section (character, values, protocols, preferences, boundaries);
+        the old text stays in its history."""
+        return await self.cognitive.identity.set(section, content)
 
     async def add_procedure(self, name: str, description: str, **fields: Any) -> WriteResult:
         return await self.heart.procedures.add(name, description, **fields)
@@ -220,6 +268,54 @@ class Nous:
 
     async def check_censors(self, text: str, *, record: bool = True) -> list[CensorMatch]:
         return await self.heart.censors.check(text, record=record)
+
+    async def check_action(
+        self,
+        action_text: str,
+        *,
+        session_id: str | None = None,
+        override: bool = False,
+        record: bool = True,
+        actor: str = "api",
+    ) -> ActionCheck:
+        """Judge an action before taking it: ``decision`` is ``allow``, ``warn`` or ``block``, with
+        the censors that fired (by pattern or by meaning) and their reasons. ``override=True``
+        turns a ``block`` into a ``warn``, except for ``absolute`` censors, which always block.
+        Each firing is counted (unless ``record`` is False) and a ``warn`` censor escalates to
+        ``block`` after ``escalation_threshold`` firings."""
+        return await self.heart.censors.check_action(
+            action_text, session_id=session_id, override=override, record=record, actor=actor
+        )
+
+    async def censors(self, *, limit: int = 200) -> list[Censor]:
+        """The censors in force, newest first."""
+        return await self.heart.censors.active(limit=limit)
+
+    async def report_false_positive(self, censor_id: str, note: str | None = None) -> Censor:
+        """Record that a censor fired when it should not have (counted and kept in its history)."""
+        return await self.heart.censors.report_false_positive(censor_id, note)
+
+    async def edit_censor(
+        self,
+        censor_id: str,
+        *,
+        trigger_pattern: str | None = None,
+        action: str | CensorAction | None = None,
+        reason: str | None = None,
+        escalation_threshold: int | None = None,
+    ) -> Censor:
+        """Change a censor's pattern, action, reason or escalation threshold (audited)."""
+        return await self.heart.censors.edit(
+            censor_id,
+            trigger_pattern=trigger_pattern,
+            action=action,
+            reason=reason,
+            escalation_threshold=escalation_threshold,
+        )
+
+    async def retire_censor(self, censor_id: str, reason: str | None = None) -> Censor:
+        """Take a censor out of force: it never fires again; its history is kept."""
+        return await self.heart.censors.retire(censor_id, reason)
 
     # -- Brain -------------------------------------------------------------------
     async def record_decision(self, description: str, **fields: Any) -> Decision:
@@ -259,10 +355,12 @@ class Nous:
         and ``active_censors`` boost memories encoded in the same cognitive state. Recalled
         memories count as reviewed (their stability grows) unless ``reinforce`` is False.
         ``preset`` picks a named retrieval recipe: ``default``, ``dense-only``, ``keyword-only``
-        or ``no-boosts`` (see ``nous.PRESETS``); an unknown name is an InvalidInputError.
+        or ``no-boosts`` (see ``nous.PRESETS``); an unknown name is an InvalidInputError, as is an
+        unknown ``frame``.
         """
         repo = self._need()
         assert self._retriever is not None
+        check_frame(frame)
         hits = await self._retriever.recall(
             RecallQuery(
                 text=query,

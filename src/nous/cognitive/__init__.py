@@ -1,5 +1,31 @@
-"""The cognitive layer: frames (what the agent is doing) and, later, the context engine."""
+"""The cognitive layer: frames, frame selection, the context engine and the turn loop."""
 
-from nous.cognitive.frames import FRAMES, Frame, get_frame
+from nous.cognitive.context import (
+    Context,
+    ContextItem,
+    ContextSection,
+    DroppedItem,
+    DropReason,
+)
+from nous.cognitive.frames import FRAMES, Budget, Frame, check_frame, get_frame
+from nous.cognitive.layer import CognitiveLayer, SessionEnd, TurnContext, TurnResult
+from nous.cognitive.selection import FrameChoice, FrameSelector
 
-__all__ = ["FRAMES", "Frame", "get_frame"]
+__all__ = [
+    "FRAMES",
+    "Budget",
+    "CognitiveLayer",
+    "Context",
+    "ContextItem",
+    "ContextSection",
+    "DropReason",
+    "DroppedItem",
+    "Frame",
+    "FrameChoice",
+    "FrameSelector",
+    "SessionEnd",
+    "TurnContext",
+    "TurnResult",
+    "check_frame",
+    "get_frame",
+]

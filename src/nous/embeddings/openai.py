@@ -34,6 +34,7 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
             base_url=self._base, headers=headers, timeout=settings.embedding_timeout_s
         )
         self.model_name = f"openai/{self._model}"
+        self.max_input_chars = settings.embedding_chunk_chars or None
         self.dimensions = dims or self._probe_dimensions()
 
     def _probe_dimensions(self) -> int:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from nous.heart.censors import CensorMatch, Censors
+from nous.heart.censor_rules import ActionCheck, ActionDecision, CensorMatch
+from nous.heart.censors import Censors
 from nous.heart.episodes import Episodes
 from nous.heart.facts import Facts
 from nous.heart.procedures import Procedures
-from nous.heart.sessions import EpisodeAction, EpisodeStart, SessionMetadata, Sessions
+from nous.heart.sessions import EpisodeAction, EpisodeStart, Sessions
 from nous.heart.working_memory import WorkingMemoryOrgan
 from nous.memory import MemoryRepository
 from nous.memory.write_path import WritePath
@@ -26,6 +27,8 @@ class Heart:
 
 
 __all__ = [
+    "ActionCheck",
+    "ActionDecision",
     "CensorMatch",
     "Censors",
     "EpisodeAction",
@@ -34,7 +37,6 @@ __all__ = [
     "Facts",
     "Heart",
     "Procedures",
-    "SessionMetadata",
     "Sessions",
     "WorkingMemoryOrgan",
 ]

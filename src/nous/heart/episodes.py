@@ -10,6 +10,7 @@ from nous.memory import MemoryRepository
 from nous.memory.parsing import enum_value
 from nous.memory.repository import build
 from nous.models import Episode, EpisodeOutcome, MemoryKind, Provenance
+from nous.storage.base import ClaimSessionEpisode
 
 
 class Episodes:
@@ -31,9 +32,11 @@ class Episodes:
         tags: list[str] | None = None,
         encoded_censors: list[str] | None = None,
         provenance: Provenance | None = None,
+        claim_session: bool = False,
         actor: str = "api",
     ) -> Episode:
-        """Open an episode; its content starts as its title."""
+        """Open an episode; its content starts as its title. With ``claim_session`` it becomes its
+        session's episode in the same transaction (ConflictError if the session has one)."""
         started = started_at or utcnow()
         episode = build(
             Episode,
@@ -52,7 +55,12 @@ class Episodes:
             encoded_censors=encoded_censors,
             provenance=provenance or Provenance(source=actor, session_id=session_id),
         )
-        return await self.repo.create(episode, actor=actor)
+        claim = (
+            [ClaimSessionEpisode(self.repo.agent_id, session_id, episode.id)]
+            if claim_session and session_id
+            else []
+        )
+        return await self.repo.create(episode, actor=actor, extra_ops=claim)
 
     async def end(
         self,

@@ -1,34 +1,36 @@
 """Sessions: when a conversation earns an episode (spec 000 phases A and B).
 
-Per session, in memory (spec D4: ephemeral, reset each session), Nous tracks turns, tools
-used, characters exchanged and explicit "remember this" requests. Episodes are made here,
-for live turns and for conversation ingestion alike:
+A session's counters (turns, tools used, characters exchanged, explicit "remember this") live in
+the store's ``sessions`` table and are incremented in SQL, so a restart or a second process
+continues the same session. Episodes are made here, for live turns and ingestion alike:
 
-- **Significance** (deferred, spec D1): the first turn always opens an episode; a later turn
-  opens one when the conversation has gone on, used tools, grown past 200 characters or
-  asked to remember something. At session end an episode that stayed trivial (one turn,
-  no tools, under 200 characters) is soft-deleted (``active=False``, restorable).
-- **Duplicates** (spec B): before an episode opens, its summary is compared by pure cosine
-  with episodes that started within 48 hours of it — closed ones included (the reference
-  only looked at open episodes, a bug). Above 0.85 no episode is created; the caller gets
-  the existing one's id to link to, and never an id to close (spec R-P0-2). If embedding
-  fails the check is skipped and the episode is created (spec test 12).
+- **Significance** (deferred): the first turn always opens an episode; a later turn opens one when
+  the conversation has gone on, used tools, grown past 200 characters or asked to remember
+  something. At session end an episode that stayed trivial (one turn, no tools, under 200
+  characters) is soft-deleted (``active=False``, restorable).
+- **Duplicates**: before an episode opens, its summary is compared by pure cosine with episodes
+  that started within 48 hours of it, closed ones included. Above 0.85 no episode is created; the
+  caller gets the existing one's id to link to, never an id to close. If embedding fails the
+  check is skipped and the episode is created.
+- **One episode per session**: the episode and the session's claim on it are written in one
+  transaction; of two processes racing on one session, one episode survives.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from nous._time import utcnow
-from nous.errors import EmbeddingError
+from nous.errors import ConflictError, EmbeddingError, NotFoundError
 from nous.heart.episodes import Episodes
 from nous.memory import MemoryRepository
 from nous.models import Episode, EpisodeOutcome, MemoryKind
+from nous.models.session import MIN_CONTENT_LENGTH, SessionState
 from nous.storage import MemoryQuery
+from nous.storage.base import EndSession, NoteReply, NoteUserTurn
 
-MIN_CONTENT_LENGTH = 200  # combined user + assistant characters for a significant exchange
 # Completed turns before the current one that make a conversation "multi-turn". The spec's
 # tests fix it: turn 2 of a short chat without tools opens no episode (test 2), turn 3 does
 # (test 4). Its R-note setting of 1 would contradict test 2.
@@ -39,56 +41,35 @@ SUMMARY_CHARS = 200
 REMEMBER_PHRASES = ("remember this", "remember that", "don't forget", "do not forget", "save this")
 
 
-@dataclass
-class SessionMetadata:
-    """Signals of one session's significance."""
-
-    turn_count: int = 0  # completed turns (incremented after each reply)
-    tools_used: set[str] = field(default_factory=set)
-    total_user_chars: int = 0
-    total_assistant_chars: int = 0
-    has_explicit_remember: bool = False
-
-    @property
-    def total_chars(self) -> int:
-        return self.total_user_chars + self.total_assistant_chars
-
-    def is_trivial(self) -> bool:
-        """One turn at most, no tools, little said: not worth an episode."""
-        return (
-            self.turn_count <= 1
-            and not self.tools_used
-            and not self.has_explicit_remember
-            and self.total_chars < MIN_CONTENT_LENGTH
-        )
-
-
 def asks_to_remember(text: str) -> bool:
     lowered = text.lower().replace("’", "'")
     return any(phrase in lowered for phrase in REMEMBER_PHRASES)
 
 
-def should_create_episode(meta: SessionMetadata | None) -> bool:
-    """Whether the current turn should open an episode (spec A2)."""
-    if meta is None or meta.turn_count == 0:
+def should_create_episode(state: SessionState | None) -> bool:
+    """Whether the current turn should open an episode (``state`` includes its user message)."""
+    if state is None or state.turn_count == 0:
         return True  # first turn: always (discarded at the end if it stays trivial)
-    if meta.has_explicit_remember or meta.tools_used:
+    if state.remember or state.tools_used:
         return True
-    if meta.turn_count >= MIN_TURNS_WITHOUT_TOOLS:
+    if state.turn_count >= MIN_TURNS_WITHOUT_TOOLS:
         return True
-    return meta.total_chars >= MIN_CONTENT_LENGTH
+    return state.total_chars >= MIN_CONTENT_LENGTH
 
 
-def metadata_of(messages: list[tuple[str, str]]) -> SessionMetadata:
-    """Metadata of a whole recorded session, from (role, text) pairs (a turn = two messages)."""
-    meta = SessionMetadata(turn_count=len(messages) // 2)
-    for role, text in messages:
-        if role == "user":
-            meta.total_user_chars += len(text)
-        else:
-            meta.total_assistant_chars += len(text)
-        meta.has_explicit_remember = meta.has_explicit_remember or asks_to_remember(text)
-    return meta
+def state_of(agent_id: str, session_id: str, messages: list[tuple[str, str]], at: datetime) -> SessionState:
+    """The state a whole recorded session ends in, from (role, text) pairs (a turn = two messages)."""
+    user = sum(len(t) for r, t in messages if r == "user")
+    return SessionState(
+        agent_id=agent_id,
+        session_id=session_id,
+        turn_count=len(messages) // 2,
+        user_chars=user,
+        assistant_chars=sum(len(t) for _, t in messages) - user,
+        remember=any(asks_to_remember(t) for _, t in messages),
+        started_at=at,
+        last_active_at=at,
+    )
 
 
 class EpisodeAction(StrEnum):
@@ -109,35 +90,63 @@ class EpisodeStart:
 
 
 class Sessions:
-    """Session metadata, significance and episode dedup for one agent."""
+    """Session state, significance and episode dedup for one agent; state lives in the store."""
 
     def __init__(self, repo: MemoryRepository, episodes: Episodes) -> None:
         self.repo = repo
         self.episodes = episodes
-        self._meta: dict[str, SessionMetadata] = {}
-        self._open: dict[str, str] = {}  # session id -> open episode id
 
-    def metadata(self, session_id: str) -> SessionMetadata | None:
-        return self._meta.get(session_id)
+    async def get(self, session_id: str) -> SessionState:
+        """A session's state; NotFoundError if it never had a turn."""
+        state = await self.repo.store.session(self.repo.agent_id, session_id)
+        if state is None:
+            raise NotFoundError(f"no session {session_id!r}; a session starts with its first user turn")
+        return state
 
-    def open_episode(self, session_id: str) -> str | None:
-        return self._open.get(session_id)
+    async def find(self, session_id: str) -> SessionState | None:
+        return await self.repo.store.session(self.repo.agent_id, session_id)
 
-    def note_user(self, session_id: str, text: str) -> SessionMetadata:
-        """Record a user message (before the reply)."""
-        meta = self._meta.setdefault(session_id, SessionMetadata())
-        meta.total_user_chars += len(text)
-        if asks_to_remember(text):
-            meta.has_explicit_remember = True
-        return meta
+    async def recent(self, *, ended: bool | None = None, limit: int = 100) -> list[SessionState]:
+        """Sessions by last activity, newest first."""
+        return await self.repo.store.sessions(self.repo.agent_id, ended=ended, limit=limit)
 
-    def note_reply(self, session_id: str, text: str, tools: list[str] | None = None) -> SessionMetadata:
+    async def note_user(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        user_id: str | None = None,
+        frame: str | None = None,
+        active_censors: list[str] | None = None,
+        topic: str | None = None,
+        at: datetime | None = None,
+    ) -> SessionState:
+        """Record a user message (before the reply); starts the session on its first message."""
+        await self.repo.store.apply(
+            [
+                NoteUserTurn(
+                    agent_id=self.repo.agent_id,
+                    session_id=session_id,
+                    user_id=user_id,
+                    chars=len(text),
+                    remember=asks_to_remember(text),
+                    frame=frame,
+                    active_censors=list(active_censors or ()),
+                    topic=topic,
+                    text=text,
+                    at=at or utcnow(),
+                )
+            ]
+        )
+        return await self.get(session_id)
+
+    async def note_reply(
+        self, session_id: str, text: str, tools: list[str] | None = None, *, at: datetime | None = None
+    ) -> SessionState:
         """Record the assistant's reply, completing a turn."""
-        meta = self._meta.setdefault(session_id, SessionMetadata())
-        meta.turn_count += 1
-        meta.total_assistant_chars += len(text)
-        meta.tools_used.update(tools or ())
-        return meta
+        op = NoteReply(self.repo.agent_id, session_id, len(text), sorted(set(tools or ())), at or utcnow())
+        await self.repo.store.apply([op])
+        return await self.get(session_id)
 
     async def find_duplicate_episode(
         self, summary: str, *, around: datetime | None = None, user_id: str | None = None
@@ -159,56 +168,74 @@ class Sessions:
             since=around - DUPLICATE_EPISODE_WINDOW,
             until=around + DUPLICATE_EPISODE_WINDOW,
         )
-        hits = await self.repo.store.vector_search(scope, vector, 1)
+        hits = await self.repo.store.vector_search(scope, vector, 1, chunks=False)  # whole episodes
         if hits and hits[0].score > DUPLICATE_EPISODE_COSINE:
             return hits[0].id, hits[0].score
         return None
 
-    async def begin_turn(
+    async def start_episode(
         self,
-        session_id: str,
+        state: SessionState,
         user_input: str,
         *,
         frame: str | None = None,
-        user_id: str | None = None,
         at: datetime | None = None,
         actor: str = "api",
     ) -> EpisodeStart:
-        """Track the user's message and open an episode if the session has earned one."""
-        meta = self.note_user(session_id, user_input)
-        if session_id in self._open:
-            return EpisodeStart(EpisodeAction.ALREADY_OPEN, episode_id=self._open[session_id])
-        if not should_create_episode(meta):
+        """Open the session's episode if it has earned one (``state`` includes this message)."""
+        if state.episode_id is not None:
+            return EpisodeStart(EpisodeAction.ALREADY_OPEN, episode_id=state.episode_id)
+        if not should_create_episode(state):
             return EpisodeStart(EpisodeAction.NOT_SIGNIFICANT)
         summary = user_input[:SUMMARY_CHARS]
-        duplicate = await self.find_duplicate_episode(summary, around=at, user_id=user_id)
+        duplicate = await self.find_duplicate_episode(summary, around=at, user_id=state.user_id)
         if duplicate is not None:
             return EpisodeStart(EpisodeAction.DUPLICATE, duplicate_of=duplicate[0], similarity=duplicate[1])
-        episode = await self.episodes.start(
-            summary,
-            trigger="user_message",
-            frame=frame,
-            session_id=session_id,
-            user_id=user_id,
-            started_at=at,
-            actor=actor,
-        )
-        self._open[session_id] = episode.id
+        try:
+            episode = await self.episodes.start(
+                summary,
+                trigger="user_message",
+                frame=frame,
+                session_id=state.session_id,
+                user_id=state.user_id,
+                started_at=at,
+                actor=actor,
+                claim_session=True,
+            )
+        except ConflictError:  # another process opened the session's episode first
+            current = await self.get(state.session_id)
+            if current.episode_id is None:
+                raise
+            return EpisodeStart(EpisodeAction.ALREADY_OPEN, episode_id=current.episode_id)
         return EpisodeStart(EpisodeAction.CREATED, episode_id=episode.id)
 
-    async def end_session(
-        self, session_id: str, *, reflection: str | None = None, actor: str = "api"
-    ) -> Episode | None:
-        """Close the session's episode, or soft-delete it if the session stayed trivial."""
-        episode_id = self._open.pop(session_id, None)
-        meta = self._meta.pop(session_id, None)
-        if episode_id is None:
-            return None
-        if meta is not None and meta.is_trivial():
-            discarded = await self.repo.forget(episode_id, actor=actor)
-            assert isinstance(discarded, Episode)
-            return discarded
-        lessons = [reflection[:500]] if reflection else None
-        return await self.episodes.end(
-            episode_id, outcome=EpisodeOutcome.SUCCESS, lessons=lessons, actor=actor
-        )
+    async def end(
+        self,
+        session_id: str,
+        *,
+        reflection: str | None = None,
+        at: datetime | None = None,
+        actor: str = "api",
+    ) -> tuple[SessionState, Episode | None]:
+        """End a session: close its episode, or soft-delete it if the session stayed trivial, then
+        mark the session ended. Ending an ended session changes nothing; an unknown one is an error."""
+        state = await self.get(session_id)
+        if state.ended:
+            return state, None
+        episode: Episode | None = None
+        if state.episode_id is not None:
+            found = (await self.repo.store.get_many(self.repo.agent_id, [state.episode_id])).get(
+                state.episode_id
+            )
+            if isinstance(found, Episode) and found.active and found.ended_at is None:
+                if state.is_trivial():
+                    discarded = await self.repo.forget(found.id, actor=actor)
+                    assert isinstance(discarded, Episode)
+                    episode = discarded
+                else:
+                    lessons = [reflection[:500]] if reflection else None
+                    episode = await self.episodes.end(
+                        found.id, outcome=EpisodeOutcome.SUCCESS, lessons=lessons, actor=actor
+                    )
+        await self.repo.store.apply([EndSession(self.repo.agent_id, session_id, at or utcnow())])
+        return await self.get(session_id), episode

@@ -19,7 +19,7 @@ from datetime import timedelta
 from pydantic import BaseModel
 
 from nous._time import utcnow
-from nous.heart.sessions import Sessions, metadata_of
+from nous.heart.sessions import Sessions, state_of
 from nous.ingest.formats import Conversation, ConversationMessage
 from nous.memory import MemoryRepository
 from nous.models import Edge, EdgeRelation, Episode, EpisodeOutcome, Provenance, Turn
@@ -153,7 +153,9 @@ async def ingest_conversation(
         )
         if duplicate:
             merged += 1
-        elif metadata_of([(m.role, m.content) for m in session.messages]).is_trivial():
+        elif state_of(
+            agent, session_key, [(m.role, m.content) for m in session.messages], started
+        ).is_trivial():
             episode.active = False  # kept, restorable, but out of recall (spec 000 A4)
             trivial += 1
         await repo.create_many([*([] if duplicate else [episode]), *turns], actor="ingest", extra_ops=ops)

@@ -4,6 +4,7 @@ Every write is one ``Store.apply`` call, i.e. one transaction, carrying the
 memory rows, their edges and their audit rows together. If the embedding
 provider fails, the memory is still stored (embedding pending) and
 ``backfill_embeddings`` embeds it later: a duplicate is better than a lost memory.
+A long memory gets a vector per chunk of its text besides its main one (``Embedder.embed_memories``).
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-import numpy as np
 from pydantic import ValidationError
 
 from nous._text import validate_content
 from nous._time import utcnow
-from nous.embeddings import Embedder
+from nous.embeddings import Embedded, Embedder
 from nous.errors import ConflictError, EmbeddingError, InvalidInputError, NotFoundError, NousError
 from nous.memory import lifecycle
 from nous.models import (
@@ -89,27 +89,36 @@ class MemoryRepository:
         if "stability" not in memory.model_fields_set:
             memory.stability = lifecycle.initial_stability(memory.kind)
 
-    async def embed(self, memories: Sequence[Memory]) -> tuple[list[np.ndarray | None], list[str]]:
+    async def embed(self, memories: Sequence[Memory]) -> tuple[list[Embedded | None], list[str]]:
         """Vectors (None when the provider failed) and content hashes, reusing stored vectors."""
         hashes = [content_hash(m) for m in memories]
         if not memories:
             return [], hashes
+        texts = [m.embedding_text() for m in memories]
+        model = self.embedder.model_name
         try:
-            known = await self.store.embeddings_by_hash(hashes, self.embedder.model_name)
-            vectors = await self.embedder.embed_many([m.embedding_text() for m in memories], known)
+            known = await self.store.embeddings_by_hash(hashes, model)
+            chunked = [
+                h
+                for h, t in zip(hashes, texts, strict=True)
+                if h in known and len(self.embedder.split(t)) > 1
+            ]
+            known_chunks = await self.store.chunks_by_hash(chunked, model) if chunked else {}
+            embedded = await self.embedder.embed_memories(texts, known, known_chunks)
         except EmbeddingError as exc:
             log.warning(
                 "embedding failed, storing %d memories with embedding pending: %s", len(memories), exc
             )
             return [None] * len(memories), hashes
-        return list(vectors), hashes
+        return list(embedded), hashes
 
-    def put_ops(self, memory: Memory, vector: np.ndarray | None, hash_: str) -> PutMemory:
+    def put_ops(self, memory: Memory, embedded: Embedded | None, hash_: str) -> PutMemory:
         return PutMemory(
             memory=memory,
             content_hash=hash_,
-            embedding=vector,
-            embedding_model=self.embedder.model_name if vector is not None else None,
+            embedding=None if embedded is None else embedded.vector,
+            embedding_model=None if embedded is None else self.embedder.model_name,
+            chunks=None if embedded is None else embedded.chunks,
         )
 
     def audit(
@@ -138,17 +147,18 @@ class MemoryRepository:
         memory: M,
         *,
         actor: str = "api",
-        vector: np.ndarray | None = None,
+        embedded: Embedded | None = None,
         extra_ops: Sequence[WriteOp] = (),
         action: HistoryAction = HistoryAction.CREATE,
     ) -> M:
-        """Store a new memory (and any extra ops) in one transaction."""
+        """Store a new memory (and any extra ops) in one transaction; ``embedded``: its vectors,
+        if already computed."""
         await self.create_many(
             [memory],
             actor=actor,
             extra_ops=extra_ops,
             action=action,
-            vectors=None if vector is None else [vector],
+            embedded=None if embedded is None else [embedded],
         )
         return memory
 
@@ -159,15 +169,16 @@ class MemoryRepository:
         actor: str = "api",
         extra_ops: Sequence[WriteOp] = (),
         action: HistoryAction = HistoryAction.CREATE,
-        vectors: Sequence[np.ndarray | None] | None = None,
+        embedded: Sequence[Embedded | None] | None = None,
     ) -> None:
-        """Store several memories in one transaction, embedding them in one batch."""
+        """Store several memories in one transaction, embedding them in one batch (unless
+        ``embedded`` gives their vectors; None for one stores it with its embedding pending)."""
         for memory in memories:
             self.validate(memory)
-        if vectors is None:
+        if embedded is None:
             vecs, hashes = await self.embed(memories)
         else:
-            vecs, hashes = list(vectors), [content_hash(m) for m in memories]
+            vecs, hashes = list(embedded), [content_hash(m) for m in memories]
         ops: list[WriteOp] = []
         for memory, vec, h in zip(memories, vecs, hashes, strict=True):
             ops.append(self.put_ops(memory, vec, h))
@@ -210,8 +221,8 @@ class MemoryRepository:
         if old_hash == new_hash:
             put = PutMemory(memory=updated, content_hash=new_hash, keep_embedding=True)
         else:
-            (vec,), _ = await self.embed([updated])
-            put = self.put_ops(updated, vec, new_hash)
+            (embedded,), _ = await self.embed([updated])
+            put = self.put_ops(updated, embedded, new_hash)
         await self.store.apply(
             [
                 put,
@@ -445,22 +456,48 @@ class MemoryRepository:
     async def backfill_embeddings(
         self, *, batch_size: int = 256, progress: Callable[[int], None] | None = None
     ) -> int:
-        """Embed memories stored while the provider was failing; returns how many were fixed."""
+        """Embed memories stored while the provider was failing, and add chunk vectors to long
+        memories stored without them (before chunking existed); returns how many were fixed."""
         fixed = 0
         while True:
             pending = await self.store.missing_embeddings(self.agent_id, batch_size)
             if not pending:
-                return fixed
+                break
             memories = [m for m, _ in pending]
-            vectors = await self.embedder.embed_many([m.embedding_text() for m in memories])
+            embedded = await self.embedder.embed_memories([m.embedding_text() for m in memories])
             results = await self.store.apply(
                 [
-                    SetEmbedding(m.id, h, v, self.embedder.model_name)
-                    for (m, h), v in zip(pending, vectors, strict=True)
+                    SetEmbedding(m.id, h, e.vector, self.embedder.model_name, chunks=e.chunks)
+                    for (m, h), e in zip(pending, embedded, strict=True)
                 ]
             )
             fixed += sum(results)
             if progress:
                 progress(len(pending))
             if not any(results):
-                return fixed
+                break
+        return fixed + await self._backfill_chunks(batch_size, progress)
+
+    async def _backfill_chunks(self, batch_size: int, progress: Callable[[int], None] | None) -> int:
+        """Chunk vectors for long memories that have none; their main vectors are kept as stored."""
+        limit = self.embedder.max_input_chars
+        fixed = 0
+        while limit:
+            pending = await self.store.missing_chunks(self.agent_id, limit, batch_size)
+            if not pending:
+                break
+            stored = await self.store.vectors(self.agent_id, [m.id for m, _ in pending])
+            known = {h: stored[m.id] for m, h in pending if m.id in stored}
+            embedded = await self.embedder.embed_memories([m.embedding_text() for m, _ in pending], known)
+            ops: list[WriteOp] = [
+                SetEmbedding(m.id, h, e.vector, self.embedder.model_name, chunks=e.chunks)
+                for (m, h), e in zip(pending, embedded, strict=True)
+                if e.chunks
+            ]
+            results = await self.store.apply(ops)
+            fixed += sum(results)
+            if progress:
+                progress(len(pending))
+            if not any(results):  # none left (or none that chunking splits): done
+                break
+        return fixed

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from nous._time import utcnow
+from nous.embeddings import Embedded
 from nous.memory import lifecycle
 from nous.memory.dedup import (
     DEDUP_KINDS,
@@ -75,7 +76,8 @@ class WritePath:
         if vector is None:
             vector = await self.repo.embedder.embed_one(content)
         scope = MemoryQuery(agent_id=self.repo.agent_id, kinds=(kind,), user_id=user_id)
-        hits = [h for h in await self.repo.store.vector_search(scope, vector, limit) if h.id != exclude_id]
+        found = await self.repo.store.vector_search(scope, vector, limit, chunks=False)  # whole memories
+        hits = [h for h in found if h.id != exclude_id]
         hits = [h for h in hits if h.score >= self.thresholds.connect]
         found = await self.repo.store.get_many(self.repo.agent_id, [h.id for h in hits])
         matches = []
@@ -116,9 +118,9 @@ class WritePath:
                 return await self._create(memory, [], target, actor=actor)
             await self.repo.create(memory, actor=actor)
             return WriteResult(status=WriteStatus.CREATED, memory=memory)
-        (vector,), _ = await self.repo.embed([memory])
-        if vector is None:  # the provider failed just now: store it pending, don't ask again
-            await self.repo.create_many([memory], actor=actor, vectors=[None])
+        (embedded,), _ = await self.repo.embed([memory])
+        if embedded is None:  # the provider failed just now: store it pending, don't ask again
+            await self.repo.create_many([memory], actor=actor, embedded=[None])
             return WriteResult(
                 status=WriteStatus.CREATED,
                 memory=memory,
@@ -129,7 +131,7 @@ class WritePath:
             memory.kind,
             user_id=memory.user_id,
             subject=memory.subject,
-            vector=vector,
+            vector=embedded.vector,
             exclude_id=memory.id,
         )
         duplicate = check.duplicate
@@ -141,7 +143,7 @@ class WritePath:
         links = [
             m for m in check.matches if m.tier != Tier.DUPLICATE and (target is None or m.id != target.id)
         ]
-        return await self._create(memory, links, target, actor=actor, vector=vector)
+        return await self._create(memory, links, target, actor=actor, embedded=embedded)
 
     async def _reinforce(self, match: SimilarMatch, new: Memory, *, actor: str) -> WriteResult:
         """A duplicate: confirm and review the existing memory; keep the new wording in its history."""
@@ -177,7 +179,7 @@ class WritePath:
         target: Memory | None,
         *,
         actor: str,
-        vector: np.ndarray | None = None,
+        embedded: Embedded | None = None,
     ) -> WriteResult:
         now = utcnow()
         ops: list[WriteOp] = []
@@ -223,7 +225,7 @@ class WritePath:
                     )
                 )
             )
-        await self.repo.create(memory, actor=actor, vector=vector, extra_ops=ops)
+        await self.repo.create(memory, actor=actor, embedded=embedded, extra_ops=ops)
         if target is not None:
             status = WriteStatus.SUPERSEDED
         elif links:

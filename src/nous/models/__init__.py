@@ -35,6 +35,7 @@ from nous.models.results import (
     WriteResult,
     WriteStatus,
 )
+from nous.models.session import SessionState
 
 MEMORY_TYPES: dict[MemoryKind, type[Memory]] = {
     MemoryKind.FACT: Fact,
@@ -72,6 +73,7 @@ __all__ = [
     "Reason",
     "ReasonType",
     "RecallHit",
+    "SessionState",
     "Stakes",
     "StoreStats",
     "Turn",

@@ -114,6 +114,7 @@ class Censor(Memory):
     domain: str | None = Field(default=None, max_length=100)
     activation_count: int = Field(default=0, ge=0)
     escalation_threshold: int = Field(default=3, ge=1)
+    false_positive_count: int = Field(default=0, ge=0, description="Activations reported as wrong.")
 
 
 class Turn(Memory):
@@ -131,8 +132,8 @@ class Turn(Memory):
         return self.context
 
     def keyword_text(self) -> str:
-        """The turn with its bounded neighbours: an answer is found by the words of its question."""
-        return f"{self.context}\n{self.content}" if self.context else self.content
+        """The turn's own words; its neighbours are indexed apart (``keyword_context``)."""
+        return self.content
 
     def embedding_text(self) -> str:
         """``Speaker said, "text"``: measured better than ``Speaker: text`` for dense recall

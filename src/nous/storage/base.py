@@ -15,17 +15,23 @@ from datetime import datetime
 import numpy as np
 
 from nous.models import Edge, HistoryEntry, LifecycleState, Memory, MemoryKind, StoreStats, WorkingMemory
+from nous.models.session import IdentitySection, SessionState
 
 
 @dataclass(slots=True)
 class PutMemory:
-    """Insert a memory, or replace every column of an existing one with the same id."""
+    """Insert a memory, or replace every column of an existing one with the same id.
+
+    ``chunks`` are a long memory's extra vectors (see ``SetEmbedding``); they replace the stored
+    ones, unless ``keep_embedding`` keeps both the embedding and the chunks as they are.
+    """
 
     memory: Memory
     content_hash: str
     embedding: np.ndarray | None = None
     embedding_model: str | None = None
     keep_embedding: bool = False
+    chunks: list[np.ndarray] | None = None
 
 
 @dataclass(slots=True)
@@ -58,12 +64,18 @@ class PutWorkingMemory:
 
 @dataclass(slots=True)
 class SetEmbedding:
-    """Attach an embedding to a memory whose content hash still matches."""
+    """Attach an embedding to a memory whose content hash still matches.
+
+    ``chunks`` are the vectors of a long memory's chunks after the first (the first chunk's
+    vector is the embedding itself; see ``nous.embeddings.chunking``); they replace any stored
+    ones. Vector search scores a memory by the best of its embedding and its chunks.
+    """
 
     memory_id: str
     content_hash: str
     embedding: np.ndarray
     embedding_model: str
+    chunks: list[np.ndarray] | None = None
 
 
 @dataclass(slots=True)
@@ -81,6 +93,77 @@ class SetLifecycle:
     last_reviewed_at: datetime | None
 
 
+@dataclass(slots=True)
+class NoteUserTurn:
+    """A user message in a session: creates the session row or adds to its counters (in SQL).
+
+    Raises ConflictError when the session has ended: an ended session is never reopened.
+    """
+
+    agent_id: str
+    session_id: str
+    user_id: str | None
+    chars: int
+    remember: bool
+    frame: str | None
+    active_censors: list[str]
+    topic: str | None  # None keeps the stored topic (a follow-up does not replace it)
+    text: str  # the message itself, kept until the reply so the turn can be stored whole
+    at: datetime
+
+
+@dataclass(slots=True)
+class NoteReply:
+    """The reply that completes a turn: turn count, characters and tools, added in SQL.
+
+    Raises NotFoundError for an unknown session and ConflictError for an ended one.
+    """
+
+    agent_id: str
+    session_id: str
+    chars: int
+    tools: list[str]
+    at: datetime
+
+
+@dataclass(slots=True)
+class ClaimSessionEpisode:
+    """Record the episode a session opened, if it has none yet; raises ConflictError otherwise, so
+    that an episode written in the same ``apply`` is rolled back with it (two processes racing on
+    one session open one episode between them)."""
+
+    agent_id: str
+    session_id: str
+    episode_id: str
+
+
+@dataclass(slots=True)
+class EndSession:
+    """Mark a session ended (result False if it already was). Raises NotFoundError if unknown."""
+
+    agent_id: str
+    session_id: str
+    at: datetime
+
+
+@dataclass(slots=True)
+class SetIdentitySection:
+    """Replace one section of the agent's identity: its version goes up by one, and a history row
+    (memory id ``identity:<section>``) keeps the old and new text, written in the same statement
+    order inside the transaction."""
+
+    agent_id: str
+    section: str
+    content: str
+    actor: str
+    at: datetime
+
+
+# Keyword search indexes a memory's own text and its keyword context (``Memory.keyword_context``,
+# e.g. a turn's neighbouring turns) as two fields; a word found in the context counts this much
+# of one found in the memory's own text.
+CONTEXT_WEIGHT = 0.5
+
 # Keyword search on large stores leaves out query terms found in more than this share of
 # memories: their IDF is near zero, yet every memory holding them must be scored.
 LARGE_STORE = 20_000
@@ -93,8 +176,30 @@ def selective_terms(terms: list[str], share: dict[str, float]) -> list[str]:
     return kept or [min(terms, key=lambda t: share.get(t, 0.0))]
 
 
-WriteOp = PutMemory | PutEdge | AddHistory | PurgeMemory | PutWorkingMemory | SetEmbedding | SetLifecycle
-INDEX_NEUTRAL_OPS = (SetLifecycle, AddHistory)  # ops that change nothing a search index holds
+WriteOp = (
+    PutMemory
+    | PutEdge
+    | AddHistory
+    | PurgeMemory
+    | PutWorkingMemory
+    | SetEmbedding
+    | SetLifecycle
+    | NoteUserTurn
+    | NoteReply
+    | ClaimSessionEpisode
+    | EndSession
+    | SetIdentitySection
+)
+# Ops that change nothing a search index holds.
+INDEX_NEUTRAL_OPS = (
+    SetLifecycle,
+    AddHistory,
+    NoteUserTurn,
+    NoteReply,
+    ClaimSessionEpisode,
+    EndSession,
+    SetIdentitySection,
+)
 
 
 @dataclass(slots=True)
@@ -136,13 +241,16 @@ class MemoryQuery:
 class ScoredId:
     """A memory id with a backend-specific relevance score (higher is better).
 
-    Keyword hits may also carry ``own``: the score of the memory's own text alone, without its
-    keyword context. Vector hits leave it None.
+    Keyword hits also carry ``own``: the score of the memory's own text alone, without its
+    keyword context (0.0 when only the context matched). Vector hits leave it None and carry
+    ``main``: the cosine of the memory's main embedding alone (``score`` is the best of it and its
+    chunk vectors'; they differ when a passage of a long memory matched better than its opening).
     """
 
     id: str
     score: float
     own: float | None = None
+    main: float | None = None
 
 
 @dataclass(slots=True)
@@ -223,12 +331,17 @@ class Store(ABC):
         """Memories matching the query, by ``occurred_at``."""
 
     @abstractmethod
-    async def vector_search(self, query: MemoryQuery, embedding: np.ndarray, limit: int) -> list[ScoredId]:
-        """Nearest memories by cosine similarity (score = cosine)."""
+    async def vector_search(
+        self, query: MemoryQuery, embedding: np.ndarray, limit: int, *, chunks: bool = True
+    ) -> list[ScoredId]:
+        """Nearest memories by cosine similarity, each at most once: score = the best cosine of a
+        memory's embedding and (with ``chunks``) its chunk vectors. Dedup compares whole memories
+        (``chunks=False``): a short memory close to one passage of a long one is not its duplicate."""
 
     @abstractmethod
     async def keyword_search(self, query: MemoryQuery, terms: list[str], limit: int) -> list[ScoredId]:
-        """Memories matching any of the terms, best first (score = backend rank)."""
+        """Memories matching any of the terms, best first by ``score`` (backend rank over the own
+        text and the keyword context weighted CONTEXT_WEIGHT); ``own`` ranks the own text alone."""
 
     @abstractmethod
     async def describe(self, agent_id: str, ids: list[str]) -> dict[str, CandidateInfo]:
@@ -251,8 +364,32 @@ class Store(ABC):
         """Stored embeddings of the given content hashes, computed by ``model``."""
 
     @abstractmethod
+    async def chunks_by_hash(self, hashes: list[str], model: str) -> dict[str, list[np.ndarray]]:
+        """Stored chunk vectors (in order) of memories with the given content hashes, by ``model``;
+        hashes of memories without chunks are absent."""
+
+    @abstractmethod
     async def missing_embeddings(self, agent_id: str | None, limit: int) -> list[tuple[Memory, str]]:
         """Memories without an embedding and their content hashes."""
+
+    @abstractmethod
+    async def missing_chunks(self, agent_id: str, min_chars: int, limit: int) -> list[tuple[Memory, str]]:
+        """Embedded memories whose content is longer than ``min_chars`` but that have no chunk
+        vectors (stored before chunking, or with chunking off), and their content hashes."""
+
+    @abstractmethod
+    async def session(self, agent_id: str, session_id: str) -> SessionState | None:
+        """One session's state, if it exists."""
+
+    @abstractmethod
+    async def sessions(
+        self, agent_id: str, *, ended: bool | None = None, limit: int = 100
+    ) -> list[SessionState]:
+        """Sessions by last activity, newest first; ``ended`` filters ended or live ones."""
+
+    @abstractmethod
+    async def identity(self, agent_id: str) -> list[IdentitySection]:
+        """The agent's identity sections (any that were ever set)."""
 
     @abstractmethod
     async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:

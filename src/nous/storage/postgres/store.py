@@ -24,18 +24,25 @@ from nous.models import (
     StoreStats,
     WorkingMemory,
 )
+from nous.models.session import IdentitySection, SessionState
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
+    CONTEXT_WEIGHT,
     LARGE_STORE,
     AddHistory,
     CandidateInfo,
+    ClaimSessionEpisode,
+    EndSession,
     MemoryQuery,
+    NoteReply,
+    NoteUserTurn,
     PurgeMemory,
     PutEdge,
     PutMemory,
     PutWorkingMemory,
     ScoredId,
     SetEmbedding,
+    SetIdentitySection,
     SetLifecycle,
     Store,
     StoreInfo,
@@ -45,12 +52,17 @@ from nous.storage.base import (
 from nous.storage.codec import JSON_COLUMNS, MODEL_COLUMNS, memory_to_row, row_to_candidate, row_to_memory
 from nous.storage.filters import where_clause
 from nous.storage.migrations import load_migrations
+from nous.storage.postgres.sessions import apply_session_op, read_identity, read_sessions
 
 SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
 EDGE_COLUMNS = "source_id, target_id, relation, agent_id, weight, created_at"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _WORD = re.compile(r"\w+")
 EF_SEARCH = 100
+CHUNK_HITS = 3  # the chunk search fetches this many chunks per result wanted (several share a memory)
+# ts_rank_cd weights, in the order {D, C, B, A}: own text is weighted A, keyword context D.
+RANK_WEIGHTS = [CONTEXT_WEIGHT, 0.0, 0.0, 1.0]
+OWN_WEIGHTS = [0.0, 0.0, 0.0, 1.0]
 ANALYZE_AFTER_ROWS = 2000
 
 
@@ -178,6 +190,7 @@ class PostgresStore(Store):
         bulk writes (with stale statistics the planner scans and sorts every row instead)."""
         async with self._conn() as conn:
             await conn.execute("ANALYZE memories")
+            await conn.execute("ANALYZE memory_chunks")
             cur = await conn.execute(
                 "SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass"
             )
@@ -205,6 +218,9 @@ class PostgresStore(Store):
                 )
                 if cur.rowcount == 0:
                     raise ConflictError(f"memory id {op.memory.id} belongs to another agent")
+                if not op.keep_embedding:
+                    chunks = op.chunks if op.embedding is not None else None
+                    await _replace_chunks(conn, op.memory.id, op.memory.agent_id, chunks)
                 return True
             case PutEdge(edge=e):
                 cur = await conn.execute(
@@ -231,6 +247,8 @@ class PostgresStore(Store):
                 cur = await conn.execute("DELETE FROM memories WHERE id = %s", (mid,))
                 await conn.execute("DELETE FROM edges WHERE source_id = %s OR target_id = %s", (mid, mid))
                 return cur.rowcount > 0
+            case NoteUserTurn() | NoteReply() | ClaimSessionEpisode() | EndSession() | SetIdentitySection():
+                return await apply_session_op(conn, op)
             case PutWorkingMemory(working_memory=wm):
                 await conn.execute(
                     "INSERT INTO working_memory VALUES (%s, %s, %s, %s) ON CONFLICT (agent_id, session_id) "
@@ -254,10 +272,14 @@ class PostgresStore(Store):
                 return cur.rowcount > 0
             case SetEmbedding():
                 cur = await conn.execute(
-                    "UPDATE memories SET embedding = %s, embedding_model = %s WHERE id = %s AND content_hash = %s",
+                    "UPDATE memories SET embedding = %s, embedding_model = %s WHERE id = %s AND content_hash = %s "
+                    "RETURNING agent_id",
                     (np.asarray(op.embedding, np.float32), op.embedding_model, op.memory_id, op.content_hash),
                 )
-                return cur.rowcount > 0
+                row = await cur.fetchone()
+                if row is not None:
+                    await _replace_chunks(conn, op.memory_id, row[0], op.chunks)
+                return row is not None
         raise StorageError(f"unknown write operation {op!r}")
 
     # -- reads ---------------------------------------------------------------------
@@ -287,19 +309,39 @@ class PostgresStore(Store):
         )
         return [row_to_memory(r) for r in rows]
 
-    async def vector_search(self, query: MemoryQuery, embedding: np.ndarray, limit: int) -> list[ScoredId]:
+    async def vector_search(
+        self, query: MemoryQuery, embedding: np.ndarray, limit: int, *, chunks: bool = True
+    ) -> list[ScoredId]:
         where, params = where_clause(query, "%s")
         vector = np.asarray(embedding, dtype=np.float32)
+        nearest = (
+            f"SELECT id{{score}} FROM memories WHERE {where} AND embedding IS NOT NULL "
+            "ORDER BY embedding <=> %s LIMIT %s"
+        )
+        if not chunks:
+            sql_text = nearest.format(score=", 1 - (embedding <=> %s) AS score, NULL AS main")
+            args = [vector, *params, vector, limit]
+        else:
+            # Candidates: the nearest memories by their own embedding and the owners of the nearest
+            # chunks (both through HNSW), each then scored by its best vector. The best ``limit`` by
+            # either vector are among them as long as the chunks fetched name ``limit`` memories.
+            where_m, params_m = where_clause(query, "%s", prefix="m.")
+            sql_text = (
+                f"WITH candidates AS (({nearest.format(score='')}) UNION "
+                "(SELECT c.memory_id FROM memory_chunks c JOIN memories m ON m.id = c.memory_id "
+                f"WHERE c.agent_id = %s AND {where_m} ORDER BY c.embedding <=> %s LIMIT %s)) "
+                "SELECT m.id, 1 - LEAST(m.embedding <=> %s, (SELECT min(c.embedding <=> %s) "
+                "FROM memory_chunks c WHERE c.memory_id = m.id)) AS score, 1 - (m.embedding <=> %s) AS main "
+                "FROM candidates JOIN memories m ON m.id = candidates.id ORDER BY score DESC LIMIT %s"
+            )
+            args = [*params, vector, limit, query.agent_id, *params_m, vector, limit * CHUNK_HITS]
+            args += [vector, vector, vector, limit]
         async with self._conn() as conn, conn.transaction():
             await conn.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cur = await conn.execute(
-                f"SELECT id, 1 - (embedding <=> %s) AS score FROM memories "
-                f"WHERE {where} AND embedding IS NOT NULL ORDER BY embedding <=> %s LIMIT %s",
-                [vector, *params, vector, limit],
-            )
+            cur = await conn.execute(sql_text, args)
             rows = await cur.fetchall()
-        hits = [ScoredId(r[0], float(r[1])) for r in rows]
+        hits = [ScoredId(r[0], float(r[1]), main=float(r[1] if r[2] is None else r[2])) for r in rows]
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
 
@@ -331,11 +373,12 @@ class PostgresStore(Store):
         tsquery = " | ".join(words)
         where, params = where_clause(query, "%s", prefix="m.")
         rows = await self._fetch(
-            "SELECT m.id, ts_rank_cd(m.tsv, q) AS score FROM memories m, to_tsquery('english', %s) q "
+            "SELECT m.id, ts_rank_cd(%s::float4[], m.tsv, q) AS score, ts_rank_cd(%s::float4[], m.tsv, q) AS own "
+            "FROM memories m, to_tsquery('english', %s) q "
             f"WHERE m.tsv @@ q AND {where} ORDER BY score DESC, m.seq LIMIT %s",
-            [tsquery, *params, limit],
+            [RANK_WEIGHTS, OWN_WEIGHTS, tsquery, *params, limit],
         )
-        return [ScoredId(r["id"], float(r["score"])) for r in rows]
+        return [ScoredId(r["id"], float(r["score"]), float(r["own"])) for r in rows]
 
     async def _selective_words(self, words: list[str]) -> list[str]:
         """On large stores, drop words found in over COMMON_TERM_SHARE of memories.
@@ -400,6 +443,31 @@ class PostgresStore(Store):
         )
         return {r["content_hash"]: _as_array(r["embedding"]) for r in rows}
 
+    async def chunks_by_hash(self, hashes: list[str], model: str) -> dict[str, list[np.ndarray]]:
+        if not hashes:
+            return {}
+        rows = await self._fetch(
+            "WITH pick AS (SELECT DISTINCT ON (content_hash) content_hash, id FROM memories m "
+            "WHERE embedding_model = %s AND content_hash = ANY(%s) "
+            "AND EXISTS (SELECT 1 FROM memory_chunks c WHERE c.memory_id = m.id) ORDER BY content_hash, id) "
+            "SELECT p.content_hash, c.embedding FROM pick p JOIN memory_chunks c ON c.memory_id = p.id "
+            "ORDER BY p.content_hash, c.chunk_no",
+            (model, list(dict.fromkeys(hashes))),
+        )
+        out: dict[str, list[np.ndarray]] = {}
+        for r in rows:
+            out.setdefault(r["content_hash"], []).append(_as_array(r["embedding"]))
+        return out
+
+    async def missing_chunks(self, agent_id: str, min_chars: int, limit: int) -> list[tuple[Memory, str]]:
+        rows = await self._fetch(
+            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE agent_id = %s AND embedding IS NOT NULL "
+            "AND length(content) > %s AND NOT EXISTS (SELECT 1 FROM memory_chunks c WHERE c.memory_id = m.id) "
+            "ORDER BY seq LIMIT %s",
+            (agent_id, min_chars, limit),
+        )
+        return [(row_to_memory(r), r["content_hash"]) for r in rows]
+
     async def missing_embeddings(self, agent_id: str | None, limit: int) -> list[tuple[Memory, str]]:
         scope = "AND agent_id = %s" if agent_id else ""
         params: list[Any] = [agent_id] if agent_id else []
@@ -408,6 +476,21 @@ class PostgresStore(Store):
             [*params, limit],
         )
         return [(row_to_memory(r), r["content_hash"]) for r in rows]
+
+    async def session(self, agent_id: str, session_id: str) -> SessionState | None:
+        async with self._conn() as conn:
+            found = await read_sessions(conn, agent_id, session_id, None, 1)
+        return found[0] if found else None
+
+    async def sessions(
+        self, agent_id: str, *, ended: bool | None = None, limit: int = 100
+    ) -> list[SessionState]:
+        async with self._conn() as conn:
+            return await read_sessions(conn, agent_id, None, ended, limit)
+
+    async def identity(self, agent_id: str) -> list[IdentitySection]:
+        async with self._conn() as conn:
+            return await read_identity(conn, agent_id)
 
     async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:
         rows = await self._fetch(
@@ -461,6 +544,22 @@ class PostgresStore(Store):
             for row in rows:
                 yield row_to_memory(row)
             last = rows[-1]["seq"]
+
+
+async def _replace_chunks(
+    conn: psycopg.AsyncConnection, memory_id: str, agent_id: str, chunks: list[np.ndarray] | None
+) -> None:
+    """Replace a memory's chunk vectors (none: just delete the stored ones)."""
+    await conn.execute("DELETE FROM memory_chunks WHERE memory_id = %s", (memory_id,))
+    if chunks:
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO memory_chunks (memory_id, chunk_no, agent_id, embedding) VALUES (%s, %s, %s, %s)",
+                [
+                    (memory_id, no, agent_id, np.asarray(v, np.float32))
+                    for no, v in enumerate(chunks, start=1)
+                ],
+            )
 
 
 def _as_array(value: Any) -> np.ndarray:

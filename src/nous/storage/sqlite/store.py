@@ -22,20 +22,27 @@ from nous.models import (
     StoreStats,
     WorkingMemory,
 )
+from nous.models.session import IdentitySection, SessionState
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
     COMMON_TERM_SHARE,
+    CONTEXT_WEIGHT,
     INDEX_NEUTRAL_OPS,
     LARGE_STORE,
     AddHistory,
     CandidateInfo,
+    ClaimSessionEpisode,
+    EndSession,
     MemoryQuery,
+    NoteReply,
+    NoteUserTurn,
     PurgeMemory,
     PutEdge,
     PutMemory,
     PutWorkingMemory,
     ScoredId,
     SetEmbedding,
+    SetIdentitySection,
     SetLifecycle,
     Store,
     StoreInfo,
@@ -53,6 +60,7 @@ from nous.storage.codec import (
 from nous.storage.filters import where_clause
 from nous.storage.migrations import load_migrations
 from nous.storage.sqlite.connection import ReaderPool, WriterThread
+from nous.storage.sqlite.sessions import apply_session_op, read_identity, read_sessions
 from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
 
 SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
@@ -230,6 +238,8 @@ class SQLiteStore(Store):
                 )
                 if cur.rowcount == 0:
                     raise ConflictError(f"memory id {op.memory.id} belongs to another agent")
+                if not op.keep_embedding:
+                    _replace_chunks(conn, op.memory.id, op.chunks if op.embedding is not None else None)
                 return True
             case PutEdge(edge=e):
                 cur = conn.execute(
@@ -261,9 +271,12 @@ class SQLiteStore(Store):
                 return True
             case PurgeMemory(memory_id=mid):
                 cur = conn.execute("DELETE FROM memories WHERE id = ?", (mid,))
+                conn.execute("DELETE FROM memory_chunks WHERE memory_id = ?", (mid,))
                 conn.execute("DELETE FROM edges WHERE source_id = ? OR target_id = ?", (mid, mid))
                 conn.execute("INSERT INTO purged (id, rev) VALUES (?, ?)", (mid, rev))
                 return cur.rowcount > 0
+            case NoteUserTurn() | NoteReply() | ClaimSessionEpisode() | EndSession() | SetIdentitySection():
+                return apply_session_op(conn, op, fmt_time)
             case PutWorkingMemory(working_memory=wm):
                 conn.execute(
                     "INSERT OR REPLACE INTO working_memory VALUES (?, ?, ?, ?)",
@@ -296,6 +309,8 @@ class SQLiteStore(Store):
                         op.content_hash,
                     ),
                 )
+                if cur.rowcount > 0:
+                    _replace_chunks(conn, op.memory_id, op.chunks)
                 return cur.rowcount > 0
         raise StorageError(f"unknown write operation {op!r}")
 
@@ -330,7 +345,9 @@ class SQLiteStore(Store):
 
         return await self._r().run(read)
 
-    async def vector_search(self, query: MemoryQuery, embedding: np.ndarray, limit: int) -> list[ScoredId]:
+    async def vector_search(
+        self, query: MemoryQuery, embedding: np.ndarray, limit: int, *, chunks: bool = True
+    ) -> list[ScoredId]:
         index = self._index
         if index is None:
             raise StorageError("store is not open")
@@ -349,7 +366,7 @@ class SQLiteStore(Store):
                 include_superseded=query.include_superseded,
                 allowed_ids=allowed,
             )
-            return [ScoredId(i, s) for i, s in index.search(vector, flt, limit)]
+            return [ScoredId(i, s, main=m) for i, s, m in index.search(vector, flt, limit, chunks=chunks)]
 
         return await self._r().run(read)
 
@@ -375,17 +392,20 @@ class SQLiteStore(Store):
         if not terms:
             return []
         where, params = where_clause(query, "?", time_param=fmt_time, prefix="m.")
+        # bm25() is lower-is-better; its weights are per column: (search_text, search_context).
+        score = f"bm25(memories_fts, 1.0, {CONTEXT_WEIGHT!r})"
+        own = "bm25(memories_fts, 1.0, 0.0)"
         # Fast path: rank in the FTS index alone, then filter the best few by scope. Joining every
         # match to its row before ranking costs more than the ranking itself on large stores.
         fast = (
-            "SELECT m.id, -f.score FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts "
-            "WHERE memories_fts MATCH ? ORDER BY score LIMIT ?) f JOIN memories m ON m.seq = f.rowid "
-            f"WHERE {where} ORDER BY f.score"
+            f"SELECT m.id, -f.score, -f.own FROM (SELECT rowid, {score} AS score, {own} AS own "
+            "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score LIMIT ?) f "
+            f"JOIN memories m ON m.seq = f.rowid WHERE {where} ORDER BY f.score"
         )
         exact = (
-            "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts "
+            f"SELECT m.id, -{score} AS score, -{own} FROM memories_fts "
             "JOIN memories m ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts) LIMIT ?"
+            f"WHERE memories_fts MATCH ? AND {where} ORDER BY {score} LIMIT ?"
         )
         window = limit * 3
 
@@ -399,7 +419,7 @@ class SQLiteStore(Store):
                 ).fetchone()
                 if total > window:  # the scope filtered out too many: rank within the scope instead
                     rows = conn.execute(exact, [match, *params, limit]).fetchall()
-            return [ScoredId(i, float(s)) for i, s in rows[:limit]]
+            return [ScoredId(i, float(s), float(o) + 0.0) for i, s, o in rows[:limit]]  # + 0.0: no -0.0
 
         return await self._r().run(read)
 
@@ -468,6 +488,37 @@ class SQLiteStore(Store):
 
         return await self._r().run(read) if hashes else {}
 
+    async def chunks_by_hash(self, hashes: list[str], model: str) -> dict[str, list[np.ndarray]]:
+        def read(conn: sqlite3.Connection) -> dict[str, list[np.ndarray]]:
+            owner: dict[str, str] = {}  # hash -> the one memory whose chunks are used
+            out: dict[str, list[np.ndarray]] = {}
+            for chunk in _chunks(list(dict.fromkeys(hashes))):
+                cur = conn.execute(
+                    "SELECT m.content_hash, m.id, c.embedding FROM memories m "
+                    "CROSS JOIN memory_chunks c ON c.memory_id = m.id "
+                    f"WHERE m.embedding_model = ? AND m.content_hash IN ({_marks(len(chunk))}) "
+                    "ORDER BY m.id, c.chunk_no",
+                    [model, *chunk],
+                )
+                for h, mid, blob in cur.fetchall():
+                    if owner.setdefault(h, mid) == mid:
+                        out.setdefault(h, []).append(np.frombuffer(blob, dtype=np.float32).copy())
+            return out
+
+        return await self._r().run(read) if hashes else {}
+
+    async def missing_chunks(self, agent_id: str, min_chars: int, limit: int) -> list[tuple[Memory, str]]:
+        def read(conn: sqlite3.Connection) -> list[tuple[Memory, str]]:
+            cur = conn.execute(
+                f"SELECT {SELECT_COLUMNS} FROM memories m WHERE agent_id = ? AND embedding IS NOT NULL "
+                "AND length(content) > ? AND NOT EXISTS (SELECT 1 FROM memory_chunks c WHERE c.memory_id = m.id) "
+                "ORDER BY seq LIMIT ?",
+                (agent_id, min_chars, limit),
+            )
+            return [(row_to_memory(r), r["content_hash"]) for r in _rows(cur)]
+
+        return await self._r().run(read)
+
     async def missing_embeddings(self, agent_id: str | None, limit: int) -> list[tuple[Memory, str]]:
         scope = "AND agent_id = ?" if agent_id else ""
         params: list[Any] = [agent_id] if agent_id else []
@@ -480,6 +531,18 @@ class SQLiteStore(Store):
             return [(row_to_memory(r), r["content_hash"]) for r in _rows(cur)]
 
         return await self._r().run(read)
+
+    async def session(self, agent_id: str, session_id: str) -> SessionState | None:
+        found = await self._r().run(lambda conn: read_sessions(conn, agent_id, session_id, None, 1))
+        return found[0] if found else None
+
+    async def sessions(
+        self, agent_id: str, *, ended: bool | None = None, limit: int = 100
+    ) -> list[SessionState]:
+        return await self._r().run(lambda conn: read_sessions(conn, agent_id, None, ended, limit))
+
+    async def identity(self, agent_id: str) -> list[IdentitySection]:
+        return await self._r().run(lambda conn: read_identity(conn, agent_id))
 
     async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:
         def read(conn: sqlite3.Connection) -> WorkingMemory | None:
@@ -544,6 +607,16 @@ class SQLiteStore(Store):
             for row in rows:
                 yield row_to_memory(row)
             last = rows[-1]["seq"]
+
+
+def _replace_chunks(conn: sqlite3.Connection, memory_id: str, chunks: list[np.ndarray] | None) -> None:
+    """Replace a memory's chunk vectors (none: just delete the stored ones)."""
+    conn.execute("DELETE FROM memory_chunks WHERE memory_id = ?", (memory_id,))
+    if chunks:
+        conn.executemany(
+            "INSERT INTO memory_chunks (memory_id, chunk_no, embedding) VALUES (?, ?, ?)",
+            [(memory_id, no, np.asarray(v, np.float32).tobytes()) for no, v in enumerate(chunks, start=1)],
+        )
 
 
 def _quote(term: str) -> str:

@@ -1,0 +1,331 @@
+"""The context engine: what the agent sees before a turn, within its frame's token budgets.
+
+Sections, in order: identity, user profile, active censors (and warnings), frame instructions,
+working memory, recent conversations (titles and times of the latest episodes; first among the
+retrieved sections for a recap), then retrieved decisions, facts, procedures, episodes and
+conversation turns. Each section is filled best first within its own budget, and the whole is cut
+to the frame's total, from the last section up, counted with a real tokenizer on the final text.
+Every item left out is reported with its reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from nous._tokens import clip_to_tokens, count_tokens
+from nous.cognitive.frames import Budget, Frame
+from nous.models import Censor, Episode, Fact, Memory, MemoryKind, RecallHit, WorkingMemory
+from nous.models.session import IdentitySection
+
+# A retrieved item shows at most this many tokens (~800 characters): a long reply is represented
+# by its opening, and more items fit.
+ITEM_MAX_TOKENS = 200
+# Retrieved items scoring below this are left out. Recall scores are the re-ranker's relevance
+# estimates (0..1, spread over orders of magnitude); below 1e-4 an item is noise.
+SCORE_FLOOR = 1e-4
+# Two items whose word sets overlap this much (Jaccard) are near-duplicates; the weaker is dropped.
+DUPLICATE_JACCARD = 0.85
+RECENT_EPISODES = 5
+
+SECTION_OF_KIND: dict[MemoryKind, str] = {
+    MemoryKind.DECISION: "decisions",
+    MemoryKind.FACT: "facts",
+    MemoryKind.PROCEDURE: "procedures",
+    MemoryKind.EPISODE: "episodes",
+    MemoryKind.TURN: "turns",
+}
+TITLES = {
+    "identity": "Who you are",
+    "user_profile": "About the user",
+    "censors": "Do not",
+    "frame": "Frame",
+    "working_memory": "Working memory",
+    "recent": "Recent conversations",
+    "decisions": "Past decisions",
+    "facts": "Facts",
+    "procedures": "Procedures",
+    "episodes": "Related episodes",
+    "turns": "From earlier conversations",
+}
+_WORD = re.compile(r"\w+")
+
+
+class DropReason(StrEnum):
+    BUDGET = "budget"  # the section's own budget was full
+    TOTAL = "total_budget"  # cut to keep the whole context within the frame's total
+    DUPLICATE = "duplicate"  # a near-duplicate of an item already included
+    SCORE_FLOOR = "score_floor"  # scored below the relevance floor
+    ALREADY_SAID = "already_said"  # in the session's last turns, which the agent already has
+    SUPERSEDED = "superseded"  # replaced by a newer version
+
+
+class ContextItem(BaseModel):
+    """One item of a section: a memory (``id``) or a fixed line (``id`` None)."""
+
+    id: str | None = None
+    kind: str
+    text: str
+    tokens: int
+    score: float | None = None
+
+
+class DroppedItem(BaseModel):
+    id: str | None = None
+    reason: DropReason
+
+
+class ContextSection(BaseModel):
+    name: str
+    title: str
+    tokens: int
+    budget: int
+    items: list[ContextItem] = Field(default_factory=list)
+    dropped: list[DroppedItem] = Field(default_factory=list)
+
+
+class Context(BaseModel):
+    """The assembled context of a turn and how it was made."""
+
+    session_id: str
+    frame: str
+    frame_confidence: float
+    greeting: bool
+    recap: bool
+    query: str = Field(description="The text retrieval used (a follow-up is resolved to its topic).")
+    text: str
+    tokens: int
+    budget: int
+    sections: list[ContextSection]
+
+    def section(self, name: str) -> ContextSection | None:
+        return next((s for s in self.sections if s.name == name), None)
+
+    def included_ids(self) -> list[str]:
+        return [i.id for s in self.sections for i in s.items if i.id is not None]
+
+
+@dataclass
+class ContextInputs:
+    """Everything the engine assembles from (gathered by the cognitive layer)."""
+
+    session_id: str
+    frame: Frame
+    frame_confidence: float
+    query: str
+    greeting: bool = False
+    recap: bool = False
+    budget: Budget | None = None  # overrides the frame's budgets
+    identity: Sequence[IdentitySection] = ()
+    profile: Sequence[Fact] = ()
+    censors: Sequence[Censor] = ()
+    warnings: Sequence[str] = ()
+    working_memory: WorkingMemory | None = None
+    recent: Sequence[Memory] = ()
+    hits: Sequence[RecallHit] = ()
+    already_said: Sequence[str] = ()  # texts of the session's last turns
+    now: datetime | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD.findall(text))
+
+
+def _when(memory: Memory) -> str:
+    at = memory.occurred_at or memory.created_at
+    return at.strftime("%Y-%m-%d %H:%M")
+
+
+def _render(memory: Memory) -> str:
+    """A retrieved memory as one line: its time, then its text (verbatim, so it can be quoted)."""
+    if isinstance(memory, Episode):
+        body = memory.title or memory.content
+        if memory.summary and memory.summary != body:
+            body = f"{body} — {memory.summary}"
+        return f"[{_when(memory)}] {body}"
+    return f"[{_when(memory)}] {memory.content}"
+
+
+class _Filler:
+    """Fills one section within its budget, recording what it leaves out."""
+
+    def __init__(self, name: str, budget: int) -> None:
+        self.section = ContextSection(name=name, title=TITLES[name], tokens=0, budget=budget)
+        self.header = count_tokens(f"## {TITLES[name]}\n")
+
+    def add(self, text: str, *, kind: str, id_: str | None = None, score: float | None = None) -> bool:
+        text = clip_to_tokens(text, ITEM_MAX_TOKENS) if id_ is not None else text
+        tokens = count_tokens(text) + 1  # the newline
+        overhead = 0 if self.section.items else self.header
+        if self.section.tokens + overhead + tokens > self.section.budget:
+            self.section.dropped.append(DroppedItem(id=id_, reason=DropReason.BUDGET))
+            return False
+        self.section.items.append(ContextItem(id=id_, kind=kind, text=text, tokens=tokens, score=score))
+        self.section.tokens += overhead + tokens
+        return True
+
+    def drop(self, id_: str | None, reason: DropReason) -> None:
+        self.section.dropped.append(DroppedItem(id=id_, reason=reason))
+
+
+def render(sections: Sequence[ContextSection]) -> str:
+    parts = []
+    for s in sections:
+        if s.items:
+            parts.append(f"## {s.title}\n" + "\n".join(i.text for i in s.items))
+    return "\n\n".join(parts)
+
+
+def build_context(inputs: ContextInputs) -> Context:
+    """Assemble the context; it never exceeds the total budget."""
+    budget = inputs.budget or inputs.frame.budget
+    fixed = [
+        _identity(inputs, budget.identity),
+        _profile(inputs, budget.user_profile),
+        _censors(inputs, budget.censors),
+        _frame(inputs, budget.frame),
+        _working_memory(inputs, budget.working_memory),
+    ]
+    recent, shown = _recent(inputs, budget.recent + (budget.episodes if inputs.recap else 0))
+    retrieved = [] if inputs.greeting else _retrieved(inputs, budget, shown)
+    sections = [*fixed, *([recent] if inputs.recap else []), *retrieved, *([] if inputs.recap else [recent])]
+    sections = [s for s in sections if s.budget > 0 or s.items or s.dropped]
+    text = _within_total(sections, budget.total)
+    return Context(
+        session_id=inputs.session_id,
+        frame=inputs.frame.id,
+        frame_confidence=inputs.frame_confidence,
+        greeting=inputs.greeting,
+        recap=inputs.recap,
+        query=inputs.query,
+        text=text,
+        tokens=count_tokens(text),
+        budget=budget.total,
+        sections=sections,
+    )
+
+
+def _within_total(sections: list[ContextSection], total: int) -> str:
+    """Drop items from the last section up until the rendered text fits ``total`` tokens."""
+    text = render(sections)
+    tokens = count_tokens(text)
+    while tokens > total:
+        victim = next((s for s in reversed(sections) if s.items), None)
+        if victim is None:
+            return ""
+        # Drop about as many items as the excess needs (at least one), then measure again.
+        excess = tokens - total
+        while victim.items and excess > 0:
+            item = victim.items.pop()
+            victim.tokens -= item.tokens
+            excess -= item.tokens
+            victim.dropped.append(DroppedItem(id=item.id, reason=DropReason.TOTAL))
+        if not victim.items:
+            victim.tokens = 0
+        text = render(sections)
+        tokens = count_tokens(text)
+    return text
+
+
+def _identity(inputs: ContextInputs, budget: int) -> ContextSection:
+    f = _Filler("identity", budget)
+    for s in inputs.identity:
+        f.add(f"{s.section.capitalize()}: {s.content}", kind="identity")
+    return f.section
+
+
+def _profile(inputs: ContextInputs, budget: int) -> ContextSection:
+    f = _Filler("user_profile", budget)
+    for fact in inputs.profile:
+        if fact.superseded_by is not None:
+            f.drop(fact.id, DropReason.SUPERSEDED)
+        else:
+            f.add(f"- {fact.content}", kind="fact", id_=fact.id)
+    return f.section
+
+
+def _censors(inputs: ContextInputs, budget: int) -> ContextSection:
+    f = _Filler("censors", budget)
+    for warning in inputs.warnings:
+        f.add(f"WARNING: {warning}", kind="warning")
+    order = {"absolute": 0, "block": 1, "warn": 2}
+    for c in sorted(inputs.censors, key=lambda c: order.get(c.action.value, 3)):
+        reason = f" — {c.reason}" if c.reason else ""
+        f.add(f"- [{c.action.value}] {c.trigger_pattern}{reason}", kind="censor", id_=c.id)
+    return f.section
+
+
+def _frame(inputs: ContextInputs, budget: int) -> ContextSection:
+    f = _Filler("frame", budget)
+    frame = inputs.frame
+    f.add(f"{frame.name}: {frame.instructions}", kind="frame")
+    f.add(f"Tools: {', '.join(frame.tools)}", kind="frame")
+    return f.section
+
+
+def _working_memory(inputs: ContextInputs, budget: int) -> ContextSection:
+    f = _Filler("working_memory", budget)
+    wm = inputs.working_memory
+    if wm is None:
+        return f.section
+    if wm.current_task:
+        f.add(f"Current task: {wm.current_task}", kind="task")
+    for item in sorted(wm.items, key=lambda i: i.relevance, reverse=True):
+        f.add(f"- {item.content}", kind=item.kind, id_=item.memory_id)
+    for thread in wm.open_threads:
+        f.add(f"Open thread: {thread}", kind="thread")
+    return f.section
+
+
+def _recent(inputs: ContextInputs, budget: int) -> tuple[ContextSection, set[str]]:
+    f = _Filler("recent", budget)
+    shown: set[str] = set()
+    for memory in list(inputs.recent)[:RECENT_EPISODES]:
+        title = memory.title if isinstance(memory, Episode) and memory.title else memory.content[:80]
+        if f.add(f"- [{_when(memory)}] {title}", kind=memory.kind.value, id_=memory.id):
+            shown.add(memory.id)
+    return f.section, shown
+
+
+def _retrieved(inputs: ContextInputs, budget: Budget, shown: set[str]) -> list[ContextSection]:
+    budgets = {
+        "decisions": budget.decisions,
+        "facts": budget.facts,
+        "procedures": budget.procedures,
+        "episodes": budget.episodes,
+        "turns": budget.turns,
+    }
+    fillers = {name: _Filler(name, b) for name, b in budgets.items()}
+    said = [_words(t) for t in inputs.already_said]
+    kept: list[frozenset[str]] = []
+    for hit in inputs.hits:
+        name = SECTION_OF_KIND.get(hit.kind)
+        if name is None:
+            continue
+        f, memory = fillers[name], hit.memory
+        words = _words(memory.content)
+        if hit.id in shown:
+            f.drop(hit.id, DropReason.DUPLICATE)  # already in the recent-conversations tier
+        elif getattr(memory, "superseded_by", None) is not None:
+            f.drop(hit.id, DropReason.SUPERSEDED)
+        elif hit.score < SCORE_FLOOR:
+            f.drop(hit.id, DropReason.SCORE_FLOOR)
+        elif any(_jaccard(words, s) >= DUPLICATE_JACCARD for s in said):
+            f.drop(hit.id, DropReason.ALREADY_SAID)
+        elif any(_jaccard(words, k) >= DUPLICATE_JACCARD for k in kept):
+            f.drop(hit.id, DropReason.DUPLICATE)
+        elif f.add(_render(memory), kind=hit.kind.value, id_=hit.id, score=round(hit.score, 4)):
+            kept.append(words)
+    return [fillers[name].section for name in budgets]
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)

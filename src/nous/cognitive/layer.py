@@ -1,0 +1,329 @@
+"""The turn loop: ``pre_turn`` before the agent answers, ``post_turn`` after, ``end_session`` at
+the end. Everything a session needs between calls is in the store (``heart.sessions``), so a
+restart or another process continues it.
+
+pre_turn: resolve a follow-up to its topic → choose the frame → record the user message →
+open (or dedup) the session's episode → gather identity, profile, censors, working memory,
+recent episodes and one frame-boosted recall → assemble the context within budget.
+post_turn: record the reply (turns, tools, characters), store the exchange as two turns of the
+session's episode, link the decisions and facts written during the turn to it.
+end_session: close the episode (or discard it if the session stayed trivial), turn reflection
+lines into facts through the dedup write path, and mark the session ended for the event pipeline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from nous._text import validate_content
+from nous._time import utcnow
+from nous.brain import Brain
+from nous.cognitive.context import Context, ContextInputs, build_context
+from nous.cognitive.frames import Budget, get_frame
+from nous.cognitive.selection import FrameSelector
+from nous.errors import ConflictError, InvalidInputError
+from nous.heart import Heart
+from nous.heart.identity import Identity
+from nous.models import (
+    Edge,
+    EdgeRelation,
+    Episode,
+    Fact,
+    FactCategory,
+    Memory,
+    MemoryKind,
+    Provenance,
+    RecallHit,
+    Turn,
+    WriteResult,
+)
+from nous.models.session import SessionState
+from nous.retrieval import RecallQuery, Retriever
+from nous.retrieval.timeparse import parse_time_expression
+from nous.storage.base import PutEdge, WriteOp
+
+RETRIEVE_LIMIT = 40  # memories one recall brings for the retrieved sections to choose from
+ALREADY_SAID_TURNS = 4  # the session's last turns: the agent has them, the context leaves them out
+FOLLOW_UP = re.compile(
+    r"^\s*(tell me more|more|go on|continue|why\??|how so\??|and (then|the other( one)?|that)|what about (it|that|them)"
+    r"|elaborate|explain( that| more)?|really\??|such as\??|like what\??|which one\??|and\??)\b",
+    re.IGNORECASE,
+)
+FOLLOW_UP_MAX_WORDS = 6
+REFLECTION_MAX_LINES = 20
+
+
+class TurnResult(BaseModel):
+    """What the agent did in a turn: its reply, the tools it used, the memories it wrote."""
+
+    reply: str
+    tools_used: list[str] = Field(default_factory=list)
+    decision_ids: list[str] = Field(default_factory=list)
+    fact_ids: list[str] = Field(default_factory=list)
+
+
+class TurnContext(Context):
+    """The context of a turn plus what pre_turn did to the session."""
+
+    episode_action: str = Field(description="created, already_open, duplicate or not_significant")
+    episode_id: str | None = Field(default=None, description="The session's episode, if it has one.")
+    duplicate_of: str | None = Field(default=None, description="An existing episode this turn repeats.")
+    turn: int = Field(description="The number of this turn in the session (1-based).")
+
+
+class SessionEnd(BaseModel):
+    """How a session ended: its final state, its closed (or discarded) episode, facts learned."""
+
+    session: SessionState
+    episode: Episode | None = None
+    facts: list[WriteResult] = Field(default_factory=list)
+
+
+def is_follow_up(text: str) -> bool:
+    return len(text.split()) <= FOLLOW_UP_MAX_WORDS and bool(FOLLOW_UP.match(text))
+
+
+class CognitiveLayer:
+    """The turn loop of one agent over its heart, brain and retriever."""
+
+    def __init__(self, heart: Heart, brain: Brain, retriever: Retriever) -> None:
+        self.heart = heart
+        self.brain = brain
+        self.retriever = retriever
+        self.repo = heart.sessions.repo
+        self.identity = Identity(self.repo)
+        self.selector = FrameSelector(self.repo.embedder)
+
+    async def pre_turn(
+        self,
+        session_id: str,
+        user_text: str,
+        *,
+        user_id: str | None = None,
+        frame: str | None = None,
+        budget: int | None = None,
+        at: datetime | None = None,
+    ) -> TurnContext:
+        """Everything before the agent answers; returns the context to give it."""
+        session_id = _session_id(session_id)
+        text = validate_content(user_text)
+        forced = get_frame(frame) if frame is not None else None
+        now = at or utcnow()
+        prior = await self.heart.sessions.find(session_id)
+        if prior is not None and prior.ended:
+            raise ConflictError(f"session {session_id!r} has ended; start a new one")
+        follow_up = prior is not None and prior.topic is not None and is_follow_up(text)
+        query = f"{prior.topic} {text}" if follow_up and prior and prior.topic else text
+        has_identity = await self.identity.is_set()
+        choice = await self.selector.select(query, has_identity=has_identity)
+        chosen = forced or get_frame(choice.frame)
+        limits = _budget(chosen.budget, budget)
+        censors = await self.heart.censors.active()
+        censor_ids = [c.id for c in censors]
+        state = await self.heart.sessions.note_user(
+            session_id,
+            text,
+            user_id=user_id,
+            frame=chosen.id,
+            active_censors=censor_ids,
+            topic=None if follow_up or choice.greeting else text,
+            at=now,
+        )
+        user_id = state.user_id
+        episode = await self.heart.sessions.start_episode(state, text, frame=chosen.id, at=now)
+        recap = parse_time_expression(query, now).recap
+        greeting = choice.greeting and forced is None
+
+        async def hits() -> list[RecallHit]:
+            if greeting or not limits.retrieves:
+                return []
+            return await self.retriever.recall(
+                RecallQuery(
+                    text=query,
+                    limit=RETRIEVE_LIMIT,
+                    user_id=user_id,
+                    frame=chosen.id,
+                    active_censors=tuple(censor_ids),
+                    now=now,
+                )
+            )
+
+        async def profile() -> list[Fact]:
+            return await self.identity.user_profile(user_id) if user_id else []
+
+        identity, facts, wm, recent, found, said = await asyncio.gather(
+            self.identity.sections(),
+            profile(),
+            self.heart.working_memory.get(session_id),
+            self._recent_episodes(user_id, session_id, now),
+            hits(),
+            self._already_said(session_id),
+        )
+        warnings = [i.content for i in wm.items if i.kind == "censor_warning"]
+        context = build_context(
+            ContextInputs(
+                session_id=session_id,
+                frame=chosen,
+                frame_confidence=1.0 if forced else choice.confidence,
+                query=query,
+                greeting=greeting,
+                recap=recap,
+                budget=limits,
+                identity=identity,
+                profile=facts,
+                censors=censors,
+                warnings=warnings,
+                working_memory=wm,
+                recent=recent,
+                hits=found,
+                already_said=said,
+                now=now,
+            )
+        )
+        self.repo.note_recalled(
+            [i.id for s in context.sections if s.name != "recent" for i in s.items if i.id]
+        )
+        return TurnContext(
+            **context.model_dump(),
+            episode_action=episode.action.value,
+            episode_id=episode.episode_id,
+            duplicate_of=episode.duplicate_of,
+            turn=state.turn_count + 1,
+        )
+
+    async def _recent_episodes(self, user_id: str | None, session_id: str, now: datetime) -> list[Memory]:
+        found = await self.repo.query(kinds=(MemoryKind.EPISODE,), user_id=user_id, until=now, limit=8)
+        return [e for e in found if e.session_id != session_id]
+
+    async def _already_said(self, session_id: str) -> list[str]:
+        turns = await self.repo.query(
+            kinds=(MemoryKind.TURN,), session_id=session_id, limit=ALREADY_SAID_TURNS
+        )
+        return [t.content for t in turns]
+
+    async def post_turn(
+        self,
+        session_id: str,
+        result: TurnResult | str,
+        *,
+        at: datetime | None = None,
+        actor: str = "api",
+    ) -> SessionState:
+        """Record the agent's reply: counters, the exchange as two turns, links to what it wrote."""
+        session_id = _session_id(session_id)
+        outcome = TurnResult(reply=result) if isinstance(result, str) else result
+        reply = validate_content(outcome.reply)
+        now = at or utcnow()
+        before = await self.heart.sessions.get(session_id)
+        state = await self.heart.sessions.note_reply(session_id, reply, outcome.tools_used, at=now)
+        episode_id = state.episode_id
+        turns = [
+            self._turn(state, role, content, episode_id, at)
+            for role, content, at in (
+                ("user", before.last_user_text, before.last_active_at),
+                ("assistant", reply, now),
+            )
+            if content
+        ]
+        ops: list[WriteOp] = []
+        if episode_id is not None:
+            for memory_id in [*(t.id for t in turns), *outcome.decision_ids, *outcome.fact_ids]:
+                ops.append(
+                    PutEdge(
+                        Edge(
+                            source_id=memory_id,
+                            target_id=episode_id,
+                            relation=EdgeRelation.PART_OF,
+                            agent_id=self.repo.agent_id,
+                        )
+                    )
+                )
+        if len(turns) == 2:
+            ops.append(
+                PutEdge(
+                    Edge(
+                        source_id=turns[1].id,
+                        target_id=turns[0].id,
+                        relation=EdgeRelation.FOLLOWS,
+                        agent_id=self.repo.agent_id,
+                    )
+                )
+            )
+        await self.repo.create_many(turns, actor=actor, extra_ops=ops)
+        return state
+
+    def _turn(
+        self, state: SessionState, role: str, content: str, episode_id: str | None, at: datetime
+    ) -> Turn:
+        return Turn(
+            agent_id=self.repo.agent_id,
+            user_id=state.user_id,
+            session_id=state.session_id,
+            role=role,
+            speaker=role,
+            content=f"{role}: {content}",
+            episode_id=episode_id,
+            occurred_at=at,
+            encoded_frame=state.frame,
+            encoded_censors=state.active_censors or None,
+            provenance=Provenance(source="turn", session_id=state.session_id, episode_id=episode_id),
+        )
+
+    async def end_session(
+        self,
+        session_id: str,
+        *,
+        reflection: str | None = None,
+        at: datetime | None = None,
+        actor: str = "api",
+    ) -> SessionEnd:
+        """End the session; each line of ``reflection`` becomes a lesson fact (deduplicated)."""
+        session_id = _session_id(session_id)
+        state, episode = await self.heart.sessions.end(session_id, reflection=reflection, at=at, actor=actor)
+        facts: list[WriteResult] = []
+        for line in _lines(reflection):
+            facts.append(
+                await self.heart.facts.learn(
+                    line,
+                    category=FactCategory.LESSON,
+                    source="reflection",
+                    user_id=state.user_id,
+                    session_id=session_id,
+                    encoded_frame=state.frame,
+                    encoded_censors=state.active_censors or None,
+                    actor=actor,
+                )
+            )
+        return SessionEnd(session=state, episode=episode, facts=facts)
+
+
+def _lines(reflection: str | None) -> list[str]:
+    if not reflection:
+        return []
+    lines = [re.sub(r"^\s*([-*•]|\d+[.)])\s*", "", line).strip() for line in reflection.splitlines()]
+    return [line for line in lines if len(line) >= 8][:REFLECTION_MAX_LINES]
+
+
+def _session_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 200:
+        raise InvalidInputError(
+            "session_id must be a non-empty string of at most 200 characters", field="session_id"
+        )
+    return session_id.strip()
+
+
+def _budget(frame_budget: Budget, total: int | None) -> Budget:
+    """The frame's budgets, with the total overridden if asked (never below the fixed sections)."""
+    if total is None:
+        return frame_budget
+    if total < frame_budget.fixed:
+        raise InvalidInputError(
+            f"budget {total} is below the fixed sections' {frame_budget.fixed} tokens "
+            "(identity, user profile, censors, frame, working memory)",
+            field="budget",
+        )
+    return frame_budget.model_copy(update={"total": total})

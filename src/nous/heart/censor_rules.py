@@ -1,0 +1,252 @@
+"""How a censor judges an action: pattern validation, time-bounded matching, semantic threshold.
+
+A censor fires on an action text when its trigger pattern matches (a case-insensitive regular
+expression) or, failing that, when the action means nearly the same as the censor
+(``SEMANTIC_THRESHOLD``). The strongest action among the censors that fire decides:
+``warn`` lets the action go ahead with a warning, ``block`` stops it unless the caller overrides,
+``absolute`` stops it always (it is reported as ``block`` and no override lifts it).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from enum import StrEnum
+from typing import Literal
+
+import numpy as np
+import regex  # type: ignore[import-untyped]
+from pydantic import BaseModel, Field
+
+from nous.errors import InvalidInputError
+from nous.memory import MemoryRepository
+from nous.models import Censor, CensorAction
+
+try:  # the stdlib's own parser: the only full reading of Python regex syntax there is
+    from re import _parser as _sre  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python < 3.11
+    import sre_parse as _sre  # type: ignore[no-redef]
+
+# Cosine (all-MiniLM-L6-v2) between an action text and a censor's stored embedding at or above which
+# the censor fires although its pattern does not match. Chosen on the hand-written pairs in
+# tests/censor_calibration.py (`python -m tests.censor_calibration` prints this): 22 actions that
+# do what their censor forbids in other words scored 0.316-0.711 (median 0.434); 22 harmless
+# actions from the same domains -0.034-0.435 (median 0.226); the 462 cross pairs (each action
+# against the other censors) at most 0.431. At 0.45 no harmless pair fires (a margin of 0.015 over
+# the highest; 0.44 would catch one more paraphrase with a margin of 0.005) and 10 of the 22
+# paraphrases are caught. A topic embedding cannot
+# tell "make the bucket public" from "keep the bucket private", so the semantic check is a net
+# under the pattern, not a replacement for it; a lower threshold blocks harmless same-topic actions.
+SEMANTIC_THRESHOLD = 0.45
+
+# Regex time bounds. Each pattern gets PATTERN_TIMEOUT seconds; one check spends at most
+# PATTERN_BUDGET seconds on all its patterns, after which each remaining pattern gets
+# MIN_PATTERN_TIMEOUT. A pattern that runs out of time counts as matched (fail closed): padding
+# an action until its censor's regex gives up must not slip the action through.
+PATTERN_TIMEOUT = 0.25
+PATTERN_BUDGET = 1.0
+MIN_PATTERN_TIMEOUT = 0.01
+
+# The semantic check reads this many windows of this many characters from the start of a long
+# action text (the model reads ~700 characters of a text anyway); patterns read all of it.
+SEMANTIC_WINDOW_CHARS = 1000
+SEMANTIC_MAX_WINDOWS = 4
+
+_FLAGS = regex.IGNORECASE | regex.V0
+
+
+class ActionDecision(StrEnum):
+    """What the caller should do with the action."""
+
+    ALLOW = "allow"
+    WARN = "warn"
+    BLOCK = "block"
+
+
+class CensorMatch(BaseModel):
+    """A censor that fired on an action, and the action in force after escalation."""
+
+    censor: Censor
+    action: CensorAction = Field(description="The censor's action in force (after any escalation).")
+    escalated: bool = Field(default=False, description="This activation escalated warn to block.")
+    how: Literal["pattern", "semantic"] = "pattern"
+    similarity: float | None = Field(default=None, description="Cosine to the censor, when computed.")
+    reason: str = ""
+    timed_out: bool = Field(default=False, description="The pattern ran out of time (fail closed).")
+
+
+class ActionCheck(BaseModel):
+    """The verdict on an action: ``decision``, the censors that fired and why."""
+
+    decision: ActionDecision
+    matches: list[CensorMatch] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
+    overridden: bool = Field(default=False, description="An override turned a block into a warning.")
+    warnings: list[str] = Field(default_factory=list)
+
+
+# -- patterns ------------------------------------------------------------------------------------
+_BACKTRACKING_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT}
+
+
+def _nested_quantifier(items: object, in_repeat: bool) -> bool:
+    """True if a quantifier that can repeat a varying number of times sits inside a repeated one
+    (``(a+)+``, ``(a*)*``, ``(.*)*``, ``(x{1,5})+``): its backtracking can take exponential time.
+
+    ``?`` inside a repeat is allowed. Atomic groups and possessive quantifiers never backtrack,
+    so nesting through them is safe.
+    """
+    for op, av in items:  # type: ignore[attr-defined]
+        if op in _BACKTRACKING_REPEATS:
+            lo, hi, sub = av
+            if in_repeat and hi > 1 and hi != lo:
+                return True
+            if _nested_quantifier(sub, in_repeat or hi > 1):
+                return True
+        elif op == _sre.POSSESSIVE_REPEAT:
+            if _nested_quantifier(av[2], False):
+                return True
+        elif op == _sre.ATOMIC_GROUP:
+            if _nested_quantifier(av, False):
+                return True
+        elif op == _sre.SUBPATTERN:
+            if _nested_quantifier(av[-1], in_repeat):
+                return True
+        elif op == _sre.BRANCH:
+            if any(_nested_quantifier(branch, in_repeat) for branch in av[1]):
+                return True
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            if _nested_quantifier(av[1], in_repeat):
+                return True
+        elif op == _sre.GROUPREF_EXISTS and any(
+            b is not None and _nested_quantifier(b, in_repeat) for b in av[1:]
+        ):
+            return True
+    return False
+
+
+def validate_pattern(pattern: object) -> str:
+    """The pattern if it is a usable trigger, else InvalidInputError naming ``trigger_pattern``.
+
+    Rejected: invalid regular expressions, patterns that match empty text (they would fire on
+    every action) and nested quantifiers, whose backtracking can take exponential time.
+    """
+    field = "trigger_pattern"
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise InvalidInputError("trigger_pattern must be a non-empty regular expression", field=field)
+    try:
+        parsed = _sre.parse(pattern, re.IGNORECASE)
+        compiled = _compile(pattern)
+    except (re.error, regex.error) as exc:
+        raise InvalidInputError(
+            f"trigger_pattern is not a valid regular expression: {exc}", field=field
+        ) from None
+    except (RecursionError, OverflowError):
+        raise InvalidInputError("trigger_pattern is too deeply nested", field=field) from None
+    if _nested_quantifier(parsed, False):
+        raise InvalidInputError(
+            f"trigger_pattern {pattern!r} nests a quantifier inside a repeated group (like (a+)+ or "
+            "(.*)*), which can take exponential time on some inputs; rewrite it without the nesting, "
+            "or make the inner part atomic (?>...) or possessive (a++)",
+            field=field,
+        )
+    if compiled.fullmatch("") is not None:
+        raise InvalidInputError(
+            f"trigger_pattern {pattern!r} matches empty text, so it would fire on every action",
+            field=field,
+        )
+    return pattern
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(pattern: str) -> regex.Pattern[str]:
+    return regex.compile(pattern, _FLAGS)
+
+
+def pattern_matches(pattern: str, text: str, *, timeout: float = PATTERN_TIMEOUT) -> bool | None:
+    """Whether ``pattern`` matches ``text`` (case-insensitive); None if it ran out of time.
+
+    A pattern stored before validation that does not compile is taken as literal text.
+    """
+    try:
+        compiled = _compile(pattern)
+    except (regex.error, RecursionError, OverflowError):
+        return pattern.lower() in text.lower()
+    try:
+        return compiled.search(text, timeout=timeout) is not None
+    except TimeoutError:
+        return None
+
+
+# -- meaning -------------------------------------------------------------------------------------
+def semantic_windows(text: str) -> list[str]:
+    """The start of ``text`` in up to SEMANTIC_MAX_WINDOWS pieces, cut at whitespace if possible."""
+    windows: list[str] = []
+    start = 0
+    while start < len(text) and len(windows) < SEMANTIC_MAX_WINDOWS:
+        end = start + SEMANTIC_WINDOW_CHARS
+        if end < len(text):
+            cut = text.rfind(" ", start + SEMANTIC_WINDOW_CHARS // 2, end)
+            end = cut if cut > 0 else end
+        piece = text[start:end].strip()
+        if piece:
+            windows.append(piece)
+        start = end
+    return windows
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+
+async def similarities(repo: MemoryRepository, text: str, censors: list[Censor]) -> dict[str, float]:
+    """Cosine of ``text`` (its best window) to each censor's stored embedding; a censor stored
+    while the provider was failing is embedded now. EmbeddingError if the provider fails."""
+    if not censors:
+        return {}
+    stored = await repo.store.vectors(repo.agent_id, [c.id for c in censors])
+    pending = [c for c in censors if c.id not in stored]
+    if pending:
+        fresh = await repo.embedder.embed_many([c.embedding_text() for c in pending])
+        stored = {**stored, **{c.id: v for c, v in zip(pending, fresh, strict=True)}}
+    actions = _unit(await repo.embedder.embed_many(semantic_windows(text)))
+    matrix = _unit(np.stack([stored[c.id] for c in censors]).astype(np.float32))
+    best = (matrix @ actions.T).max(axis=1)
+    return {c.id: float(b) for c, b in zip(censors, best, strict=True)}
+
+
+# -- verdict -------------------------------------------------------------------------------------
+def describe(match: CensorMatch) -> str:
+    """One line: which censor fired, how, and why it exists."""
+    censor = match.censor
+    how = (
+        f"pattern `{censor.trigger_pattern}` ran out of time, treated as a match"
+        if match.timed_out
+        else f"pattern `{censor.trigger_pattern}`"
+        if match.how == "pattern"
+        else f"similar in meaning ({match.similarity or 0.0:.2f}) to `{censor.trigger_pattern}`"
+    )
+    why = censor.reason or "no reason given"
+    escalated = ", escalated from warn after repeated activations" if match.escalated else ""
+    return f"{match.action.value} by censor {censor.id[:8]} ({how}{escalated}): {why}"
+
+
+def decide(matches: list[CensorMatch], *, override: bool) -> ActionCheck:
+    """The strongest action among ``matches``; ``override`` lifts a block but never an absolute."""
+    actions = {m.action for m in matches}
+    reasons = [m.reason or describe(m) for m in matches]
+    overridden = False
+    if CensorAction.ABSOLUTE in actions:
+        decision = ActionDecision.BLOCK
+        if override:
+            reasons.append("override refused: an absolute censor cannot be overridden")
+    elif CensorAction.BLOCK in actions:
+        decision = ActionDecision.WARN if override else ActionDecision.BLOCK
+        overridden = override
+        if override:
+            reasons.append("block overridden by the caller: proceeding with a warning")
+    elif actions:
+        decision = ActionDecision.WARN
+    else:
+        decision = ActionDecision.ALLOW
+    return ActionCheck(decision=decision, matches=matches, reasons=reasons, overridden=overridden)

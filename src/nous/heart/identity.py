@@ -1,0 +1,69 @@
+"""Identity: who the agent is, in versioned sections, every change in history; and the profile of
+each user, built from that user's preference and person facts."""
+
+from __future__ import annotations
+
+from nous._text import validate_content
+from nous._time import utcnow
+from nous._tokens import count_tokens
+from nous.errors import InvalidInputError
+from nous.memory import MemoryRepository
+from nous.models import Fact, FactCategory, HistoryEntry, MemoryKind
+from nous.models.session import IdentitySection
+from nous.storage.base import SetIdentitySection
+
+# Token budget of each section; together they fill the context's 500-token identity section.
+SECTION_BUDGETS: dict[str, int] = {
+    "character": 150,
+    "values": 100,
+    "protocols": 100,
+    "preferences": 75,
+    "boundaries": 75,
+}
+PROFILE_CATEGORIES = (FactCategory.PREFERENCE, FactCategory.PERSON)
+
+
+class Identity:
+    """Reads and writes the agent's identity sections."""
+
+    def __init__(self, repo: MemoryRepository) -> None:
+        self.repo = repo
+
+    async def sections(self) -> list[IdentitySection]:
+        """The sections that were set, in the fixed order (character first)."""
+        found = {s.section: s for s in await self.repo.store.identity(self.repo.agent_id)}
+        return [found[name] for name in SECTION_BUDGETS if name in found]
+
+    async def is_set(self) -> bool:
+        return bool(await self.repo.store.identity(self.repo.agent_id))
+
+    async def set(self, section: str, content: str, *, actor: str = "api") -> IdentitySection:
+        """Replace one section (its version goes up; the old text stays in history)."""
+        if section not in SECTION_BUDGETS:
+            raise InvalidInputError(
+                f"unknown identity section {section!r}; known: {', '.join(SECTION_BUDGETS)}", field="section"
+            )
+        text = validate_content(content)
+        tokens, budget = count_tokens(text), SECTION_BUDGETS[section]
+        if tokens > budget:
+            raise InvalidInputError(
+                f"identity section {section!r} is {tokens} tokens; its budget is {budget}: shorten it",
+                field="content",
+            )
+        op = SetIdentitySection(self.repo.agent_id, section, text, actor, utcnow())
+        await self.repo.store.apply([op])
+        return next(s for s in await self.sections() if s.section == section)
+
+    async def history(self, section: str) -> list[HistoryEntry]:
+        return await self.repo.store.history(self.repo.agent_id, f"identity:{section}")
+
+    async def user_profile(self, user_id: str, *, limit: int = 20) -> list[Fact]:
+        """That user's live preference and person facts, newest first."""
+        found = await self.repo.query(kinds=(MemoryKind.FACT,), user_id=user_id, limit=200)
+        facts = [
+            f
+            for f in found
+            if isinstance(f, Fact) and f.category in PROFILE_CATEGORIES and f.superseded_by is None
+        ]
+        facts.sort(key=lambda f: f.occurred_at or f.created_at, reverse=True)
+        return facts[:limit]

@@ -1,0 +1,39 @@
+-- Conversation sessions: counters incremented in SQL by each turn, so a restart or a second
+-- process continues the same session. ended_at marks a session the event pipeline picks up.
+CREATE TABLE IF NOT EXISTS sessions (
+    agent_id        TEXT NOT NULL,
+    session_id      TEXT NOT NULL,
+    user_id         TEXT,
+    frame           TEXT,
+    active_censors  TEXT NOT NULL DEFAULT '[]',
+    topic           TEXT,
+    last_user_text  TEXT,
+    turn_count      INTEGER NOT NULL DEFAULT 0,
+    user_chars      INTEGER NOT NULL DEFAULT 0,
+    assistant_chars INTEGER NOT NULL DEFAULT 0,
+    remember        INTEGER NOT NULL DEFAULT 0,
+    episode_id      TEXT,
+    started_at      TEXT NOT NULL,
+    last_active_at  TEXT NOT NULL,
+    ended_at        TEXT,
+    PRIMARY KEY (agent_id, session_id)
+);
+CREATE INDEX IF NOT EXISTS idx_sessions_active ON sessions (agent_id, last_active_at);
+
+CREATE TABLE IF NOT EXISTS session_tools (
+    agent_id   TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    tool       TEXT NOT NULL,
+    PRIMARY KEY (agent_id, session_id, tool)
+);
+
+-- The agent's identity: versioned sections (character, values, protocols, preferences,
+-- boundaries); every change also writes a history row (memory_id 'identity:<section>').
+CREATE TABLE IF NOT EXISTS identity (
+    agent_id   TEXT NOT NULL,
+    section    TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (agent_id, section)
+);
