@@ -33,6 +33,16 @@ def load_labelled_dir(directory: Path, limit_files: int | None = None) -> list[L
     return [load_labelled(p) for p in conversation_files(directory, limit_files)]
 
 
+def load_any_dir(directory: Path, limit_files: int | None = None) -> list[LabelledConversation]:
+    """LoCoMo files and labelled conversations alike: a file with a top-level ``sessions`` list is
+    in the labelled format, anything else is read as LoCoMo."""
+    out = []
+    for path in conversation_files(directory, limit_files):
+        head = path.read_text(encoding="utf-8")[:4000]
+        out.append(load_labelled(path) if '"sessions"' in head else from_locomo(path))
+    return out
+
+
 async def run_locomo(
     directory: Path,
     *,

@@ -10,9 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
+from nous.bench.context import run_context
 from nous.bench.dedup import default_pairs_path, load_pairs, run_dedup
 from nous.bench.labelled import LabelledConversation
-from nous.bench.locomo import load_labelled_dir, load_locomo_dir
+from nous.bench.locomo import load_any_dir, load_labelled_dir, load_locomo_dir
 from nous.bench.retrieval import run_retrieval
 from nous.bench.scale import run_scale
 from nous.cli.output import console, err_console, print_json, progress_bar, table
@@ -211,6 +212,66 @@ def locomo(
     _run_retrieval_command(
         ctx, "LoCoMo retrieval", lambda: load_locomo_dir(directory, files), k, out, presets
     )
+
+
+@app.command()
+def context(
+    ctx: typer.Context,
+    directory: Annotated[
+        Path, typer.Argument(help="Folder of LoCoMo or labelled conversation *.json files.")
+    ],
+    out: Annotated[Path | None, _JSON_OPTION] = None,
+    files: Annotated[int | None, _FILES_OPTION] = None,
+) -> None:
+    """Context evidence recall: is the evidence in what the agent actually sees?
+
+    For each conversation (LoCoMo files, categories 1-4, or the labelled format of `bench
+    retrieval`): a fresh store, ingest, then every question as the first message of a fresh
+    session through `pre_turn`. A question scores when each evidence group has a message among the
+    context's items whose text (or its first 200 characters) is in the context text. Prints
+    context_recall_all / _any overall and per category, the frames chosen, tokens against budget
+    and pre_turn latency.
+
+    Example: nous bench context ../shared/datasets/locomo --json context.json
+    """
+    if not directory.is_dir():
+        raise fail(f"{directory} is not a directory", 2)
+    try:
+        conversations = load_any_dir(directory, files)
+    except (NousError, FileNotFoundError) as exc:
+        raise fail(str(exc), 2) from None
+    result = run(
+        run_context(
+            conversations,
+            settings=state(ctx).settings,
+            progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+        )
+    )
+    table(
+        f"context evidence recall · {result['questions']} questions",
+        ["category", "questions", "recall_all", "recall_any"],
+        [
+            [c, m["questions"], f"{m['context_recall_all']:.3f}", f"{m['context_recall_any']:.3f}"]
+            for c, m in result["per_category"].items()
+        ]
+        + [
+            [
+                "all",
+                result["questions"],
+                f"{result['context_recall_all']:.3f}",
+                f"{result['context_recall_any']:.3f}",
+            ]
+        ],
+    )
+    t, lat = result["tokens"], result["latency_ms"]
+    frames = ", ".join(f"{f} {n}" for f, n in result["frames"].items())
+    console.print(
+        f"frames: {frames} · tokens p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · over budget "
+        f"{t['over_budget']} · pre_turn p50 {lat['p50']} ms · p95 {lat['p95']} ms"
+    )
+    if out:
+        out.write_text(json.dumps(result, indent=2))
+        console.print(f"wrote {out}")
 
 
 @app.command()
