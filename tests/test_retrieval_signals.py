@@ -79,8 +79,8 @@ async def test_frame_and_censor_boosts(nous: Nous) -> None:
     plain = await nous.learn("Restart the worker pods when the queue backs up")
     debug = await nous.learn(
         "Restart the worker pods when the queue stalls",
-        encoded_frame="debug",
-        encoded_censors=["no-prod-writes"],
+        frame="debug",
+        censors=["no-prod-writes"],
     )
     in_debug = await nous.recall("what to do when the queue is stuck", frame="debug", limit=2)
     assert in_debug[0].id == debug.id and in_debug[0].signals["frame_boost"] == 1.3

@@ -3,6 +3,7 @@ sessions in the store, frames, the context engine's budgets and sections, recap,
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -291,3 +292,48 @@ async def test_identity_is_versioned_with_history(nous: Nous) -> None:
         await nous.set_identity("boundaries", "Never do anything unsafe. " * 40)
     with pytest.raises(InvalidInputError, match="unknown identity section"):
         await nous.set_identity("mood", "cheerful")
+
+
+async def test_ingest_ends_each_session_as_a_live_session_ends(nous: Nous, tmp_path: Path) -> None:
+    conversation = {
+        "id": "c1",
+        "sessions": [
+            {
+                "id": "s1",
+                "started_at": "2026-02-01T10:00:00Z",
+                "messages": [
+                    {
+                        "id": "m1",
+                        "role": "user",
+                        "content": "Please remember that my bike is a blue Brompton.",
+                    },
+                    {"id": "m2", "role": "assistant", "content": "Noted: a blue Brompton."},
+                ],
+            },
+            {
+                "id": "s2",
+                "started_at": "2026-02-02T10:00:00Z",
+                "messages": [{"id": "m3", "role": "user", "content": "hi"}],
+            },
+        ],
+    }
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(conversation))
+    await nous.ingest(path)
+    ended = await nous.sessions(ended=True)
+    assert {s.session_id for s in ended} == {"c1:s1", "c1:s2"}
+    first = next(s for s in ended if s.session_id == "c1:s1")
+    assert first.turn_count == 1 and first.remember and first.episode_id is not None
+    second = next(s for s in ended if s.session_id == "c1:s2")
+    assert second.is_trivial() and (await nous.get(second.episode_id)).active is False
+    assert await nous.sessions(ended=False) == []
+
+
+async def test_a_users_context_holds_their_memories_and_shared_ones_never_another_users(nous: Nous) -> None:
+    shared = (await nous.learn("The office wifi password is on the fridge door.")).memory
+    bob = (await nous.learn("Bob keeps his wifi router in the garage.", user_id="bob")).memory
+    alice = (await nous.learn("Alice's home wifi is called Heron.", user_id="alice")).memory
+    ids = {h.id for h in await nous.recall("where is the wifi information?", user_id="alice", limit=10)}
+    assert {shared.id, alice.id} <= ids and bob.id not in ids
+    ctx = await nous.pre_turn("s", "Where is the wifi information?", user_id="alice")
+    assert shared.id in ctx.included_ids() and bob.id not in ctx.included_ids()

@@ -16,7 +16,7 @@ from nous.cognitive import CognitiveLayer, SessionEnd, TurnContext, TurnResult, 
 from nous.config import Settings
 from nous.embeddings import Embedder, EmbeddingProvider, create_provider
 from nous.errors import InvalidInputError, NousError
-from nous.heart import ActionCheck, CensorMatch, Heart
+from nous.heart import ActionCheck, ActionDecision, CensorMatch, Heart
 from nous.ingest import Conversation, IngestReport, ingest_conversation, parse_conversation
 from nous.memory import MemoryRepository
 from nous.memory.dedup import DedupThresholds, SimilarityCheck
@@ -194,12 +194,25 @@ class Nous:
         await repo.create_many(memories, actor=actor, extra_ops=[PutEdge(e) for e in edges])
 
     # -- Heart -------------------------------------------------------------------
+    async def _encoding(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Frame-tagged encoding: a memory written in a live session carries the session's frame
+        and active censors unless given; an unknown frame is an InvalidInputError."""
+        session_id = fields.get("session_id")
+        if session_id and ("frame" not in fields or "censors" not in fields):
+            state = await self.heart.sessions.find(session_id)
+            if state is not None and not state.ended:
+                fields.setdefault("frame", state.frame)
+                fields.setdefault("censors", state.active_censors or None)
+        check_frame(fields.get("frame"))
+        return fields
+
     async def learn(self, content: str, **fields: Any) -> WriteResult:
-        """Store a fact (see ``Facts.learn`` for the fields)."""
-        return await self.heart.facts.learn(content, **fields)
+        """Store a fact (see ``Facts.learn`` for the fields). With ``session_id`` of a live session
+        the fact carries that session's frame and active censors."""
+        return await self.heart.facts.learn(content, **await self._encoding(fields))
 
     async def start_episode(self, title: str, **fields: Any) -> Episode:
-        return await self.heart.episodes.start(title, **fields)
+        return await self.heart.episodes.start(title, **await self._encoding(fields))
 
     async def end_episode(self, episode_id: str, **fields: Any) -> Episode:
         return await self.heart.episodes.end(episode_id, **fields)
@@ -261,7 +274,8 @@ class Nous:
         return await self.cognitive.identity.set(section, content)
 
     async def add_procedure(self, name: str, description: str, **fields: Any) -> WriteResult:
-        return await self.heart.procedures.add(name, description, **fields)
+        """Store a procedure; with ``session_id`` it carries the live session's frame and censors."""
+        return await self.heart.procedures.add(name, description, **await self._encoding(fields))
 
     async def add_censor(self, trigger_pattern: str, **fields: Any) -> WriteResult:
         return await self.heart.censors.add(trigger_pattern, **fields)
@@ -282,10 +296,20 @@ class Nous:
         the censors that fired (by pattern or by meaning) and their reasons. ``override=True``
         turns a ``block`` into a ``warn``, except for ``absolute`` censors, which always block.
         Each firing is counted (unless ``record`` is False) and a ``warn`` censor escalates to
-        ``block`` after ``escalation_threshold`` firings."""
-        return await self.heart.censors.check_action(
+        ``block`` after ``escalation_threshold`` firings. With ``session_id``, a warning is also
+        placed in that session's working memory, so the next context shows it."""
+        verdict = await self.heart.censors.check_action(
             action_text, session_id=session_id, override=override, record=record, actor=actor
         )
+        if session_id is not None and verdict.decision == ActionDecision.WARN:
+            for reason in verdict.reasons or ["an action matched a warning censor"]:
+                await self.heart.working_memory.focus(
+                    session_id,
+                    f"{reason} (action: {action_text[:120]})",
+                    relevance=1.0,
+                    kind="censor_warning",
+                )
+        return verdict
 
     async def censors(self, *, limit: int = 200) -> list[Censor]:
         """The censors in force, newest first."""
@@ -319,8 +343,9 @@ class Nous:
 
     # -- Brain -------------------------------------------------------------------
     async def record_decision(self, description: str, **fields: Any) -> Decision:
-        """Store a decision (see ``Decisions.record`` for the fields)."""
-        return await self.brain.decisions.record(description, **fields)
+        """Store a decision (see ``Decisions.record`` for the fields); with ``session_id`` it carries
+        the live session's frame and censors."""
+        return await self.brain.decisions.record(description, **await self._encoding(fields))
 
     async def review_decision(self, decision_id: str, outcome: str, *, note: str | None = None) -> Decision:
         return await self.brain.decisions.review(decision_id, outcome, note=note)
@@ -356,7 +381,8 @@ class Nous:
         memories count as reviewed (their stability grows) unless ``reinforce`` is False.
         ``preset`` picks a named retrieval recipe: ``default``, ``dense-only``, ``keyword-only``
         or ``no-boosts`` (see ``nous.PRESETS``); an unknown name is an InvalidInputError, as is an
-        unknown ``frame``.
+        unknown ``frame``. ``user_id`` scopes the search to that user's memories and the agent's
+        memories that belong to no user.
         """
         repo = self._need()
         assert self._retriever is not None

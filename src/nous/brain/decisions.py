@@ -63,7 +63,8 @@ class Decisions:
         session_id: str | None = None,
         episode_id: str | None = None,
         user_id: str | None = None,
-        encoded_frame: str | None = None,
+        frame: str | None = None,
+        censors: list[str] | None = None,
         actor: str = "api",
     ) -> Decision:
         """Store a decision; when ``episode_id`` is given it is linked to that episode.
@@ -92,7 +93,8 @@ class Decisions:
             session_id=session_id,
             episode_id=episode_id,
             user_id=user_id,
-            encoded_frame=encoded_frame,
+            encoded_frame=frame,
+            encoded_censors=censors,
             provenance=Provenance(source=actor, session_id=session_id, episode_id=episode_id),
         )
         self._check(decision)

@@ -7,7 +7,15 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from nous.cli import admin_commands, bench, censor_commands, conversation_commands, demo, memory_commands
+from nous.cli import (
+    admin_commands,
+    bench,
+    censor_commands,
+    cognitive_commands,
+    conversation_commands,
+    demo,
+    memory_commands,
+)
 from nous.cli.runtime import CliState, fail
 from nous.config import Settings
 
@@ -46,6 +54,7 @@ def main_options(
 memory_commands.register(app)
 censor_commands.register(app)
 conversation_commands.register(app)
+cognitive_commands.register(app)
 admin_commands.register(app)
 app.command()(demo.demo)
 app.add_typer(bench.app, name="bench")

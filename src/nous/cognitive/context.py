@@ -312,6 +312,8 @@ def _retrieved(inputs: ContextInputs, budget: Budget, shown: set[str]) -> list[C
         words = _words(memory.content)
         if hit.id in shown:
             f.drop(hit.id, DropReason.DUPLICATE)  # already in the recent-conversations tier
+        elif hit.kind == MemoryKind.EPISODE and memory.session_id == inputs.session_id:
+            f.drop(hit.id, DropReason.ALREADY_SAID)  # this very conversation
         elif getattr(memory, "superseded_by", None) is not None:
             f.drop(hit.id, DropReason.SUPERSEDED)
         elif hit.score < SCORE_FLOOR:

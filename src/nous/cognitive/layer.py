@@ -196,7 +196,9 @@ class CognitiveLayer:
         )
 
     async def _recent_episodes(self, user_id: str | None, session_id: str, now: datetime) -> list[Memory]:
-        found = await self.repo.query(kinds=(MemoryKind.EPISODE,), user_id=user_id, until=now, limit=8)
+        found = await self.repo.query(
+            kinds=(MemoryKind.EPISODE,), user_id=user_id, shared=True, until=now, limit=8
+        )
         return [e for e in found if e.session_id != session_id]
 
     async def _already_said(self, session_id: str) -> list[str]:
@@ -293,8 +295,8 @@ class CognitiveLayer:
                     source="reflection",
                     user_id=state.user_id,
                     session_id=session_id,
-                    encoded_frame=state.frame,
-                    encoded_censors=state.active_censors or None,
+                    frame=state.frame,
+                    censors=state.active_censors or None,
                     actor=actor,
                 )
             )

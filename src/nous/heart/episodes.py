@@ -30,7 +30,7 @@ class Episodes:
         started_at: datetime | None = None,
         participants: list[str] | None = None,
         tags: list[str] | None = None,
-        encoded_censors: list[str] | None = None,
+        censors: list[str] | None = None,
         provenance: Provenance | None = None,
         claim_session: bool = False,
         actor: str = "api",
@@ -52,7 +52,7 @@ class Episodes:
             occurred_at=started,
             participants=participants,
             tags=tags,
-            encoded_censors=encoded_censors,
+            encoded_censors=censors,
             provenance=provenance or Provenance(source=actor, session_id=session_id),
         )
         claim = (

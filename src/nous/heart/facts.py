@@ -37,8 +37,8 @@ class Facts:
         user_id: str | None = None,
         session_id: str | None = None,
         occurred_at: datetime | None = None,
-        encoded_frame: str | None = None,
-        encoded_censors: list[str] | None = None,
+        frame: str | None = None,
+        censors: list[str] | None = None,
         provenance: Provenance | None = None,
         supersedes: str | None = None,
         dedup: bool = True,
@@ -62,8 +62,8 @@ class Facts:
             session_id=session_id,
             occurred_at=occurred_at,
             valid_from=occurred_at,
-            encoded_frame=encoded_frame,
-            encoded_censors=encoded_censors,
+            encoded_frame=frame,
+            encoded_censors=censors,
             provenance=provenance or Provenance(source=source or actor, session_id=session_id),
         )
         return await self.write_path.store(fact, actor=actor, supersedes=supersedes, dedup=dedup)

@@ -27,8 +27,9 @@ class Procedures:
         core_concepts: list[str] | None = None,
         notes: str | None = None,
         tags: list[str] | None = None,
-        encoded_frame: str | None = None,
-        encoded_censors: list[str] | None = None,
+        frame: str | None = None,
+        censors: list[str] | None = None,
+        session_id: str | None = None,
         dedup: bool = True,
         actor: str = "api",
     ) -> WriteResult:
@@ -46,9 +47,10 @@ class Procedures:
             core_concepts=core_concepts,
             notes=notes,
             tags=tags,
-            encoded_frame=encoded_frame,
-            encoded_censors=encoded_censors,
-            provenance=Provenance(source=actor),
+            encoded_frame=frame,
+            encoded_censors=censors,
+            session_id=session_id,
+            provenance=Provenance(source=actor, session_id=session_id),
         )
         return await self.write_path.store(procedure, actor=actor, dedup=dedup)
 

@@ -43,9 +43,14 @@ class WorkingMemoryOrgan:
         kind: str = "note",
         memory_id: str | None = None,
     ) -> WorkingMemory:
-        """Add a focus item; beyond 20 items the least relevant are dropped."""
+        """Add a focus item, stamped with the session's frame and active censors; beyond 20 items
+        the least relevant are dropped."""
+        state = await self.repo.store.session(self.repo.agent_id, session_id)
+        stamp = {"frame": state.frame, "censors": state.active_censors} if state is not None else {}
         try:
-            item = WorkingMemoryItem(content=content, relevance=relevance, kind=kind, memory_id=memory_id)
+            item = WorkingMemoryItem(
+                content=content, relevance=relevance, kind=kind, memory_id=memory_id, **stamp
+            )
         except ValidationError as exc:
             raise invalid_from_pydantic(exc) from None
         wm = await self.get(session_id)

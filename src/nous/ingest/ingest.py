@@ -23,7 +23,7 @@ from nous.heart.sessions import Sessions, state_of
 from nous.ingest.formats import Conversation, ConversationMessage
 from nous.memory import MemoryRepository
 from nous.models import Edge, EdgeRelation, Episode, EpisodeOutcome, Provenance, Turn
-from nous.storage.base import PutEdge, WriteOp
+from nous.storage.base import PutEdge, PutSession, WriteOp
 
 _NAMESPACE = uuid.UUID("5b0c6c0e-8f1e-4e55-9d7e-6e6f75730002")
 TURN_SPACING = timedelta(seconds=30)
@@ -151,12 +151,16 @@ async def ingest_conversation(
             trigger="conversation ingestion",
             provenance=Provenance(source=f"ingest:{conversation.source_format}", session_id=session_key),
         )
+        # The session ends exactly as a live one does: its row is written ended, for the event
+        # pipeline to pick up; a trivial one has its episode kept but out of recall.
+        state = state_of(agent, session_key, [(m.role, m.content) for m in session.messages], started)
+        state.user_id, state.episode_id = user_id, None if duplicate else episode_id
+        state.last_active_at = state.ended_at = episode.ended_at or started
+        ops.append(PutSession(state))
         if duplicate:
             merged += 1
-        elif state_of(
-            agent, session_key, [(m.role, m.content) for m in session.messages], started
-        ).is_trivial():
-            episode.active = False  # kept, restorable, but out of recall (spec 000 A4)
+        elif state.is_trivial():
+            episode.active = False  # kept, restorable, but out of recall
             trivial += 1
         await repo.create_many([*([] if duplicate else [episode]), *turns], actor="ingest", extra_ops=ops)
         stored_sessions += 1

@@ -154,6 +154,8 @@ class WorkingMemoryItem(BaseModel):
     memory_id: str | None = None
     relevance: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
     added_at: datetime = Field(default_factory=utcnow)
+    frame: str | None = Field(default=None, description="The session's frame when it was added.")
+    censors: list[str] = Field(default_factory=list, description="Censors active when it was added.")
 
 
 class WorkingMemory(BaseModel):

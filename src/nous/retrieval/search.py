@@ -50,6 +50,7 @@ class RecallQuery:
     limit: int = 10
     kinds: tuple[MemoryKind, ...] | None = None
     user_id: str | None = None
+    shared: bool = True  # with user_id: also the memories that belong to no user
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
@@ -208,6 +209,7 @@ class Retriever:
             agent_id=self.repo.agent_id,
             kinds=q.kinds,
             user_id=q.user_id,
+            shared=q.shared,
             session_id=q.session_id,
             since=since,
             until=until,
@@ -415,6 +417,7 @@ class Retriever:
                 agent_id=self.repo.agent_id,
                 kinds=(MemoryKind.EPISODE,),
                 user_id=q.user_id,
+                shared=q.shared,
                 since=since,
                 until=until,
                 include_inactive=q.include_inactive,

@@ -147,6 +147,14 @@ class EndSession:
 
 
 @dataclass(slots=True)
+class PutSession:
+    """Write a whole session row as given (an ingested conversation's session, already ended); a
+    session that already exists is left as it is (result False)."""
+
+    state: SessionState
+
+
+@dataclass(slots=True)
 class SetIdentitySection:
     """Replace one section of the agent's identity: its version goes up by one, and a history row
     (memory id ``identity:<section>``) keeps the old and new text, written in the same statement
@@ -188,6 +196,7 @@ WriteOp = (
     | NoteReply
     | ClaimSessionEpisode
     | EndSession
+    | PutSession
     | SetIdentitySection
 )
 # Ops that change nothing a search index holds.
@@ -198,17 +207,20 @@ INDEX_NEUTRAL_OPS = (
     NoteReply,
     ClaimSessionEpisode,
     EndSession,
+    PutSession,
     SetIdentitySection,
 )
 
 
 @dataclass(slots=True)
 class MemoryQuery:
-    """Which memories a read concerns. ``None`` means no constraint."""
+    """Which memories a read concerns. ``None`` means no constraint. With ``shared``, a ``user_id``
+    also admits the agent's memories that belong to no user (knowledge every user shares)."""
 
     agent_id: str
     kinds: tuple[MemoryKind, ...] | None = None
     user_id: str | None = None
+    shared: bool = False
     session_id: str | None = None
     subject: str | None = None
     category: str | None = None

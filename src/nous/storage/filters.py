@@ -32,7 +32,14 @@ def where_clause(
         params.append(True)
     if not query.include_superseded:
         conds.append(f"{p}superseded_by IS NULL")
-    for column in ("user_id", "session_id", "subject", "category"):
+    if query.user_id is not None:
+        conds.append(
+            f"({p}user_id = {placeholder} OR {p}user_id IS NULL)"
+            if query.shared
+            else f"{p}user_id = {placeholder}"
+        )
+        params.append(query.user_id)
+    for column in ("session_id", "subject", "category"):
         value = getattr(query, column)
         if value is not None:
             conds.append(f"{p}{column} = {placeholder}")

@@ -11,9 +11,16 @@ from psycopg.rows import dict_row
 
 from nous.errors import ConflictError, NotFoundError
 from nous.models.session import IdentitySection, SessionState
-from nous.storage.base import ClaimSessionEpisode, EndSession, NoteReply, NoteUserTurn, SetIdentitySection
+from nous.storage.base import (
+    ClaimSessionEpisode,
+    EndSession,
+    NoteReply,
+    NoteUserTurn,
+    PutSession,
+    SetIdentitySection,
+)
 
-SessionOp = NoteUserTurn | NoteReply | ClaimSessionEpisode | EndSession | SetIdentitySection
+SessionOp = NoteUserTurn | NoteReply | ClaimSessionEpisode | EndSession | PutSession | SetIdentitySection
 _KEY = "agent_id = %s AND session_id = %s"
 
 
@@ -79,6 +86,30 @@ async def apply_session_op(conn: psycopg.AsyncConnection, op: SessionOp) -> bool
             )
             if cur.rowcount == 0 and not await _exists(conn, op.agent_id, op.session_id):
                 raise NotFoundError(f"no session {op.session_id!r}")
+            return cur.rowcount > 0
+        case PutSession(state=st):
+            cur = await conn.execute(
+                "INSERT INTO sessions (agent_id, session_id, user_id, frame, active_censors, topic, last_user_text, "
+                "turn_count, user_chars, assistant_chars, remember, episode_id, started_at, last_active_at, ended_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (agent_id, session_id) DO NOTHING",
+                (
+                    st.agent_id,
+                    st.session_id,
+                    st.user_id,
+                    st.frame,
+                    json.dumps(st.active_censors),
+                    st.topic,
+                    st.last_user_text,
+                    st.turn_count,
+                    st.user_chars,
+                    st.assistant_chars,
+                    st.remember,
+                    st.episode_id,
+                    st.started_at,
+                    st.last_active_at,
+                    None if st.ended_at is None else st.ended_at,
+                ),
+            )
             return cur.rowcount > 0
         case SetIdentitySection():
             old = await (

@@ -39,6 +39,7 @@ from nous.storage.base import (
     PurgeMemory,
     PutEdge,
     PutMemory,
+    PutSession,
     PutWorkingMemory,
     ScoredId,
     SetEmbedding,
@@ -247,7 +248,14 @@ class PostgresStore(Store):
                 cur = await conn.execute("DELETE FROM memories WHERE id = %s", (mid,))
                 await conn.execute("DELETE FROM edges WHERE source_id = %s OR target_id = %s", (mid, mid))
                 return cur.rowcount > 0
-            case NoteUserTurn() | NoteReply() | ClaimSessionEpisode() | EndSession() | SetIdentitySection():
+            case (
+                NoteUserTurn()
+                | NoteReply()
+                | ClaimSessionEpisode()
+                | EndSession()
+                | PutSession()
+                | SetIdentitySection()
+            ):
                 return await apply_session_op(conn, op)
             case PutWorkingMemory(working_memory=wm):
                 await conn.execute(

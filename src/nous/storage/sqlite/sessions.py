@@ -9,9 +9,16 @@ from typing import Any
 
 from nous.errors import ConflictError, NotFoundError
 from nous.models.session import IdentitySection, SessionState
-from nous.storage.base import ClaimSessionEpisode, EndSession, NoteReply, NoteUserTurn, SetIdentitySection
+from nous.storage.base import (
+    ClaimSessionEpisode,
+    EndSession,
+    NoteReply,
+    NoteUserTurn,
+    PutSession,
+    SetIdentitySection,
+)
 
-SessionOp = NoteUserTurn | NoteReply | ClaimSessionEpisode | EndSession | SetIdentitySection
+SessionOp = NoteUserTurn | NoteReply | ClaimSessionEpisode | EndSession | PutSession | SetIdentitySection
 _KEY = "agent_id = ? AND session_id = ?"
 
 
@@ -73,6 +80,30 @@ def apply_session_op(conn: sqlite3.Connection, op: SessionOp, fmt_time: Any) -> 
             )
             if cur.rowcount == 0 and _exists(conn, op.agent_id, op.session_id) is None:
                 raise NotFoundError(f"no session {op.session_id!r}")
+            return cur.rowcount > 0
+        case PutSession(state=st):
+            cur = conn.execute(
+                "INSERT INTO sessions (agent_id, session_id, user_id, frame, active_censors, topic, last_user_text, "
+                "turn_count, user_chars, assistant_chars, remember, episode_id, started_at, last_active_at, ended_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, session_id) DO NOTHING",
+                (
+                    st.agent_id,
+                    st.session_id,
+                    st.user_id,
+                    st.frame,
+                    json.dumps(st.active_censors),
+                    st.topic,
+                    st.last_user_text,
+                    st.turn_count,
+                    st.user_chars,
+                    st.assistant_chars,
+                    int(st.remember),
+                    st.episode_id,
+                    fmt_time(st.started_at),
+                    fmt_time(st.last_active_at),
+                    None if st.ended_at is None else fmt_time(st.ended_at),
+                ),
+            )
             return cur.rowcount > 0
         case SetIdentitySection():
             old = conn.execute(

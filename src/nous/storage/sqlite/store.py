@@ -39,6 +39,7 @@ from nous.storage.base import (
     PurgeMemory,
     PutEdge,
     PutMemory,
+    PutSession,
     PutWorkingMemory,
     ScoredId,
     SetEmbedding,
@@ -275,7 +276,14 @@ class SQLiteStore(Store):
                 conn.execute("DELETE FROM edges WHERE source_id = ? OR target_id = ?", (mid, mid))
                 conn.execute("INSERT INTO purged (id, rev) VALUES (?, ?)", (mid, rev))
                 return cur.rowcount > 0
-            case NoteUserTurn() | NoteReply() | ClaimSessionEpisode() | EndSession() | SetIdentitySection():
+            case (
+                NoteUserTurn()
+                | NoteReply()
+                | ClaimSessionEpisode()
+                | EndSession()
+                | PutSession()
+                | SetIdentitySection()
+            ):
                 return apply_session_op(conn, op, fmt_time)
             case PutWorkingMemory(working_memory=wm):
                 conn.execute(
