@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from nous import Settings
-from nous.bench.locomo import run_locomo
+from nous.bench.context import run_context
+from nous.bench.locomo import load_any_dir, run_locomo
 from nous.bench.scale import run_scale
 from nous.embeddings.base import EmbeddingProvider
 
@@ -51,6 +52,7 @@ async def test_scale_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider
     assert result["n"] == 300 and result["backend"] == "sqlite"
     assert result["ingest_per_s"] > 0 and result["storage_overhead_ratio"] > 0
     assert result["recall_latency_ms"]["p95"] >= result["recall_latency_ms"]["p50"] > 0
+    assert result["pre_turn_latency_ms"]["p95"] >= result["pre_turn_latency_ms"]["p50"] > 0
 
 
 async def test_scale_benchmark_on_postgres_drops_its_scratch_schema(
@@ -72,3 +74,17 @@ async def test_scale_benchmark_on_postgres_drops_its_scratch_schema(
     with psycopg.connect(PG_URL) as conn:
         found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (pg_schema,)).fetchone()
     assert found is None
+
+
+async def test_context_benchmark_finds_evidence_in_what_the_agent_sees(
+    tmp_path: Path, provider: EmbeddingProvider
+) -> None:
+    conversations = load_any_dir(_small_locomo(tmp_path))
+    result = await run_context(conversations, settings=Settings(home=tmp_path), provider=provider)
+    assert result["questions"] == sum(len(c.questions) for c in conversations) > 5
+    assert 0.5 <= result["context_recall_all"] <= result["context_recall_any"] <= 1.0  # a 3-session chat
+    assert set(result["per_category"]) <= {"1", "2", "3", "4"}
+    tokens = result["tokens"]
+    assert tokens["over_budget"] == 0 and tokens["p50"] <= tokens["p95"] <= tokens["max"] <= 12000
+    assert sum(result["frames"].values()) == result["questions"]
+    assert result["latency_ms"]["p95"] >= result["latency_ms"]["p50"] > 0

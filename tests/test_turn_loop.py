@@ -337,3 +337,15 @@ async def test_a_users_context_holds_their_memories_and_shared_ones_never_anothe
     assert {shared.id, alice.id} <= ids and bob.id not in ids
     ctx = await nous.pre_turn("s", "Where is the wifi information?", user_id="alice")
     assert shared.id in ctx.included_ids() and bob.id not in ctx.included_ids()
+
+
+async def test_recall_recent_by_hours(nous: Nous) -> None:
+    now = datetime.now(UTC)
+    old = await nous.start_episode("Planning the garden beds", started_at=now - timedelta(hours=30))
+    new = await nous.start_episode("Fixing the bike brakes", started_at=now - timedelta(hours=2))
+    assert [e.id for e in await nous.recall_recent(hours=24)] == [new.id]
+    assert {e.id for e in await nous.recall_recent(hours=48)} == {old.id, new.id}
+    with pytest.raises(InvalidInputError):
+        await nous.recall_recent(hours=-1)
+    with pytest.raises(InvalidInputError):
+        await nous.recall_recent(hours=5, since=now)

@@ -12,6 +12,7 @@ from nous.errors import (
     InvalidInputError,
     NotFoundError,
     NousError,
+    StaleWriteError,
     StorageError,
 )
 from nous.heart import ActionCheck, ActionDecision, CensorMatch
@@ -58,6 +59,7 @@ __all__ = [
     "RecallHit",
     "RetrievalWeights",
     "Settings",
+    "StaleWriteError",
     "StorageError",
     "SyncNous",
     "Turn",

@@ -35,6 +35,12 @@ class ConflictError(NousError):
     http_status = 409
 
 
+class StaleWriteError(ConflictError):
+    """A memory changed between the read and the write that was based on it; read it again."""
+
+    code = "stale_write"
+
+
 class GuardrailError(NousError):
     """A guardrail blocked the operation."""
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
 from pydantic import ValidationError
 
 from nous._text import validate_content
+from nous._time import utcnow
 from nous.api.transfer import export_lines, import_records, parse_lines, read_lines
 from nous.brain import DEFAULT_GUARDRAILS, Brain, Guardrail
 from nous.cognitive import CognitiveLayer, SessionEnd, TurnContext, TurnResult, check_frame
@@ -514,12 +515,21 @@ class Nous:
         *,
         limit: int = 10,
         kinds: Sequence[str | MemoryKind] | str | None = ("episode",),
+        hours: float | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         session_id: str | None = None,
         user_id: str | None = None,
     ) -> list[Memory]:
-        """The most recent memories by when they happened (closed episodes included)."""
+        """The most recent memories by when they happened, whatever their topic (closed episodes
+        included): the last ``hours``, or since ``since``; with ``user_id``, that user's and the
+        agent's shared ones."""
+        if hours is not None:
+            if isinstance(hours, bool) or not isinstance(hours, int | float) or not 0 < hours <= 24 * 3650:
+                raise InvalidInputError("hours must be a positive number of hours", field="hours")
+            if since is not None:
+                raise InvalidInputError("give hours or since, not both", field="hours")
+            since = utcnow() - timedelta(hours=hours)
         validate_limit_and_window(limit, since, until)
         return await self._need().query(
             kinds=parse_kinds(kinds),
@@ -528,6 +538,7 @@ class Nous:
             until=until,
             session_id=session_id,
             user_id=user_id,
+            shared=user_id is not None,
         )
 
     # -- conversations -------------------------------------------------------------

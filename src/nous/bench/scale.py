@@ -38,7 +38,8 @@ async def run_scale(
     progress: Callable[[str, int, int], None] | None = None,
     drop_after: bool = False,
 ) -> dict[str, Any]:
-    """Ingest ``n`` synthetic facts into a fresh store, then time ``queries`` recalls.
+    """Ingest ``n`` synthetic facts into a fresh store, then time ``queries`` recalls and as many
+    ``pre_turn`` calls (each the first message of a fresh session).
 
     With ``drop_after`` a PostgreSQL store's schema is dropped at the end (a scratch schema).
     """
@@ -71,6 +72,14 @@ async def run_scale(
                 latencies.append(time.perf_counter() - t0)
                 if progress:
                     progress("recall", j + 1, queries)
+            turn_latencies: list[float] = []  # the whole pre_turn: frame, session, recall, context
+            for j, q in enumerate(synthetic_queries(queries)):
+                t0 = time.perf_counter()
+                await nous.pre_turn(f"bench-{j}", q)
+                turn_latencies.append(time.perf_counter() - t0)
+                await nous.end_session(f"bench-{j}")
+                if progress:
+                    progress("pre_turn", j + 1, queries)
             backend, store = nous.store.info.backend, nous.store
         if drop_after and isinstance(store, PostgresStore):
             await store.drop_schema()
@@ -82,6 +91,7 @@ async def run_scale(
         "raw_embedding_per_s": round(raw_rate, 1),
         "storage_overhead_ratio": round(raw_rate / ingest_rate, 3),
         "recall_latency_ms": percentiles_ms(latencies),
+        "pre_turn_latency_ms": percentiles_ms(turn_latencies),
         "queries": queries,
         "embedding_model": provider.model_name,
     }

@@ -46,7 +46,8 @@ def scale(
         Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
     ] = None,
 ) -> None:
-    """Ingest rate (memories/s, and its ratio to the raw embedding rate) and recall p50/p95 at N memories.
+    """Ingest rate (memories/s, and its ratio to the raw embedding rate), recall and pre_turn p50/p95
+    at N memories.
 
     Each size runs on a fresh temporary SQLite store, and on PostgreSQL when --postgres is given
     (in a scratch schema, dropped afterwards).
@@ -80,7 +81,17 @@ def scale(
                 )
     table(
         "nous bench scale",
-        ["backend", "n", "ingest/s", "raw embed/s", "overhead ×", "recall p50 ms", "recall p95 ms"],
+        [
+            "backend",
+            "n",
+            "ingest/s",
+            "raw embed/s",
+            "overhead ×",
+            "recall p50 ms",
+            "recall p95 ms",
+            "pre_turn p50 ms",
+            "pre_turn p95 ms",
+        ],
         [
             (
                 r["backend"],
@@ -90,6 +101,8 @@ def scale(
                 r["storage_overhead_ratio"],
                 r["recall_latency_ms"]["p50"],
                 r["recall_latency_ms"]["p95"],
+                r["pre_turn_latency_ms"]["p50"],
+                r["pre_turn_latency_ms"]["p95"],
             )
             for r in results
         ],

@@ -67,14 +67,20 @@ def recent(
     ctx: typer.Context,
     limit: Annotated[int, typer.Option("--limit", "-k", min=1, max=1000)] = 10,
     kind: Annotated[list[str] | None, typer.Option("--kind", help="Memory types; default episodes.")] = None,
+    hours: Annotated[float | None, typer.Option(help="Only the last N hours.")] = None,
     since: Annotated[datetime | None, typer.Option(help="Only after this time (ISO-8601).")] = None,
     until: Annotated[datetime | None, typer.Option(help="Only before this time (ISO-8601).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """What happened most recently, by time rather than topic (closed episodes included)."""
+    """What happened most recently, by time rather than topic (closed episodes included).
+
+    Example: nous recent --hours 48
+    """
 
     async def act(nous: Nous) -> list[Memory]:
-        return await nous.recall_recent(limit=limit, kinds=kind or ("episode",), since=since, until=until)
+        return await nous.recall_recent(
+            limit=limit, kinds=kind or ("episode",), hours=hours, since=since, until=until
+        )
 
     found = with_nous(ctx, act)
     if as_json:

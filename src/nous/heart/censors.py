@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from nous._text import validate_content
 from nous._time import utcnow
-from nous.errors import EmbeddingError, InvalidInputError
+from nous.errors import EmbeddingError, InvalidInputError, StaleWriteError
 from nous.heart.censor_rules import (
     MIN_PATTERN_TIMEOUT,
     PATTERN_BUDGET,
@@ -44,6 +44,7 @@ from nous.storage.base import PutMemory
 from nous.storage.codec import content_hash
 
 _ESCALATION = {CensorAction.WARN: CensorAction.BLOCK}
+WRITE_ATTEMPTS = 8  # compare-and-swap retries when another process changed the censor meanwhile
 _MAX_CENSORS = 10_000
 _SNIPPET_CHARS = 200
 # One lock per (store, agent): views of the same agent (``Nous.for_agent``) share it.
@@ -171,13 +172,21 @@ class Censors:
     async def _activate(self, censor_id: str, *, actor: str, context: dict[str, Any]) -> tuple[Censor, bool]:
         """Count one firing; a warn censor at its escalation threshold becomes block."""
         async with self._lock:
-            current = await self.get(censor_id)
-            count = current.activation_count + 1
-            changes: dict[str, Any] = {"activation_count": count}
-            escalated = current.action in _ESCALATION and count >= current.escalation_threshold
-            if escalated:
-                changes["action"] = _ESCALATION[current.action]
-            return await self._write(current, changes, actor=actor, note={"activation": context}), escalated
+            for attempt in range(WRITE_ATTEMPTS):  # another process may count the same censor
+                current = await self.get(censor_id)
+                count = current.activation_count + 1
+                changes: dict[str, Any] = {"activation_count": count}
+                escalated = current.action in _ESCALATION and count >= current.escalation_threshold
+                if escalated:
+                    changes["action"] = _ESCALATION[current.action]
+                try:
+                    written = await self._write(current, changes, actor=actor, note={"activation": context})
+                except StaleWriteError:
+                    if attempt == WRITE_ATTEMPTS - 1:
+                        raise
+                    continue
+                return written, escalated
+        raise AssertionError("unreachable")
 
     async def _write(
         self,
@@ -189,13 +198,19 @@ class Censors:
         action: HistoryAction = HistoryAction.UPDATE,
     ) -> Censor:
         """Apply changes that leave the embedded text alone, with one history row (old, new and
-        ``note``). Callers hold the lock and pass the censor as just read."""
+        ``note``). Callers hold the lock and pass the censor as just read; if another process
+        changed it since, StaleWriteError (nothing written) and the caller reads again."""
         updated = Censor.model_validate({**current.model_dump(), **changes, "updated_at": utcnow()})
         self.repo.validate(updated)
         old, new = current.model_dump(mode="json"), updated.model_dump(mode="json")
         await self.repo.store.apply(
             [
-                PutMemory(memory=updated, content_hash=content_hash(updated), keep_embedding=True),
+                PutMemory(
+                    memory=updated,
+                    content_hash=content_hash(updated),
+                    keep_embedding=True,
+                    expect_updated_at=current.updated_at,  # compare-and-swap: no lost count
+                ),
                 self.repo.audit(
                     updated.id,
                     action,
@@ -215,9 +230,17 @@ class Censors:
         if note is not None:
             note = validate_content(note, field="note", max_bytes=self.repo.max_content_bytes)
         async with self._lock:
-            current = await self.get(censor_id)
-            changes = {"false_positive_count": current.false_positive_count + 1}
-            return await self._write(current, changes, actor=actor, note={"false_positive": note or ""})
+            for attempt in range(WRITE_ATTEMPTS):
+                current = await self.get(censor_id)
+                changes = {"false_positive_count": current.false_positive_count + 1}
+                try:
+                    return await self._write(
+                        current, changes, actor=actor, note={"false_positive": note or ""}
+                    )
+                except StaleWriteError:
+                    if attempt == WRITE_ATTEMPTS - 1:
+                        raise
+        raise AssertionError("unreachable")
 
     async def edit(
         self,

@@ -19,7 +19,14 @@ from pydantic import ValidationError
 from nous._text import validate_content
 from nous._time import utcnow
 from nous.embeddings import Embedded, Embedder
-from nous.errors import ConflictError, EmbeddingError, InvalidInputError, NotFoundError, NousError
+from nous.errors import (
+    ConflictError,
+    EmbeddingError,
+    InvalidInputError,
+    NotFoundError,
+    NousError,
+    StaleWriteError,
+)
 from nous.memory import lifecycle
 from nous.models import (
     Edge,
@@ -64,6 +71,9 @@ def _check_strings(value: Any, path: str, max_bytes: int) -> None:
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
             _check_strings(v, f"{path}[{i}]", max_bytes)
+
+
+UPDATE_ATTEMPTS = 8  # compare-and-swap retries before a StaleWriteError reaches the caller
 
 
 class MemoryRepository:
@@ -196,7 +206,28 @@ class MemoryRepository:
         extra_ops: Sequence[WriteOp] = (),
         kind: MemoryKind | None = None,
     ) -> Memory:
-        """Apply field changes to a memory, audited; re-embeds only if its text changed."""
+        """Apply field changes to a memory, audited; re-embeds only if its text changed.
+
+        The row is replaced only if nobody changed it since it was read (compare-and-swap on
+        ``updated_at``); otherwise the change is computed again from a fresh read, so a concurrent
+        update in another process is never lost."""
+        for attempt in range(UPDATE_ATTEMPTS):
+            try:
+                return await self._update_once(memory_id, changes, actor, action, extra_ops, kind)
+            except StaleWriteError:
+                if attempt == UPDATE_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _update_once(
+        self,
+        memory_id: str,
+        changes: dict[str, Any],
+        actor: str,
+        action: HistoryAction,
+        extra_ops: Sequence[WriteOp],
+        kind: MemoryKind | None,
+    ) -> Memory:
         current = await self.get(memory_id, kind=kind)
         bad = set(changes) & IMMUTABLE_FIELDS
         if bad:
@@ -223,6 +254,7 @@ class MemoryRepository:
         else:
             (embedded,), _ = await self.embed([updated])
             put = self.put_ops(updated, embedded, new_hash)
+        put.expect_updated_at = current.updated_at
         await self.store.apply(
             [
                 put,

@@ -32,6 +32,9 @@ class PutMemory:
     embedding_model: str | None = None
     keep_embedding: bool = False
     chunks: list[np.ndarray] | None = None
+    # Compare-and-swap: replace the stored row only if its updated_at is still this (the value the
+    # change was computed from); otherwise StaleWriteError, and nothing in the transaction is written.
+    expect_updated_at: datetime | None = None
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from nous.errors import ConflictError, StorageError
+from nous.errors import ConflictError, StaleWriteError, StorageError
 from nous.models import (
     Edge,
     EdgeRelation,
@@ -212,11 +212,17 @@ class PostgresStore(Store):
                     emb = None if op.embedding is None else np.asarray(op.embedding, np.float32)
                     values += [emb, op.embedding_model if emb is not None else None]
                 updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
+                guard = ""
+                if op.expect_updated_at is not None:
+                    guard = " AND memories.updated_at = %s"
+                    values.append(op.expect_updated_at)
                 cur = await conn.execute(
                     f"INSERT INTO memories ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
-                    f"ON CONFLICT (id) DO UPDATE SET {updates} WHERE memories.agent_id = excluded.agent_id",
+                    f"ON CONFLICT (id) DO UPDATE SET {updates} WHERE memories.agent_id = excluded.agent_id{guard}",
                     values,
                 )
+                if cur.rowcount == 0 and op.expect_updated_at is not None:
+                    raise StaleWriteError(f"memory {op.memory.id} changed since it was read")
                 if cur.rowcount == 0:
                     raise ConflictError(f"memory id {op.memory.id} belongs to another agent")
                 if not op.keep_embedding:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from nous.errors import ConflictError, StorageError
+from nous.errors import ConflictError, StaleWriteError, StorageError
 from nous.models import (
     Edge,
     EdgeRelation,
@@ -232,11 +232,17 @@ class SQLiteStore(Store):
                     blob = None if op.embedding is None else np.asarray(op.embedding, np.float32).tobytes()
                     values += [blob, op.embedding_model if blob is not None else None]
                 updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
+                guard = ""
+                if op.expect_updated_at is not None:
+                    guard = " AND memories.updated_at = ?"
+                    values.append(fmt_time(op.expect_updated_at))
                 cur = conn.execute(
                     f"INSERT INTO memories ({', '.join(columns)}) VALUES ({_marks(len(columns))}) "
-                    f"ON CONFLICT(id) DO UPDATE SET {updates} WHERE memories.agent_id = excluded.agent_id",
+                    f"ON CONFLICT(id) DO UPDATE SET {updates} WHERE memories.agent_id = excluded.agent_id{guard}",
                     values,
                 )
+                if cur.rowcount == 0 and op.expect_updated_at is not None:
+                    raise StaleWriteError(f"memory {op.memory.id} changed since it was read")
                 if cur.rowcount == 0:
                     raise ConflictError(f"memory id {op.memory.id} belongs to another agent")
                 if not op.keep_embedding:
