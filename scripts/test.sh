@@ -8,4 +8,5 @@ bash scripts/install-pgvector.sh
 export NOUS_TEST_REQUIRE_POSTGRES=1
 .venv/bin/ruff check src tests
 .venv/bin/ruff format --check src tests
+.venv/bin/mypy
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

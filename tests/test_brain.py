@@ -51,7 +51,7 @@ async def test_review_and_calibration(nous: Nous) -> None:
     assert cal.overall.directional_accuracy == pytest.approx(0.5)
     tooling = next(c for c in cal.per_category if c.category == "tooling")
     assert tooling.resolved == 2
-    pending = await nous.brain.decisions.list(outcome="pending")
+    pending = await nous.brain.decisions.all(outcome="pending")
     assert [d.content for d in pending] == ["Still open"]
 
 

@@ -47,3 +47,17 @@ async def test_concurrent_field_updates_from_two_stores_both_land(
             and stored.category == "technical"
             and stored.subject == "staging cluster"
         )
+
+
+async def test_concurrent_focus_items_from_two_stores_are_all_kept(
+    database_url: str, settings: Settings, provider: EmbeddingProvider
+) -> None:
+    async with (
+        Nous(settings, database_url=database_url, embedding_provider=provider) as a,
+        Nous(settings, database_url=database_url, embedding_provider=provider) as b,
+    ):
+        await asyncio.gather(
+            *(n.heart.working_memory.focus("s", f"item {n is a} {i}") for n in (a, b) for i in range(6))
+        )
+        wm = await a.heart.working_memory.get("s")
+        assert len(wm.items) == 12

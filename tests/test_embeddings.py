@@ -65,7 +65,7 @@ async def test_provider_outage_stores_pending_and_backfill_repairs(
         result = await nous.learn("Written while the embedding API was down")
         assert (await nous.get(result.id)).content == "Written while the embedding API was down"
         assert (await nous.stats()).missing_embeddings == 1
-        hits = await nous.list("fact")
+        hits = await nous.memories("fact")
         assert [m.id for m in hits] == [result.id]
         fake_openai.failing = False
         assert await nous.backfill_embeddings() == 1

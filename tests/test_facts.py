@@ -45,18 +45,18 @@ async def test_facts_are_scoped_per_agent(nous: Nous) -> None:
     other = nous.for_agent("other-agent")
     with pytest.raises(NotFoundError):
         await other.get(mine.id)
-    assert await other.list("fact") == []
+    assert await other.memories("fact") == []
     assert [h.id for h in await other.recall("vault code")] == []
     await other.learn("Agent B knows about gardening")
-    assert [f.content for f in await nous.list("fact")] == ["Agent A's secret: the vault code is 1234"]
+    assert [f.content for f in await nous.memories("fact")] == ["Agent A's secret: the vault code is 1234"]
 
 
 async def test_list_orders_newest_first_and_pages(nous: Nous) -> None:
     for day in (1, 3, 2):
         await nous.learn(f"Event on day {day}", occurred_at=datetime(2026, 1, day, tzinfo=UTC))
-    listed = await nous.list("fact")
+    listed = await nous.memories("fact")
     assert [f.content for f in listed] == ["Event on day 3", "Event on day 2", "Event on day 1"]
-    assert [f.content for f in await nous.list("fact", limit=1, offset=1)] == ["Event on day 2"]
+    assert [f.content for f in await nous.memories("fact", limit=1, offset=1)] == ["Event on day 2"]
 
 
 async def test_confirm_counts_and_audits(nous: Nous) -> None:

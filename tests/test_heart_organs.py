@@ -30,7 +30,7 @@ async def test_episode_start_end_and_listing(nous: Nous) -> None:
     )
     assert isinstance(closed, Episode)
     assert closed.ended_at is not None and closed.outcome is EpisodeOutcome.SUCCESS
-    listed = await nous.heart.episodes.list(session_id="s1")
+    listed = await nous.heart.episodes.all(session_id="s1")
     assert [e.id for e in listed] == [ep.id]
     assert listed[0].lessons == ["book early"] and listed[0].encoded_frame == "task"
     with pytest.raises(InvalidInputError, match="outcome"):

@@ -27,8 +27,8 @@ async def test_soft_forget_hides_from_recall_and_lists(nous: Nous) -> None:
     result = await nous.learn("The wifi password is hunter2")
     await nous.forget(result.id)
     assert await nous.recall("wifi password") == []
-    assert await nous.list("fact") == []
-    assert [m.id for m in await nous.list("fact", include_inactive=True)] == [result.id]
+    assert await nous.memories("fact") == []
+    assert [m.id for m in await nous.memories("fact", include_inactive=True)] == [result.id]
     assert [h.id for h in await nous.recall("wifi password", include_inactive=True)] == [result.id]
 
 

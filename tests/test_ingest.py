@@ -42,14 +42,14 @@ async def test_native_format_becomes_episodes_and_turns(nous: Nous, tmp_path: Pa
     report = await nous.ingest(path)
     assert (report.sessions, report.turns, report.sessions_skipped) == (2, 5, 0)
     assert (report.episodes_trivial, report.episodes_merged) == (1, 0)
-    episodes = await nous.list("episode", include_inactive=True)
+    episodes = await nous.memories("episode", include_inactive=True)
     assert [(e.occurred_at.isoformat(), e.active) for e in episodes] == [
         ("2025-03-20T17:30:00+00:00", False),  # one message: a trivial session (spec 000 A4)
         ("2025-03-01T09:00:00+00:00", True),
     ]
     first = next(e for e in episodes if isinstance(e, Episode) and e.participants == ["Ana", "assistant"])
     assert first.ended_at is not None and first.ended_at > first.started_at
-    turns = [t for t in await nous.list("turn", limit=10) if isinstance(t, Turn)]
+    turns = [t for t in await nous.memories("turn", limit=10) if isinstance(t, Turn)]
     assert len(turns) == 5  # turns of trivial sessions are kept
     goal = next(t for t in turns if "two hours" in t.content)
     assert goal.content == "Ana: April 6th. My goal is under two hours."
@@ -62,7 +62,7 @@ async def test_native_format_becomes_episodes_and_turns(nous: Nous, tmp_path: Pa
     assert {e.relation.value for e in edges} == {"part_of", "follows"}
     again = await nous.ingest(path)
     assert (again.sessions, again.turns, again.sessions_skipped) == (0, 0, 2)
-    assert len(await nous.list("turn", limit=10)) == 5
+    assert len(await nous.memories("turn", limit=10)) == 5
 
 
 @pytest.mark.parametrize(

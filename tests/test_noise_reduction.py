@@ -68,7 +68,7 @@ async def test_07_trivial_episode_discarded_at_end(nous: Nous) -> None:
     await nous.post_turn("s7", "Hi! I'm a memory agent.")
     ended = (await nous.end_session("s7")).episode
     assert ended is not None and not ended.active  # soft-deleted, restorable
-    assert await nous.list("episode") == []
+    assert await nous.memories("episode") == []
     assert (await nous.restore(start.episode_id)).active
 
 
@@ -143,7 +143,7 @@ async def test_14_duplicate_skips_creation_including_closed(nous: Nous) -> None:
     again = await nous.pre_turn("b", "Hello! What can you do?", at=T0 + timedelta(hours=3))
     assert again.episode_action == EpisodeAction.DUPLICATE and again.duplicate_of == first.episode_id
     assert again.episode_id is None and (await nous.session("b")).episode_id is None
-    assert len(await nous.list("episode")) == 1
+    assert len(await nous.memories("episode")) == 1
 
 
 async def test_15_old_duplicate_outside_48h_not_matched(nous: Nous) -> None:
@@ -229,10 +229,10 @@ async def test_guardrails_warn_and_block(nous: Nous) -> None:
     )
     assert any("high-stakes-low-confidence" in f for f in risky.flags)
     assert any("no-reasons" in f for f in risky.flags)
-    before = len(await nous.list("decision"))
+    before = len(await nous.memories("decision"))
     with pytest.raises(GuardrailError, match="critical-needs-reasons"):
         await nous.record_decision("Drop the legacy billing database", stakes="critical", confidence=0.9)
-    assert len(await nous.list("decision")) == before  # nothing half-written
+    assert len(await nous.memories("decision")) == before  # nothing half-written
     good = await nous.record_decision(
         "Drop the legacy billing database",
         stakes="critical",

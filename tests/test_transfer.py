@@ -30,10 +30,10 @@ async def test_round_trip_into_another_agent(nous: Nous, tmp_path: Path) -> None
     assert lines == 1 + 3 + 1  # header, three memories, one edge
     target = nous.for_agent("restored")
     assert await target.import_jsonl(path) == 3
-    originals = {m.content: m for m in await nous.list(limit=100)}
-    restored = {m.content: m for m in await target.list(limit=100)}
+    originals = {m.content: m for m in await nous.memories(limit=100)}
+    restored = {m.content: m for m in await target.memories(limit=100)}
     assert restored.keys() == originals.keys()
-    assert len(await nous.list(limit=100)) == 3  # the source agent's memories are untouched
+    assert len(await nous.memories(limit=100)) == 3  # the source agent's memories are untouched
     for content, memory in restored.items():
         assert memory.agent_id == "restored" and memory.id != originals[content].id
         same = {"id", "agent_id", "episode_id", "provenance"}

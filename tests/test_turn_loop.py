@@ -126,7 +126,7 @@ async def test_twelve_greeting_sessions_leave_at_most_one_live_episode(nous: Nou
         assert ctx.greeting
         await nous.post_turn(f"hello-{i}", "I remember things for you.", at=T0 + timedelta(minutes=i))
         await nous.end_session(f"hello-{i}")
-    live = await nous.list("episode")
+    live = await nous.memories("episode")
     assert len(live) <= 1
 
 
@@ -173,12 +173,12 @@ async def test_session_counters_live_in_the_store_and_survive_a_restart(
         with pytest.raises(ConflictError, match="has ended"):
             await nous.pre_turn("trip", "One more thing about passes")
         assert (await nous.end_session("trip")).episode is None  # ending again changes nothing
-        turns = await nous.list("turn")
+        turns = await nous.memories("turn")
         assert {t.content for t in turns} >= {
             "user: Help me plan the ski trip to Verbier in March",
             "assistant: A six-day pass is cheapest.",
         }
-        lessons = [f for f in await nous.list("fact") if f.category == "lesson"]
+        lessons = [f for f in await nous.memories("fact") if f.category == "lesson"]
         assert [f.content for f in lessons] == ["Book ski passes online, a week ahead."]
 
 
@@ -275,7 +275,7 @@ async def test_memories_written_in_a_turn_carry_its_frame_and_censors(nous: Nous
     await nous.add_censor("drop table", action="block", reason="no destructive SQL")
     await nous.pre_turn("s", "I'm getting a KeyError when I run the import script", at=T0)
     await nous.post_turn("s", "The key 'sku' is missing from row 12.", at=T0)
-    turns = await nous.list("turn")
+    turns = await nous.memories("turn")
     assert turns and all(t.encoded_frame == "debug" and t.encoded_censors for t in turns)
     state = await nous.session("s")
     assert state.frame == "debug" and len(state.active_censors) == 1

@@ -22,7 +22,7 @@ UNRELATED = "My daughter's piano recital is on Friday evening."
 
 
 async def _facts(nous: Nous) -> list[Fact]:
-    return [f for f in await nous.list("fact") if isinstance(f, Fact)]
+    return [f for f in await nous.memories("fact") if isinstance(f, Fact)]
 
 
 # -- check_similar (server-side and client tables) -------------------------------------------

@@ -424,7 +424,7 @@ class Nous:
         """One memory by id (or a unique prefix of 6+ characters)."""
         return await self._need().get(memory_id)
 
-    async def list(
+    async def memories(
         self,
         kinds: Sequence[str | MemoryKind] | str | None = None,
         *,

@@ -145,7 +145,7 @@ class Decisions:
         assert isinstance(updated, Decision)
         return updated
 
-    async def list(
+    async def all(
         self, *, outcome: str | None = None, category: str | None = None, limit: int = 50, offset: int = 0
     ) -> list[Decision]:
         """Decisions, newest first."""

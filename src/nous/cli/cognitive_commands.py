@@ -516,7 +516,7 @@ def procedures(
         return
 
     async def act(nous: Nous) -> list[Procedure]:
-        return await nous.heart.procedures.list(limit=limit)
+        return await nous.heart.procedures.all(limit=limit)
 
     found = with_nous(ctx, act)
     if as_json:

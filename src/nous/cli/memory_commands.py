@@ -104,7 +104,11 @@ def learn(
 
     result = with_nous(ctx, act)
     if as_json:
-        payload = {"id": result.id, "status": result.status.value, "content": result.memory.content}
+        payload: dict[str, object] = {
+            "id": result.id,
+            "status": result.status.value,
+            "content": result.memory.content,
+        }
         if result.existing_id:
             payload["existing_id"] = result.existing_id
             payload["lifecycle"] = result.memory.lifecycle.value
@@ -240,7 +244,7 @@ def decide(
 
 def _list(ctx: typer.Context, kind: str, limit: int) -> list[Memory]:
     async def act(nous: Nous) -> list[Memory]:
-        return await nous.list(kind, limit=limit)
+        return await nous.memories(kind, limit=limit)
 
     return with_nous(ctx, act)
 

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Literal
 
 import numpy as np
-import regex  # type: ignore[import-untyped]
+import regex
 from pydantic import BaseModel, Field
 
 from nous.errors import InvalidInputError
@@ -25,7 +25,7 @@ from nous.models import Censor, CensorAction
 try:  # the stdlib's own parser: the only full reading of Python regex syntax there is
     from re import _parser as _sre  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - Python < 3.11
-    import sre_parse as _sre  # type: ignore[no-redef]
+    import sre_parse as _sre
 
 # Cosine (all-MiniLM-L6-v2) between an action text and a censor's stored embedding at or above which
 # the censor fires although its pattern does not match. Chosen on the hand-written pairs in

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from nous._text import validate_content
 from nous._time import utcnow
-from nous.errors import EmbeddingError, InvalidInputError, StaleWriteError
+from nous.errors import EmbeddingError, InvalidInputError
 from nous.heart.censor_rules import (
     MIN_PATTERN_TIMEOUT,
     PATTERN_BUDGET,
@@ -35,6 +35,7 @@ from nous.heart.censor_rules import (
     validate_pattern,
 )
 from nous.memory import MemoryRepository
+from nous.memory.cas import with_retries
 from nous.memory.parsing import enum_value
 from nous.memory.repository import build
 from nous.memory.write_path import WritePath
@@ -44,7 +45,6 @@ from nous.storage.base import PutMemory
 from nous.storage.codec import content_hash
 
 _ESCALATION = {CensorAction.WARN: CensorAction.BLOCK}
-WRITE_ATTEMPTS = 8  # compare-and-swap retries when another process changed the censor meanwhile
 _MAX_CENSORS = 10_000
 _SNIPPET_CHARS = 200
 # One lock per (store, agent): views of the same agent (``Nous.for_agent``) share it.
@@ -171,22 +171,18 @@ class Censors:
 
     async def _activate(self, censor_id: str, *, actor: str, context: dict[str, Any]) -> tuple[Censor, bool]:
         """Count one firing; a warn censor at its escalation threshold becomes block."""
+
+        async def attempt() -> tuple[Censor, bool]:  # another process may count the same censor
+            current = await self.get(censor_id)
+            count = current.activation_count + 1
+            changes: dict[str, Any] = {"activation_count": count}
+            escalated = current.action in _ESCALATION and count >= current.escalation_threshold
+            if escalated:
+                changes["action"] = _ESCALATION[current.action]
+            return await self._write(current, changes, actor=actor, note={"activation": context}), escalated
+
         async with self._lock:
-            for attempt in range(WRITE_ATTEMPTS):  # another process may count the same censor
-                current = await self.get(censor_id)
-                count = current.activation_count + 1
-                changes: dict[str, Any] = {"activation_count": count}
-                escalated = current.action in _ESCALATION and count >= current.escalation_threshold
-                if escalated:
-                    changes["action"] = _ESCALATION[current.action]
-                try:
-                    written = await self._write(current, changes, actor=actor, note={"activation": context})
-                except StaleWriteError:
-                    if attempt == WRITE_ATTEMPTS - 1:
-                        raise
-                    continue
-                return written, escalated
-        raise AssertionError("unreachable")
+            return await with_retries(attempt)
 
     async def _write(
         self,
@@ -229,18 +225,14 @@ class Censors:
         """Record that the censor fired on an action it should not have (counted, in history)."""
         if note is not None:
             note = validate_content(note, field="note", max_bytes=self.repo.max_content_bytes)
+
+        async def attempt() -> Censor:
+            current = await self.get(censor_id)
+            changes = {"false_positive_count": current.false_positive_count + 1}
+            return await self._write(current, changes, actor=actor, note={"false_positive": note or ""})
+
         async with self._lock:
-            for attempt in range(WRITE_ATTEMPTS):
-                current = await self.get(censor_id)
-                changes = {"false_positive_count": current.false_positive_count + 1}
-                try:
-                    return await self._write(
-                        current, changes, actor=actor, note={"false_positive": note or ""}
-                    )
-                except StaleWriteError:
-                    if attempt == WRITE_ATTEMPTS - 1:
-                        raise
-        raise AssertionError("unreachable")
+            return await with_retries(attempt)
 
     async def edit(
         self,

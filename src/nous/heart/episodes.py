@@ -89,7 +89,7 @@ class Episodes:
         assert isinstance(updated, Episode)
         return updated
 
-    async def list(
+    async def all(
         self,
         *,
         session_id: str | None = None,

@@ -81,7 +81,7 @@ class Facts:
         assert isinstance(updated, Fact)
         return updated
 
-    async def list(
+    async def all(
         self,
         *,
         subject: str | None = None,

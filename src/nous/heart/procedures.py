@@ -68,6 +68,6 @@ class Procedures:
         assert isinstance(updated, Procedure)
         return updated
 
-    async def list(self, *, limit: int = 50, offset: int = 0) -> list[Procedure]:
+    async def all(self, *, limit: int = 50, offset: int = 0) -> list[Procedure]:
         found = await self.repo.query(kinds=(MemoryKind.PROCEDURE,), limit=limit, offset=offset)
         return [p for p in found if isinstance(p, Procedure)]

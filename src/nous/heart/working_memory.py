@@ -1,11 +1,19 @@
-"""Working memory: per-session task, frame, focus items and open threads, persisted."""
+"""Working memory: per-session task, frame, focus items and open threads, persisted.
+
+Every change is a compare-and-swap on the row's ``updated_at``: if another process changed the
+session's working memory since it was read, the change is applied again to a fresh read, so two
+processes adding focus items at once both keep theirs.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from pydantic import ValidationError
 
 from nous._time import utcnow
 from nous.memory import MemoryRepository
+from nous.memory.cas import with_retries
 from nous.memory.repository import invalid_from_pydantic
 from nous.models import WorkingMemory, WorkingMemoryItem
 from nous.storage.base import PutWorkingMemory
@@ -22,17 +30,26 @@ class WorkingMemoryOrgan:
         found = await self.repo.store.working_memory(self.repo.agent_id, session_id)
         return found or WorkingMemory(agent_id=self.repo.agent_id, session_id=session_id)
 
-    async def _save(self, wm: WorkingMemory) -> WorkingMemory:
-        wm.updated_at = utcnow()
-        await self.repo.store.apply([PutWorkingMemory(wm)])
-        return wm
+    async def _modify(self, session_id: str, change: Callable[[WorkingMemory], None]) -> WorkingMemory:
+        async def attempt() -> WorkingMemory:
+            found = await self.repo.store.working_memory(self.repo.agent_id, session_id)
+            expected = found.updated_at if found else None  # before ``change`` touches the object
+            wm = found or WorkingMemory(agent_id=self.repo.agent_id, session_id=session_id)
+            change(wm)
+            wm.updated_at = utcnow()
+            op = PutWorkingMemory(wm, expect_updated_at=expected, check=True)
+            await self.repo.store.apply([op])
+            return wm
+
+        return await with_retries(attempt)
 
     async def set_task(self, session_id: str, task: str | None, *, frame: str | None = None) -> WorkingMemory:
-        wm = await self.get(session_id)
-        wm.current_task = task
-        if frame is not None:
-            wm.frame = frame
-        return await self._save(wm)
+        def change(wm: WorkingMemory) -> None:
+            wm.current_task = task
+            if frame is not None:
+                wm.frame = frame
+
+        return await self._modify(session_id, change)
 
     async def focus(
         self,
@@ -46,22 +63,28 @@ class WorkingMemoryOrgan:
         """Add a focus item, stamped with the session's frame and active censors; beyond 20 items
         the least relevant are dropped."""
         state = await self.repo.store.session(self.repo.agent_id, session_id)
-        stamp = {"frame": state.frame, "censors": state.active_censors} if state is not None else {}
         try:
             item = WorkingMemoryItem(
-                content=content, relevance=relevance, kind=kind, memory_id=memory_id, **stamp
+                content=content,
+                relevance=relevance,
+                kind=kind,
+                memory_id=memory_id,
+                frame=state.frame if state else None,
+                censors=list(state.active_censors) if state else [],
             )
         except ValidationError as exc:
             raise invalid_from_pydantic(exc) from None
-        wm = await self.get(session_id)
-        wm.focus(item)
-        return await self._save(wm)
+        return await self._modify(session_id, lambda wm: wm.focus(item))
 
     async def open_thread(self, session_id: str, thread: str) -> WorkingMemory:
-        wm = await self.get(session_id)
-        if thread not in wm.open_threads:
-            wm.open_threads.append(thread)
-        return await self._save(wm)
+        def change(wm: WorkingMemory) -> None:
+            if thread not in wm.open_threads:
+                wm.open_threads.append(thread)
+
+        return await self._modify(session_id, change)
 
     async def clear(self, session_id: str) -> WorkingMemory:
-        return await self._save(WorkingMemory(agent_id=self.repo.agent_id, session_id=session_id))
+        def change(wm: WorkingMemory) -> None:
+            wm.current_task, wm.frame, wm.items, wm.open_threads = None, None, [], []
+
+        return await self._modify(session_id, change)

@@ -25,9 +25,9 @@ from nous.errors import (
     InvalidInputError,
     NotFoundError,
     NousError,
-    StaleWriteError,
 )
 from nous.memory import lifecycle
+from nous.memory.cas import with_retries
 from nous.models import (
     Edge,
     EdgeRelation,
@@ -71,9 +71,6 @@ def _check_strings(value: Any, path: str, max_bytes: int) -> None:
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
             _check_strings(v, f"{path}[{i}]", max_bytes)
-
-
-UPDATE_ATTEMPTS = 8  # compare-and-swap retries before a StaleWriteError reaches the caller
 
 
 class MemoryRepository:
@@ -211,13 +208,9 @@ class MemoryRepository:
         The row is replaced only if nobody changed it since it was read (compare-and-swap on
         ``updated_at``); otherwise the change is computed again from a fresh read, so a concurrent
         update in another process is never lost."""
-        for attempt in range(UPDATE_ATTEMPTS):
-            try:
-                return await self._update_once(memory_id, changes, actor, action, extra_ops, kind)
-            except StaleWriteError:
-                if attempt == UPDATE_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        return await with_retries(
+            lambda: self._update_once(memory_id, changes, actor, action, extra_ops, kind)
+        )
 
     async def _update_once(
         self,

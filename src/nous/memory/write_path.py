@@ -76,9 +76,8 @@ class WritePath:
         if vector is None:
             vector = await self.repo.embedder.embed_one(content)
         scope = MemoryQuery(agent_id=self.repo.agent_id, kinds=(kind,), user_id=user_id)
-        found = await self.repo.store.vector_search(scope, vector, limit, chunks=False)  # whole memories
-        hits = [h for h in found if h.id != exclude_id]
-        hits = [h for h in hits if h.score >= self.thresholds.connect]
+        nearest = await self.repo.store.vector_search(scope, vector, limit, chunks=False)  # whole memories
+        hits = [h for h in nearest if h.id != exclude_id and h.score >= self.thresholds.connect]
         found = await self.repo.store.get_many(self.repo.agent_id, [h.id for h in hits])
         matches = []
         for hit in hits:

@@ -95,7 +95,7 @@ def feature_matrix(
     for f in facts:
         own = stems(f.content) & query_terms
         around = (stems(f.context) & query_terms) - own if f.context else set()
-        named = bool(f.speaker) and re.search(rf"\b{re.escape(f.speaker.lower())}\b", lower) is not None
+        named = f.speaker is not None and re.search(rf"\b{re.escape(f.speaker.lower())}\b", lower) is not None
         speaker = 1.0 if named or (asks_first_person and f.role == "user") else 0.0
         rows.append(
             (

@@ -60,9 +60,13 @@ class PurgeMemory:
 
 @dataclass(slots=True)
 class PutWorkingMemory:
-    """Insert or replace one session's working memory."""
+    """Insert or replace one session's working memory. With ``expect_updated_at`` (the value it was
+    read with; None: it did not exist) the write is a compare-and-swap: StaleWriteError if another
+    process wrote it since."""
 
     working_memory: WorkingMemory
+    expect_updated_at: datetime | None = None
+    check: bool = False  # compare-and-swap against expect_updated_at
 
 
 @dataclass(slots=True)

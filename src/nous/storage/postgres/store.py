@@ -264,11 +264,22 @@ class PostgresStore(Store):
             ):
                 return await apply_session_op(conn, op)
             case PutWorkingMemory(working_memory=wm):
-                await conn.execute(
-                    "INSERT INTO working_memory VALUES (%s, %s, %s, %s) ON CONFLICT (agent_id, session_id) "
-                    "DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at",
-                    (wm.agent_id, wm.session_id, Jsonb(wm.model_dump(mode="json")), wm.updated_at),
+                guard, params = (
+                    "",
+                    [wm.agent_id, wm.session_id, Jsonb(wm.model_dump(mode="json")), wm.updated_at],
                 )
+                if op.check:
+                    guard = " WHERE working_memory.updated_at IS NOT DISTINCT FROM %s"
+                    params.append(op.expect_updated_at)
+                cur = await conn.execute(
+                    "INSERT INTO working_memory VALUES (%s, %s, %s, %s) ON CONFLICT (agent_id, session_id) "
+                    f"DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at{guard}",
+                    params,
+                )
+                if cur.rowcount == 0:
+                    raise StaleWriteError(
+                        f"working memory of session {wm.session_id!r} changed since it was read"
+                    )
                 return True
             case SetLifecycle():
                 cur = await conn.execute(
@@ -290,10 +301,10 @@ class PostgresStore(Store):
                     "RETURNING agent_id",
                     (np.asarray(op.embedding, np.float32), op.embedding_model, op.memory_id, op.content_hash),
                 )
-                row = await cur.fetchone()
-                if row is not None:
-                    await _replace_chunks(conn, op.memory_id, row[0], op.chunks)
-                return row is not None
+                owner = await cur.fetchone()
+                if owner is not None:
+                    await _replace_chunks(conn, op.memory_id, owner[0], op.chunks)
+                return owner is not None
         raise StorageError(f"unknown write operation {op!r}")
 
     # -- reads ---------------------------------------------------------------------

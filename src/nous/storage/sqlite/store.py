@@ -292,10 +292,25 @@ class SQLiteStore(Store):
             ):
                 return apply_session_op(conn, op, fmt_time)
             case PutWorkingMemory(working_memory=wm):
-                conn.execute(
-                    "INSERT OR REPLACE INTO working_memory VALUES (?, ?, ?, ?)",
-                    (wm.agent_id, wm.session_id, wm.model_dump_json(), fmt_time(wm.updated_at)),
+                guard = ""
+                params: list[str | None] = [
+                    wm.agent_id,
+                    wm.session_id,
+                    wm.model_dump_json(),
+                    fmt_time(wm.updated_at),
+                ]
+                if op.check:
+                    guard = " WHERE working_memory.updated_at IS ?"
+                    params.append(None if op.expect_updated_at is None else fmt_time(op.expect_updated_at))
+                cur = conn.execute(
+                    "INSERT INTO working_memory VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, session_id) "
+                    f"DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at{guard}",
+                    params,
                 )
+                if cur.rowcount == 0:
+                    raise StaleWriteError(
+                        f"working memory of session {wm.session_id!r} changed since it was read"
+                    )
                 return True
             case SetLifecycle():
                 cur = conn.execute(
