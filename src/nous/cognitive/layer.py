@@ -28,6 +28,7 @@ from nous.cognitive.selection import FrameSelector
 from nous.errors import ConflictError, InvalidInputError
 from nous.heart import Heart
 from nous.heart.identity import Identity
+from nous.heart.sessions import EpisodeStart
 from nous.models import (
     Edge,
     EdgeRelation,
@@ -113,30 +114,35 @@ class CognitiveLayer:
         text = validate_content(user_text)
         forced = get_frame(frame) if frame is not None else None
         now = at or utcnow()
-        prior = await self.heart.sessions.find(session_id)
+        # Reads that decide the frame, together; then the session write and every read for the
+        # context at once (the recall does not depend on the session row).
+        prior, identity, censors = await asyncio.gather(
+            self.heart.sessions.find(session_id), self.identity.sections(), self.heart.censors.active()
+        )
         if prior is not None and prior.ended:
             raise ConflictError(f"session {session_id!r} has ended; start a new one")
+        if prior is not None and prior.user_id:
+            user_id = prior.user_id  # a session belongs to the user it started with
         follow_up = prior is not None and prior.topic is not None and is_follow_up(text)
         query = f"{prior.topic} {text}" if follow_up and prior and prior.topic else text
-        has_identity = await self.identity.is_set()
-        choice = await self.selector.select(query, has_identity=has_identity)
+        choice = await self.selector.select(query, has_identity=bool(identity))
         chosen = forced or get_frame(choice.frame)
         limits = _budget(chosen.budget, budget)
-        censors = await self.heart.censors.active()
         censor_ids = [c.id for c in censors]
-        state = await self.heart.sessions.note_user(
-            session_id,
-            text,
-            user_id=user_id,
-            frame=chosen.id,
-            active_censors=censor_ids,
-            topic=None if follow_up or choice.greeting else text,
-            at=now,
-        )
-        user_id = state.user_id
-        episode = await self.heart.sessions.start_episode(state, text, frame=chosen.id, at=now)
         recap = parse_time_expression(query, now).recap
         greeting = choice.greeting and forced is None
+
+        async def record() -> tuple[SessionState, EpisodeStart]:
+            state = await self.heart.sessions.note_user(
+                session_id,
+                text,
+                user_id=user_id,
+                frame=chosen.id,
+                active_censors=censor_ids,
+                topic=None if follow_up or choice.greeting else text,
+                at=now,
+            )
+            return state, await self.heart.sessions.start_episode(state, text, frame=chosen.id, at=now)
 
         async def hits() -> list[RecallHit]:
             if greeting or not limits.retrieves:
@@ -155,8 +161,8 @@ class CognitiveLayer:
         async def profile() -> list[Fact]:
             return await self.identity.user_profile(user_id) if user_id else []
 
-        identity, facts, wm, recent, found, said = await asyncio.gather(
-            self.identity.sections(),
+        (state, episode), facts, wm, recent, found, said = await asyncio.gather(
+            record(),
             profile(),
             self.heart.working_memory.get(session_id),
             self._recent_episodes(user_id, session_id, now),
