@@ -157,9 +157,9 @@ class VectorIndex:
                     "FROM memories WHERE rev > ?",
                     (self._rev,),
                 ).fetchall()
-                chunks = conn.execute(  # CROSS JOIN: walk the changed rows by rev, then their chunks
-                    "SELECT m.id, c.embedding FROM memories m CROSS JOIN memory_chunks c "
-                    "ON c.memory_id = m.id WHERE m.rev > ? ORDER BY m.id, c.chunk_no",
+                chunks = conn.execute(  # the changed rows by the rev index, then their chunks by key
+                    "SELECT c.memory_id, c.embedding FROM memory_chunks c WHERE c.memory_id IN "
+                    "(SELECT id FROM memories WHERE rev > ?) ORDER BY c.memory_id, c.chunk_no",
                     (self._rev,),
                 ).fetchall()
                 purged = conn.execute("SELECT id FROM purged WHERE rev > ?", (self._rev,)).fetchall()

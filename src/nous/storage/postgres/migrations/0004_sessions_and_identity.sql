@@ -37,3 +37,8 @@ CREATE TABLE IF NOT EXISTS identity (
     updated_at TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (agent_id, section)
 );
+
+-- The turn loop reads memories of one kind by time (the latest episodes, the censors in force,
+-- episodes near a new one): without this index such a read walks the time index across every
+-- memory of every other kind.
+CREATE INDEX IF NOT EXISTS idx_memories_kind_time ON memories (agent_id, kind, occurred_at);
