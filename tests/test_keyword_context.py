@@ -43,7 +43,7 @@ async def _with_filler(nous: Nous, turns: list[Turn]) -> None:
 
 
 async def _keyword(nous: Nous, terms: list[str]) -> dict[str, tuple[float, float | None]]:
-    hits = await nous.store.keyword_search(MemoryQuery(agent_id=nous.agent_id), terms, 10)
+    hits = await nous.store.keyword_search(MemoryQuery(agent_id=nous.agent_id), terms, 10, own=True)
     return {h.id: (h.score, h.own) for h in hits}
 
 
@@ -63,8 +63,10 @@ async def test_own_text_outranks_the_same_words_in_context(nous: Nous) -> None:
     assert hits[by_own.id][0] > hits[by_context.id][0]
     assert hits[by_own.id][1] is not None and hits[by_own.id][1] > 0
     assert hits[by_context.id][1] == 0.0
-    found = await nous.store.keyword_search(MemoryQuery(agent_id=nous.agent_id), ["timetable"], 10)
+    found = await nous.store.keyword_search(MemoryQuery(agent_id=nous.agent_id), ["timetable"], 10, own=True)
     assert [h.id for h in found] == [by_own.id, by_context.id]
+    plain = await nous.store.keyword_search(MemoryQuery(agent_id=nous.agent_id), ["timetable"], 10)
+    assert [(h.id, h.own) for h in plain] == [(by_own.id, None), (by_context.id, None)]  # not asked
 
 
 async def test_changing_the_context_reindexes_it(nous: Nous) -> None:

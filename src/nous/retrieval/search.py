@@ -269,7 +269,6 @@ class Retriever:
             c.base += 1.0 / (w.rrf_k + rank + 1)
             c.signal("keyword", hit.score)
             c.signal("keyword_rank", rank + 1)
-            pools.keyword[hit.id] = (hit.score, hit.score if hit.own is None else hit.own)
         return pools
 
     def _session_strength(
@@ -473,7 +472,6 @@ class _Pools:
     candidates: dict[str, _Candidate] = field(default_factory=dict)
     memories: dict[str, CandidateInfo] = field(default_factory=dict)
     cosine: dict[str, float] = field(default_factory=dict)
-    keyword: dict[str, tuple[float, float]] = field(default_factory=dict)  # (with context, own text)
     query_vector: np.ndarray | None = None
 
 

@@ -358,9 +358,12 @@ class Store(ABC):
         (``chunks=False``): a short memory close to one passage of a long one is not its duplicate."""
 
     @abstractmethod
-    async def keyword_search(self, query: MemoryQuery, terms: list[str], limit: int) -> list[ScoredId]:
+    async def keyword_search(
+        self, query: MemoryQuery, terms: list[str], limit: int, *, own: bool = False
+    ) -> list[ScoredId]:
         """Memories matching any of the terms, best first by ``score`` (backend rank over the own
-        text and the keyword context weighted CONTEXT_WEIGHT); ``own`` ranks the own text alone."""
+        text and the keyword context weighted CONTEXT_WEIGHT). With ``own``, each hit's ``own`` is
+        its rank on the own text alone (computed for the returned hits only; recall does not ask)."""
 
     @abstractmethod
     async def describe(self, agent_id: str, ids: list[str]) -> dict[str, CandidateInfo]:

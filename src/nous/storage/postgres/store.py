@@ -390,18 +390,29 @@ class PostgresStore(Store):
         )
         return {r["id"]: _as_array(r["embedding"]) for r in rows}
 
-    async def keyword_search(self, query: MemoryQuery, terms: list[str], limit: int) -> list[ScoredId]:
+    async def keyword_search(
+        self, query: MemoryQuery, terms: list[str], limit: int, *, own: bool = False
+    ) -> list[ScoredId]:
         words = [w for t in terms for w in _WORD.findall(t)]
         if not words:
             return []
         words = await self._selective_words(list(dict.fromkeys(words)))
         tsquery = " | ".join(words)
         where, params = where_clause(query, "%s", prefix="m.")
-        rows = await self._fetch(
-            "SELECT m.id, ts_rank_cd(%s::float4[], m.tsv, q) AS score, ts_rank_cd(%s::float4[], m.tsv, q) AS own "
+        ranked = (
+            "SELECT m.id, m.tsv, ts_rank_cd(%s::float4[], m.tsv, q) AS score "
             "FROM memories m, to_tsquery('english', %s) q "
-            f"WHERE m.tsv @@ q AND {where} ORDER BY score DESC, m.seq LIMIT %s",
-            [RANK_WEIGHTS, OWN_WEIGHTS, tsquery, *params, limit],
+            f"WHERE m.tsv @@ q AND {where} ORDER BY score DESC, m.seq LIMIT %s"
+        )
+        if not own:
+            rows = await self._fetch(
+                f"SELECT id, score FROM ({ranked}) r", [RANK_WEIGHTS, tsquery, *params, limit]
+            )
+            return [ScoredId(r["id"], float(r["score"])) for r in rows]
+        rows = await self._fetch(  # the own-text rank of the returned hits only
+            f"SELECT r.id, r.score, ts_rank_cd(%s::float4[], r.tsv, to_tsquery('english', %s)) AS own "
+            f"FROM ({ranked}) r ORDER BY r.score DESC",
+            [OWN_WEIGHTS, tsquery, RANK_WEIGHTS, tsquery, *params, limit],
         )
         return [ScoredId(r["id"], float(r["score"]), float(r["own"])) for r in rows]
 

@@ -417,22 +417,23 @@ class SQLiteStore(Store):
 
         return await self._r().run(read) if ids else {}
 
-    async def keyword_search(self, query: MemoryQuery, terms: list[str], limit: int) -> list[ScoredId]:
+    async def keyword_search(
+        self, query: MemoryQuery, terms: list[str], limit: int, *, own: bool = False
+    ) -> list[ScoredId]:
         if not terms:
             return []
         where, params = where_clause(query, "?", time_param=fmt_time, prefix="m.")
         # bm25() is lower-is-better; its weights are per column: (search_text, search_context).
         score = f"bm25(memories_fts, 1.0, {CONTEXT_WEIGHT!r})"
-        own = "bm25(memories_fts, 1.0, 0.0)"
         # Fast path: rank in the FTS index alone, then filter the best few by scope. Joining every
         # match to its row before ranking costs more than the ranking itself on large stores.
         fast = (
-            f"SELECT m.id, -f.score, -f.own FROM (SELECT rowid, {score} AS score, {own} AS own "
-            "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score LIMIT ?) f "
+            "SELECT m.id, -f.score, m.seq FROM (SELECT rowid, "
+            f"{score} AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score LIMIT ?) f "
             f"JOIN memories m ON m.seq = f.rowid WHERE {where} ORDER BY f.score"
         )
         exact = (
-            f"SELECT m.id, -{score} AS score, -{own} FROM memories_fts "
+            f"SELECT m.id, -{score} AS score, m.seq FROM memories_fts "
             "JOIN memories m ON m.seq = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND {where} ORDER BY {score} LIMIT ?"
         )
@@ -448,7 +449,21 @@ class SQLiteStore(Store):
                 ).fetchone()
                 if total > window:  # the scope filtered out too many: rank within the scope instead
                     rows = conn.execute(exact, [match, *params, limit]).fetchall()
-            return [ScoredId(i, float(s), float(o) + 0.0) for i, s, o in rows[:limit]]  # + 0.0: no -0.0
+            rows = rows[:limit]
+            own_score: dict[int, float] = {}
+            if own and rows:  # the own-text rank of the returned hits only
+                seqs = [r[2] for r in rows]
+                own_score = dict(
+                    conn.execute(
+                        "SELECT rowid, -bm25(memories_fts, 1.0, 0.0) FROM memories_fts WHERE memories_fts "
+                        f"MATCH ? AND rowid IN ({_marks(len(seqs))})",
+                        [match, *seqs],
+                    ).fetchall()
+                )
+            return [
+                ScoredId(i, float(s), own_score.get(q, 0.0) + 0.0 if own else None)  # + 0.0: no -0.0
+                for i, s, q in rows
+            ]
 
         return await self._r().run(read)
 
