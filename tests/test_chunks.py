@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from nous import Nous, Settings
+from nous.bench.synthetic import synthetic_memories, synthetic_queries
 from nous.embeddings.base import EmbeddingProvider
 from nous.embeddings.chunking import CHUNK_CHARS, MAX_CHUNKS, split_text
 from nous.embeddings.local import LocalEmbeddingProvider
@@ -306,21 +307,22 @@ async def test_maintain_chunks_long_memories_stored_without_chunks(
 
 
 # -- the in-process index (SQLite) with the reduced first pass -------------------------------------
-def _unit(rng: np.random.Generator, n: int, dims: int) -> np.ndarray:
-    v = rng.standard_normal((n, dims)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+def _embedded(provider: EmbeddingProvider, texts: list[str]) -> np.ndarray:
+    return np.asarray(provider.embed(texts), dtype=np.float32)
 
 
 async def test_index_scores_each_memory_by_its_best_vector(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: EmbeddingProvider
 ) -> None:
     monkeypatch.setattr(vector_index, "APPROX_MIN_ROWS", 200)  # exercise the PCA pass on a small store
-    dims, rng = 96, np.random.default_rng(7)
+    texts = list(dict.fromkeys(synthetic_memories(3000)))  # distinct texts: no tied scores
+    dims = provider.dimensions
     store = SQLiteStore(tmp_path / "index.db", readers=1)
     await store.open(embedding_model="test", embedding_dimensions=dims)
     try:
-        mains = _unit(rng, 600, dims)
-        chunks = {i: list(_unit(rng, 1 + i % 4, dims)) for i in range(0, 600, 3)}
+        mains = _embedded(provider, texts[:600])
+        extra = iter(_embedded(provider, texts[600:1200]))
+        chunks = {i: [next(extra) for _ in range(1 + i % 4)] for i in range(0, 600, 3)}
         facts = [Fact(agent_id="a", content=f"memory {i}") for i in range(600)]
         await store.apply(
             [
@@ -337,7 +339,7 @@ async def test_index_scores_each_memory_by_its_best_vector(
             return [facts[i].id for i in np.argsort(best)[::-1][:k]]
 
         scope = MemoryQuery(agent_id="a")
-        for query in _unit(rng, 5, dims):
+        for query in _embedded(provider, synthetic_queries(5)):
             assert [h.id for h in await store.vector_search(scope, query, 10)] == expected(query, 10)
         # an update replaces a memory's chunks; a purge drops them
         target = chunks[3][0]

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
@@ -129,8 +128,6 @@ class ContextInputs:
     recent: Sequence[Memory] = ()
     hits: Sequence[RecallHit] = ()
     already_said: Sequence[str] = ()  # texts of the session's last turns
-    now: datetime | None = None
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 def _words(text: str) -> frozenset[str]:

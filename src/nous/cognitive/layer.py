@@ -187,7 +187,6 @@ class CognitiveLayer:
                 recent=recent,
                 hits=found,
                 already_said=said,
-                now=now,
             )
         )
         self.repo.note_recalled(

@@ -34,9 +34,6 @@ class Identity:
         found = {s.section: s for s in await self.repo.store.identity(self.repo.agent_id)}
         return [found[name] for name in SECTION_BUDGETS if name in found]
 
-    async def is_set(self) -> bool:
-        return bool(await self.repo.store.identity(self.repo.agent_id))
-
     async def set(self, section: str, content: str, *, actor: str = "api") -> IdentitySection:
         """Replace one section (its version goes up; the old text stays in history)."""
         if section not in SECTION_BUDGETS:
