@@ -53,7 +53,11 @@ async def dump(out: Path, directories: list[Path]) -> None:
                             RecallQuery(text=q.question, limit=10, now=q.asked_at)
                         )
                         covers = [
-                            [g for g, group in enumerate(q.evidence) if set(m.provenance.turn_ids) & set(group)]
+                            [
+                                g
+                                for g, group in enumerate(q.evidence)
+                                if set(m.provenance.turn_ids) & set(group)
+                            ]
                             for m, _ in rows
                         ]
                         records.append(
@@ -162,7 +166,9 @@ def fit(path: Path, objective: str = "pairwise", drop: str = "") -> None:
     conversations = sorted({(r["dataset"], r["conversation"]) for r in records})
     rank_only = np.zeros(len(names))
     rank_only[names.index("rank")] = 1.0
-    print("| held-out conversation | questions | base (RRF) all@10 | re-ranker all@10 | base any@5 | re-ranker any@5 |")
+    print(
+        "| held-out conversation | questions | base (RRF) all@10 | re-ranker all@10 | base any@5 | re-ranker any@5 |"
+    )
     print("|---|---|---|---|---|---|")
     fold_weights = []
     totals: dict[str, list[float]] = {"base": [], "rerank": [], "base5": [], "rerank5": []}
@@ -183,8 +189,11 @@ def fit(path: Path, objective: str = "pairwise", drop: str = "") -> None:
             by_dataset.setdefault(dataset, {}).setdefault(key, []).extend([value] * len(test))
         print(f"| {dataset}/{conv} | {len(test)} | " + " | ".join(f"{v:.3f}" for v in figures) + " |")
     for dataset, t in sorted(by_dataset.items()):
-        print(f"| **{dataset} (held out, pooled)** | {len(t['base'])} | " + " | ".join(
-            f"{np.mean(t[k]):.3f}" for k in ("base", "rerank", "base5", "rerank5")) + " |")
+        print(
+            f"| **{dataset} (held out, pooled)** | {len(t['base'])} | "
+            + " | ".join(f"{np.mean(t[k]):.3f}" for k in ("base", "rerank", "base5", "rerank5"))
+            + " |"
+        )
     stack = np.stack(fold_weights)
     w_all, b_all = fit_model(records, objective)
     print("\n| feature | all data | fold mean | fold min | fold max | shipped |")
@@ -192,8 +201,10 @@ def fit(path: Path, objective: str = "pairwise", drop: str = "") -> None:
     for i, name in enumerate([*names, "bias"]):
         shipped = BIAS if name == "bias" else (WEIGHTS[FEATURES.index(name)] if name in FEATURES else 0.0)
         value = b_all if name == "bias" else w_all[i]
-        print(f"| {name} | {value:.3f} | {stack[:, i].mean():.3f} | {stack[:, i].min():.3f} | "
-              f"{stack[:, i].max():.3f} | {shipped:.3f} |")
+        print(
+            f"| {name} | {value:.3f} | {stack[:, i].mean():.3f} | {stack[:, i].min():.3f} | "
+            f"{stack[:, i].max():.3f} | {shipped:.3f} |"
+        )
     print(f"\nfitted on all data, scored on all data: all@10 {_recall(records, w_all, b_all, 10, 'all'):.3f}")
     print("WEIGHTS =", np.round(w_all, 3).tolist(), "BIAS =", round(b_all, 3))
 

@@ -40,7 +40,9 @@ def main(directories: list[Path]) -> None:
                     scores[name].add(q, [[messages[i].id] for i in order])
         for name, s in scores.items():
             f = s.summary()
-            print(f"{directory.name:8} {name:24} all@10 {f['recall_all@10']:.3f}  any@10 {f['recall_any@10']:.3f}")
+            print(
+                f"{directory.name:8} {name:24} all@10 {f['recall_all@10']:.3f}  any@10 {f['recall_any@10']:.3f}"
+            )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ sessions in the store, frames, the context engine's budgets and sections, recap,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import subprocess
@@ -349,3 +350,38 @@ async def test_recall_recent_by_hours(nous: Nous) -> None:
         await nous.recall_recent(hours=-1)
     with pytest.raises(InvalidInputError):
         await nous.recall_recent(hours=5, since=now)
+
+
+async def test_concurrent_ends_close_the_episode_and_learn_the_reflection_once(nous: Nous) -> None:
+    await _exchange(nous, "race", "Help me plan the ski trip to Verbier in March", LONG_REPLY, T0)
+    await _exchange(nous, "race", "Which ski passes should we buy?", LONG_REPLY, T0 + timedelta(minutes=1))
+    ends = await asyncio.gather(
+        *(nous.end_session("race", reflection="Book ski passes online, a week ahead.") for _ in range(4))
+    )
+    assert sum(e.ended_now for e in ends) == 1
+    closed = [e.episode for e in ends if e.episode is not None]
+    assert len(closed) == 1 and closed[0].ended_at is not None
+    assert all(e.session.ended for e in ends)
+    lessons = [f for f in await nous.memories("fact") if f.category == "lesson"]
+    assert [f.content for f in lessons] == ["Book ski passes online, a week ahead."]
+
+
+async def test_two_instances_opening_one_session_share_one_episode(
+    database_url: str, settings: Settings, provider: EmbeddingProvider
+) -> None:
+    """Two engines on one store (as two processes would be) start the same session at once: one
+    episode is opened and both turns are counted in the one session row."""
+    async with (
+        Nous(settings, database_url=database_url, embedding_provider=provider) as a,
+        Nous(settings, database_url=database_url, embedding_provider=provider) as b,
+    ):
+        first, second = await asyncio.gather(
+            a.pre_turn("shared", "Help me plan the ski trip to Verbier in March", at=T0),
+            b.pre_turn("shared", "Also book the chalet near the lifts for six people", at=T0),
+        )
+        assert first.episode_id is not None and first.episode_id == second.episode_id
+        assert sorted([first.episode_action, second.episode_action]) == ["already_open", "created"]
+        episodes = [e for e in await a.memories("episode") if e.active]
+        assert [e.id for e in episodes] == [first.episode_id]
+        state = await b.session("shared")
+        assert state.episode_id == first.episode_id and not state.ended

@@ -232,13 +232,12 @@ def end_session(
     Example: nous end-session s1 --reflection "Check the ledger's ACID needs before picking a store"
     """
 
-    async def act(nous: Nous) -> tuple[bool, SessionEnd]:
-        was_ended = (await nous.session(session)).ended
-        return was_ended, await nous.cognitive.end_session(session, reflection=reflection, actor="cli")
+    async def act(nous: Nous) -> SessionEnd:
+        return await nous.cognitive.end_session(session, reflection=reflection, actor="cli")
 
-    was_ended, done = with_nous(ctx, act)
+    done = with_nous(ctx, act)
     episode = done.episode
-    if was_ended:
+    if not done.ended_now:
         action = "already_ended"
     elif episode is None:
         action = "none"

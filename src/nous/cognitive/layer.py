@@ -82,6 +82,7 @@ class SessionEnd(BaseModel):
     session: SessionState
     episode: Episode | None = None
     facts: list[WriteResult] = Field(default_factory=list)
+    ended_now: bool = True  # False: the session had already ended (by this call's rivals or earlier)
 
 
 def is_follow_up(text: str) -> bool:
@@ -290,9 +291,11 @@ class CognitiveLayer:
     ) -> SessionEnd:
         """End the session; each line of ``reflection`` becomes a lesson fact (deduplicated)."""
         session_id = _session_id(session_id)
-        state, episode = await self.heart.sessions.end(session_id, reflection=reflection, at=at, actor=actor)
+        state, episode, ended_now = await self.heart.sessions.end(
+            session_id, reflection=reflection, at=at, actor=actor
+        )
         facts: list[WriteResult] = []
-        for line in _lines(reflection):
+        for line in _lines(reflection) if ended_now else []:
             facts.append(
                 await self.heart.facts.learn(
                     line,
@@ -305,7 +308,7 @@ class CognitiveLayer:
                     actor=actor,
                 )
             )
-        return SessionEnd(session=state, episode=episode, facts=facts)
+        return SessionEnd(session=state, episode=episode, facts=facts, ended_now=ended_now)
 
 
 def _lines(reflection: str | None) -> list[str]:

@@ -216,12 +216,16 @@ class Sessions:
         reflection: str | None = None,
         at: datetime | None = None,
         actor: str = "api",
-    ) -> tuple[SessionState, Episode | None]:
-        """End a session: close its episode, or soft-delete it if the session stayed trivial, then
-        mark the session ended. Ending an ended session changes nothing; an unknown one is an error."""
+    ) -> tuple[SessionState, Episode | None, bool]:
+        """End a session: mark it ended, then close its episode, or soft-delete it if the session
+        stayed trivial. The mark is the claim: of concurrent callers exactly one sets it and goes on
+        to close the episode (the others get no episode and ``False``), and once it is set no turn can join the
+        session or open an episode for it. Ending an ended session changes nothing; an unknown one
+        is an error."""
+        (claimed,) = await self.repo.store.apply([EndSession(self.repo.agent_id, session_id, at or utcnow())])
         state = await self.get(session_id)
-        if state.ended:
-            return state, None
+        if not claimed:
+            return state, None, False
         episode: Episode | None = None
         if state.episode_id is not None:
             found = (await self.repo.store.get_many(self.repo.agent_id, [state.episode_id])).get(
@@ -237,5 +241,4 @@ class Sessions:
                     episode = await self.episodes.end(
                         found.id, outcome=EpisodeOutcome.SUCCESS, lessons=lessons, actor=actor
                     )
-        await self.repo.store.apply([EndSession(self.repo.agent_id, session_id, at or utcnow())])
-        return await self.get(session_id), episode
+        return state, episode, True
