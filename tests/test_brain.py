@@ -6,7 +6,7 @@ import pytest
 
 from nous import Decision, Nous, Reason
 from nous.brain.calibration import calibrate
-from nous.models import EdgeRelation, Outcome
+from nous.models import EdgeRelation, Outcome, ReasonType
 
 
 async def test_decision_with_reasons_and_episode_link(nous: Nous) -> None:
@@ -20,7 +20,7 @@ async def test_decision_with_reasons_and_episode_link(nous: Nous) -> None:
         pattern="prefer boring tech",
         reasons=[
             {"type": "analysis", "text": "supports DLQ"},
-            Reason(type="empirical", text="ran it for 3y"),
+            Reason(type=ReasonType.EMPIRICAL, text="ran it for 3y"),
         ],
         tags=["queue"],
         episode_id=episode.id,

@@ -91,7 +91,7 @@ async def test_warn_escalates_to_block_after_the_threshold(nous: Nous) -> None:
     assert isinstance(stored, Censor) and stored.action is CensorAction.BLOCK and stored.activation_count == 3
     activations = [h for h in await nous.history(censor.id) if h.new_value and "activation" in h.new_value]
     assert len(activations) == 3 and activations[0].new_value["activation"]["session_id"] == "s-1"  # type: ignore[index]
-    assert activations[1].new_value == {  # type: ignore[index]
+    assert activations[1].new_value == {
         "activation_count": 2,
         "action": "block",
         "activation": activations[1].new_value["activation"],  # type: ignore[index]

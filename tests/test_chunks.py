@@ -195,6 +195,7 @@ async def test_passage_deep_in_a_long_memory_is_found(nous: Nous) -> None:
     top = (await nous.store.vector_search(MemoryQuery(agent_id=nous.agent_id), vector, 1))[0]
     assert top.score == pytest.approx(best, abs=1e-4)  # the best chunk's cosine
     main = (await nous.store.vectors(nous.agent_id, [turn.id]))[turn.id]
+    assert top.main is not None
     assert top.main == pytest.approx(float(main @ vector), abs=1e-4) and top.main < top.score - 0.2
 
 

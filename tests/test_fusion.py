@@ -19,7 +19,7 @@ NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 # People with a few memories each; each question shares only the person's name with the store,
 # so keyword search sees ties among that person's memories (useless), while meaning decides.
-PEOPLE = {
+PEOPLE: dict[str, list[tuple[str | None, str]]] = {
     "Dana": [
         ("What pet does Dana own?", "Dana adopted a golden retriever puppy from the shelter in spring."),
         ("What is Dana's job?", "Dana works night shifts as a nurse at the children's hospital."),
@@ -65,7 +65,7 @@ async def _top1(nous: Nous, queries: list[tuple[str, str]], preset: str | None) 
 
 
 async def test_fusion_keeps_up_with_dense_when_keywords_are_useless(nous: Nous) -> None:
-    queries = []
+    queries: list[tuple[str, str]] = []
     for memories in PEOPLE.values():
         for query, content in memories:
             kept = await nous.learn(content, dedup=False)

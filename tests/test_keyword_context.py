@@ -61,7 +61,8 @@ async def test_own_text_outranks_the_same_words_in_context(nous: Nous) -> None:
     await _with_filler(nous, [by_context, by_own])
     hits = await _keyword(nous, ["kirkwall", "harbour", "timetable"])
     assert hits[by_own.id][0] > hits[by_context.id][0]
-    assert hits[by_own.id][1] is not None and hits[by_own.id][1] > 0
+    own = hits[by_own.id][1]
+    assert own is not None and own > 0
     assert hits[by_context.id][1] == 0.0
     found = await nous.store.keyword_search(MemoryQuery(agent_id=nous.agent_id), ["timetable"], 10, own=True)
     assert [h.id for h in found] == [by_own.id, by_context.id]
@@ -161,7 +162,8 @@ async def test_postgres_store_at_0002_upgrades_with_the_context_moved(
         await _with_filler(nous, [])
         hits = await _keyword(nous, ["harbour", "kirkwall"])
         assert hits["old-turn"][0] > 0 and hits["old-turn"][1] == 0.0
-        assert (await _keyword(nous, ["scrabster"]))["old-turn"][1] > 0
+        own = (await _keyword(nous, ["scrabster"]))["old-turn"][1]
+        assert own is not None and own > 0
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         row = conn.execute(f"SELECT search_text, search_context FROM {pg_schema}.memories").fetchone()
     assert row == (ANSWER, context)

@@ -18,7 +18,7 @@ from nous.embeddings.base import EmbeddingProvider
 from nous.errors import GuardrailError, InvalidInputError
 from nous.heart import EpisodeAction
 from nous.heart.sessions import should_create_episode
-from nous.models import Decision, Reason, SessionState
+from nous.models import Decision, Reason, ReasonType, SessionState
 from tests.openai_server import FakeOpenAI, openai_settings
 
 GREETING = "Hello, what can you do?"
@@ -153,7 +153,7 @@ async def test_15_old_duplicate_outside_48h_not_matched(nous: Nous) -> None:
 
 
 # -- 16–22: decision noise --------------------------------------------------------------------
-WHY = [Reason(type="analysis", text="Postgres gives us transactions and pgvector")]
+WHY = [Reason(type=ReasonType.ANALYSIS, text="Postgres gives us transactions and pgvector")]
 
 
 def test_16_short_status_without_reasons_is_noise() -> None:
@@ -215,7 +215,7 @@ def test_26_debug_frame_warns_against_routine_steps() -> None:
 def test_quality_score_rewards_reasons_context_pattern_tags() -> None:
     bare = quality_score(reasons=[], context=None, pattern=None, tags=[])
     rich = quality_score(
-        reasons=[*WHY, Reason(type="empirical", text="the pilot ran for a month")],
+        reasons=[*WHY, Reason(type=ReasonType.EMPIRICAL, text="the pilot ran for a month")],
         context="orders service rewrite",
         pattern="prefer boring tech",
         tags=["db"],

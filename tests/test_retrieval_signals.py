@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from nous import Nous
+from nous import Episode, Nous
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -70,8 +70,13 @@ async def test_same_session_evidence_is_lifted(nous: Nous) -> None:
     )
     hits = await nous.recall("What is the name of Ana's adopted dog?", limit=3, kinds="turn")
     assert any("Biscuit" in h.content for h in hits)
-    in_a = [h.signals["session"] for h in hits if h.memory.session_id.endswith(":a")]
-    in_b = [h.signals.get("session", 0.0) for h in hits if h.memory.session_id.endswith(":b")]
+    assert all(h.memory.session_id is not None for h in hits)
+    in_a = [h.signals["session"] for h in hits if h.memory.session_id and h.memory.session_id.endswith(":a")]
+    in_b = [
+        h.signals.get("session", 0.0)
+        for h in hits
+        if h.memory.session_id and h.memory.session_id.endswith(":b")
+    ]
     assert len(in_a) >= 2 and min(in_a) > max(in_b, default=0.0)
 
 
@@ -109,7 +114,7 @@ async def test_recap_brings_recent_episodes_whatever_their_topic(nous: Nous) -> 
     hits = await nous.recall("what did we talk about recently?", now=NOW, limit=3)
     assert hits[0].id == ski.id and hits[0].signals["recap"] == 1
     recent = await nous.recall_recent(limit=5)
-    assert recent[0].id == ski.id and recent[0].ended_at is not None
+    assert recent[0].id == ski.id and isinstance(recent[0], Episode) and recent[0].ended_at is not None
 
 
 async def test_near_duplicates_are_not_repeated(nous: Nous) -> None:

@@ -11,8 +11,8 @@ from nous.retrieval.timeparse import parse_time_expression
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 
 
-def d(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)
+def d(year: int, month: int, day: int, hour: int = 0) -> datetime:
+    return datetime(year, month, day, hour, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(

@@ -326,7 +326,8 @@ async def test_ingest_ends_each_session_as_a_live_session_ends(nous: Nous, tmp_p
     first = next(s for s in ended if s.session_id == "c1:s1")
     assert first.turn_count == 1 and first.remember and first.episode_id is not None
     second = next(s for s in ended if s.session_id == "c1:s2")
-    assert second.is_trivial() and (await nous.get(second.episode_id)).active is False
+    assert second.is_trivial() and second.episode_id is not None
+    assert (await nous.get(second.episode_id)).active is False
     assert await nous.sessions(ended=False) == []
 
 
