@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from typer.testing import CliRunner
 
 from nous import Nous, Settings
 from nous.embeddings.base import EmbeddingProvider
@@ -106,3 +107,13 @@ def fake_openai(provider: EmbeddingProvider) -> Iterator[FakeOpenAI]:
     server = FakeOpenAI(provider)
     yield server
     server.close()
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    """An in-process CLI runner on a fresh NOUS_HOME, with no NOUS_ setting from the environment."""
+    for key in [k for k in os.environ if k.startswith("NOUS_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("NOUS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "200")
+    return CliRunner()

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -267,15 +265,6 @@ def test_semantic_threshold_separates_the_calibration_pairs(provider: EmbeddingP
 
 
 # -- CLI -----------------------------------------------------------------------------------------------
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for key in [k for k in os.environ if k.startswith("NOUS_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("NOUS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "200")
-    return CliRunner()
-
-
 def test_cli_censors_add_list_check_edit_retire(cli: CliRunner, database_url: str) -> None:
     def run(*args: str) -> Any:
         result = cli.invoke(app, ["--db", database_url, *args])

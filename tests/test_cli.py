@@ -93,15 +93,6 @@ def test_errors_are_one_line_and_non_zero(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no history" in missing.stderr
 
 
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for key in [k for k in os.environ if k.startswith("NOUS_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("NOUS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "200")
-    return CliRunner()
-
-
 def test_listing_history_export_import_in_process(cli: CliRunner, tmp_path: Path) -> None:
     learned = json.loads(
         cli.invoke(

@@ -3,41 +3,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-from typing import Any
-
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from nous.cli.app import app
 from nous.cognitive import FRAMES
-
-
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for key in [k for k in os.environ if k.startswith("NOUS_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("NOUS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "200")
-    return CliRunner()
-
-
-def ok(cli: CliRunner, *args: str) -> Result:
-    result = cli.invoke(app, list(args))
-    assert result.exit_code == 0, (args, result.output, result.exception)
-    return result
-
-
-def data(cli: CliRunner, *args: str) -> Any:
-    return json.loads(ok(cli, *args, "--json").stdout)
-
-
-def one_line_error(result: Result, code: int, words: str) -> None:
-    assert result.exit_code == code, (result.output, result.exception)
-    assert result.stdout == ""
-    assert result.stderr.strip().count("\n") == 0 and words in result.stderr
+from tests.cli_support import data, ok, one_line_error
 
 
 def test_a_session_across_invocations(cli: CliRunner) -> None:

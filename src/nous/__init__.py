@@ -4,18 +4,23 @@ The public surface is re-exported here; everything else is private to its module
 """
 
 from nous.api import Nous, SyncNous
+from nous.cognitive import SessionEnd, TurnContext, TurnResult
 from nous.config import Settings
 from nous.errors import (
     ConflictError,
     EmbeddingError,
     GuardrailError,
     InvalidInputError,
+    LeaseLostError,
     NotFoundError,
     NousError,
     StaleWriteError,
     StorageError,
 )
+from nous.events import EventWorker, WorkerReport
 from nous.heart import ActionCheck, ActionDecision, CensorMatch
+from nous.ingest import Conversation, IngestReport
+from nous.memory.dedup import SimilarityCheck
 from nous.models import (
     Censor,
     CensorAction,
@@ -31,6 +36,10 @@ from nous.models import (
     WriteResult,
     WriteStatus,
 )
+from nous.models.brain import Calibration
+from nous.models.events import Event, EventKind, EventStatus
+from nous.models.results import Edge, EdgeRelation, HistoryEntry, MaintenanceReport, StoreStats
+from nous.models.session import IdentitySection, SessionState
 from nous.retrieval.weights import PRESETS, RetrievalWeights
 
 __version__ = "0.1.0"
@@ -39,16 +48,29 @@ __all__ = [
     "PRESETS",
     "ActionCheck",
     "ActionDecision",
+    "Calibration",
     "Censor",
     "CensorAction",
     "CensorMatch",
     "ConflictError",
+    "Conversation",
     "Decision",
+    "Edge",
+    "EdgeRelation",
     "EmbeddingError",
     "Episode",
+    "Event",
+    "EventKind",
+    "EventStatus",
+    "EventWorker",
     "Fact",
     "GuardrailError",
+    "HistoryEntry",
+    "IdentitySection",
+    "IngestReport",
     "InvalidInputError",
+    "LeaseLostError",
+    "MaintenanceReport",
     "Memory",
     "MemoryKind",
     "NotFoundError",
@@ -58,11 +80,18 @@ __all__ = [
     "Reason",
     "RecallHit",
     "RetrievalWeights",
+    "SessionEnd",
+    "SessionState",
     "Settings",
+    "SimilarityCheck",
     "StaleWriteError",
     "StorageError",
+    "StoreStats",
     "SyncNous",
     "Turn",
+    "TurnContext",
+    "TurnResult",
+    "WorkerReport",
     "WriteResult",
     "WriteStatus",
     "__version__",

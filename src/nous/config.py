@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -61,6 +61,15 @@ class Settings(BaseSettings):
     )
     postgres_pool_size: int = Field(default=4, ge=1, le=64)
     sqlite_readers: int = Field(default=4, ge=1, le=32)
+    events_worker: Literal["in-process", "off"] = Field(
+        default="in-process",
+        description="in-process: a Nous object runs outbox events in the background while open; "
+        "off: leave them to `nous worker` or `nous maintain --events`.",
+    )
+    event_lease_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    event_max_attempts: int = Field(default=5, ge=1, le=100)
+    event_retry_seconds: float = Field(default=2.0, gt=0, le=86_400)
+    event_poll_seconds: float = Field(default=1.0, gt=0, le=3_600)
 
     @field_validator("home", mode="before")
     @classmethod

@@ -41,6 +41,13 @@ class StaleWriteError(ConflictError):
     code = "stale_write"
 
 
+class LeaseLostError(ConflictError):
+    """A worker tried to complete an event whose lease it no longer holds (it ran out and another
+    worker claimed the event); its effect was rolled back."""
+
+    code = "lease_lost"
+
+
 class GuardrailError(NousError):
     """A guardrail blocked the operation."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -16,7 +18,8 @@ from nous.brain import DEFAULT_GUARDRAILS, Brain, Guardrail
 from nous.cognitive import CognitiveLayer, SessionEnd, TurnContext, TurnResult, check_frame
 from nous.config import Settings
 from nous.embeddings import Embedder, EmbeddingProvider, create_provider
-from nous.errors import InvalidInputError, NousError
+from nous.errors import ConflictError, InvalidInputError, NousError
+from nous.events import EventWorker, WorkerReport
 from nous.heart import ActionCheck, ActionDecision, CensorMatch, Heart
 from nous.ingest import Conversation, IngestReport, ingest_conversation, parse_conversation
 from nous.memory import MemoryRepository
@@ -40,11 +43,12 @@ from nous.models import (
     StoreStats,
     WriteResult,
 )
+from nous.models.events import Event, EventStatus
 from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
 from nous.retrieval.search import validate_limit_and_window
 from nous.storage import Store, create_store
-from nous.storage.base import PutEdge
+from nous.storage.base import PutEdge, RetryEvent
 
 
 def parse_kinds(kinds: Sequence[str | MemoryKind] | str | MemoryKind | None) -> tuple[MemoryKind, ...] | None:
@@ -86,6 +90,8 @@ class Nous:
         self._brain: Brain | None = None
         self._retriever: Retriever | None = None
         self._layer: CognitiveLayer | None = None
+        self._worker_task: asyncio.Task[None] | None = None
+        self._worker_stop: asyncio.Event | None = None
 
     # -- lifecycle ---------------------------------------------------------------
     async def open(self) -> Nous:
@@ -100,6 +106,11 @@ class Nous:
         )
         await store.open(embedding_model=provider.model_name, embedding_dimensions=provider.dimensions)
         self._attach(store, Embedder(provider))
+        if self.settings.events_worker == "in-process":
+            self._worker_stop = asyncio.Event()
+            self._worker_task = asyncio.create_task(
+                self.event_worker().run(self._worker_stop, poll_seconds=self.settings.event_poll_seconds)
+            )
         return self
 
     def _attach(self, store: Store, embedder: Embedder) -> None:
@@ -133,7 +144,13 @@ class Nous:
         return WritePath(repo, thresholds, kinds)
 
     async def close(self) -> None:
-        """Write pending recall reviews, then close the store (only if this object opened it)."""
+        """Stop the in-process event worker (after the event in hand), write pending recall
+        reviews, then close the store (only if this object opened it)."""
+        if self._worker_task is not None and self._worker_stop is not None:
+            self._worker_stop.set()
+            with contextlib.suppress(Exception):
+                await self._worker_task
+            self._worker_task = self._worker_stop = None
         if self._repo is not None:
             await self._repo.flush_reviews()
         if self._store is not None and self._owner:
@@ -493,6 +510,46 @@ class Nous:
         reviewed = await repo.flush_reviews()
         moved = await repo.decay(now=now)
         return MaintenanceReport(embedded=embedded, reviewed=reviewed, lifecycle_changes=moved)
+
+    # -- events ------------------------------------------------------------------
+    def event_worker(self, *, worker_id: str | None = None, batch: int = 10) -> EventWorker:
+        """A worker for this agent's outbox events, with the configured lease and retries."""
+        s = self.settings
+        return EventWorker(
+            self._need(),
+            worker_id=worker_id,
+            lease=timedelta(seconds=s.event_lease_seconds),
+            max_attempts=s.event_max_attempts,
+            retry_base=timedelta(seconds=s.event_retry_seconds),
+            batch=batch,
+        )
+
+    async def process_events(self, *, max_events: int | None = None) -> WorkerReport:
+        """Run the due outbox events now, until none is left (or ``max_events`` were handled)."""
+        return await self.event_worker().drain(max_events=max_events)
+
+    async def events(self, *, status: str | EventStatus | None = None, limit: int = 100) -> list[Event]:
+        """The agent's outbox events, newest first."""
+        parsed = enum_value(EventStatus, status, field="status")
+        validate_limit_and_window(limit, None, None)
+        return await self.store.events(self.agent_id, status=parsed, limit=limit)
+
+    async def event_counts(self) -> dict[EventStatus, int]:
+        """How many of the agent's events are pending, running, done and dead."""
+        return await self.store.event_counts(self.agent_id)
+
+    async def retry_event(self, event_id: str) -> Event:
+        """Revive a dead event: pending again, due now, its attempts reset."""
+        if not isinstance(event_id, str) or not event_id.strip():
+            raise InvalidInputError("event_id must be a non-empty string", field="event_id")
+        event_id = event_id.strip()
+        (revived,) = await self.store.apply([RetryEvent(self.agent_id, event_id, utcnow())])
+        (event,) = await self.store.events(self.agent_id, event_id=event_id, limit=1)
+        if not revived and event.status in (EventStatus.DONE, EventStatus.RUNNING):
+            raise ConflictError(
+                f"event {event_id} is {event.status.value}: only a dead or pending one is retried"
+            )
+        return event
 
     async def check_similar(
         self,

@@ -14,7 +14,9 @@ from nous.cli.output import console, print_json, progress_bar, table
 from nous.cli.runtime import fail, run, state, with_nous
 from nous.embeddings import create_provider
 from nous.errors import NousError
+from nous.events import WorkerReport
 from nous.models import MaintenanceReport, StoreStats
+from nous.models.events import EventStatus
 from nous.storage import create_store
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
@@ -48,10 +50,14 @@ def init(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 
 def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Counts of memories by type, edges, history rows and pending embeddings."""
-    s: StoreStats = with_nous(ctx, lambda nous: nous.stats())
+    """Counts of memories by type, edges, history rows, pending embeddings and outbox events."""
+
+    async def act(nous: Nous) -> tuple[StoreStats, dict[EventStatus, int]]:
+        return await nous.stats(), await nous.event_counts()
+
+    s, counts = with_nous(ctx, act)
     if as_json:
-        print_json(s)
+        print_json({**s.model_dump(mode="json"), "events": {e.value: counts.get(e, 0) for e in EventStatus}})
         return
     rows = [(k, v) for k, v in sorted(s.active_by_kind.items())]
     rows += [
@@ -59,6 +65,7 @@ def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         ("edges", s.edges),
         ("history rows", s.history_rows),
         ("embeddings pending", s.missing_embeddings),
+        *((f"events {e.value}", counts.get(e, 0)) for e in EventStatus),
     ]
     table(f"{s.backend} store {s.location} · agent {s.agent_id}", ["what", "count"], rows)
 
@@ -168,24 +175,47 @@ def import_(
         console.print(f"[green]imported[/green] {count} memories from {file}")
 
 
-def maintain(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Run upkeep: embed memories whose embedding is pending, then the lifecycle decay pass.
+def maintain(
+    ctx: typer.Context,
+    events: Annotated[
+        bool, typer.Option("--events", help="Also run the due outbox events until the queue is empty.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run upkeep: embed memories whose embedding is pending, then the lifecycle decay pass;
+    with --events, also drain the outbox (see `nous events`).
 
     Decay moves each memory between active, weak, dormant and archived by how likely it is
     still remembered (FSRS-style retrievability); dormant and archived memories rank lower in
     recall but are never deleted. Safe to run as often as you like, e.g. daily from cron.
+
+    Example: nous maintain --events --json
     """
 
-    async def act(nous: Nous) -> MaintenanceReport:
+    async def act(nous: Nous) -> tuple[MaintenanceReport, WorkerReport | None]:
         pending = (await nous.stats()).missing_embeddings
         with progress_bar() as progress:
             task = progress.add_task("embedding", total=pending)
-            return await nous.maintain(progress=lambda n: progress.advance(task, n))
+            report = await nous.maintain(progress=lambda n: progress.advance(task, n))
+        return report, (await nous.process_events() if events else None)
 
-    report = with_nous(ctx, act)
+    report, drained = with_nous(ctx, act)
     if as_json:
-        print_json(report.model_dump())
+        out = report.model_dump()
+        if drained is not None:
+            out["events"] = {
+                "done": drained.done,
+                "retried": drained.retried,
+                "dead": drained.dead,
+                "errors": drained.errors,
+            }
+        print_json(out)
         return
     changes = ", ".join(f"{n} {state}" for state, n in sorted(report.lifecycle_changes.items())) or "none"
     console.print(f"[green]done[/green] embedded {report.embedded} pending memories")
     console.print(f"  lifecycle changes: {changes}")
+    if drained is not None:
+        console.print(
+            f"  events: {drained.done} done, {drained.retried} to retry, {drained.dead} dead"
+            + (" (see `nous events --status dead`)" if drained.dead else "")
+        )

@@ -14,6 +14,7 @@ from nous.cli import (
     cognitive_commands,
     conversation_commands,
     demo,
+    event_commands,
     memory_commands,
 )
 from nous.cli.runtime import CliState, fail
@@ -56,6 +57,7 @@ censor_commands.register(app)
 conversation_commands.register(app)
 cognitive_commands.register(app)
 admin_commands.register(app)
+event_commands.register(app)
 app.command()(demo.demo)
 app.add_typer(bench.app, name="bench")
 

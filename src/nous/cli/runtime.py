@@ -52,11 +52,13 @@ def run(coro: Awaitable[T]) -> T:
 
 
 def with_nous(ctx: typer.Context, action: Callable[[Nous], Awaitable[T]]) -> T:
-    """Open Nous with the CLI's settings, run ``action``, close."""
+    """Open Nous with the CLI's settings, run ``action``, close. A one-shot command runs no event
+    worker (it would be stopped at exit): events wait for `nous worker` or `nous maintain --events`."""
     st = state(ctx)
+    settings = st.settings.model_copy(update={"events_worker": "off"})
 
     async def go() -> T:
-        async with Nous(st.settings, agent_id=st.agent_id) as nous:
+        async with Nous(settings, agent_id=st.agent_id) as nous:
             return await action(nous)
 
     return run(go())

@@ -26,6 +26,7 @@ from nous._time import utcnow
 from nous.errors import ConflictError, EmbeddingError, NotFoundError
 from nous.heart.episodes import Episodes
 from nous.memory import MemoryRepository
+from nous.memory.outbox import session_ended_event
 from nous.models import Episode, EpisodeOutcome, MemoryKind
 from nous.models.session import MIN_CONTENT_LENGTH, SessionState
 from nous.storage import MemoryQuery
@@ -222,7 +223,12 @@ class Sessions:
         to close the episode (the others get no episode and ``False``), and once it is set no turn can join the
         session or open an episode for it. Ending an ended session changes nothing; an unknown one
         is an error."""
-        (claimed,) = await self.repo.store.apply([EndSession(self.repo.agent_id, session_id, at or utcnow())])
+        claimed, _ = await self.repo.store.apply(
+            [
+                EndSession(self.repo.agent_id, session_id, at or utcnow()),
+                session_ended_event(self.repo.agent_id, session_id),
+            ]
+        )
         state = await self.get(session_id)
         if not claimed:
             return state, None, False

@@ -22,6 +22,7 @@ from nous._time import utcnow
 from nous.heart.sessions import Sessions, state_of
 from nous.ingest.formats import Conversation, ConversationMessage
 from nous.memory import MemoryRepository
+from nous.memory.outbox import session_ended_event
 from nous.models import Edge, EdgeRelation, Episode, EpisodeOutcome, Provenance, Turn
 from nous.storage.base import PutEdge, PutSession, WriteOp
 
@@ -157,6 +158,7 @@ async def ingest_conversation(
         state.user_id, state.episode_id = user_id, None if duplicate else episode_id
         state.last_active_at = state.ended_at = episode.ended_at or started
         ops.append(PutSession(state))
+        ops.append(session_ended_event(agent, session_key))  # only if the row was new
         if duplicate:
             merged += 1
         elif state.is_trivial():

@@ -28,6 +28,7 @@ from nous.errors import (
 )
 from nous.memory import lifecycle
 from nous.memory.cas import with_retries
+from nous.memory.outbox import memory_events
 from nous.models import (
     Edge,
     EdgeRelation,
@@ -190,6 +191,7 @@ class MemoryRepository:
         for memory, vec, h in zip(memories, vecs, hashes, strict=True):
             ops.append(self.put_ops(memory, vec, h))
             ops.append(self.audit(memory.id, action, new=memory.model_dump(mode="json"), actor=actor))
+            ops.extend(memory_events(None, memory))
         ops.extend(extra_ops)
         await self.store.apply(ops)
 
@@ -258,6 +260,7 @@ class MemoryRepository:
                     new={k: new_dump[k] for k in changed},
                     actor=actor,
                 ),
+                *memory_events(current, updated),
                 *extra_ops,
             ]
         )

@@ -15,6 +15,7 @@ from datetime import datetime
 import numpy as np
 
 from nous.models import Edge, HistoryEntry, LifecycleState, Memory, MemoryKind, StoreStats, WorkingMemory
+from nous.models.events import Event, EventStatus
 from nous.models.session import IdentitySection, SessionState
 
 
@@ -174,6 +175,46 @@ class SetIdentitySection:
     at: datetime
 
 
+@dataclass(slots=True)
+class EmitEvent:
+    """Add an event to the outbox, in the transaction of the change it reports. With
+    ``if_changed`` only if the op just before it changed something (an ``EndSession`` that found
+    the session already ended emits nothing)."""
+
+    event: Event
+    if_changed: bool = False
+
+
+@dataclass(slots=True)
+class CompleteEvent:
+    """Mark a claimed event done, in the same transaction as its handler's effect. Raises
+    LeaseLostError (rolling the effect back) unless ``lease_owner`` still holds its lease."""
+
+    event_id: str
+    lease_owner: str
+    at: datetime
+
+
+@dataclass(slots=True)
+class FailEvent:
+    """Record a failed attempt: back to pending until ``retry_at``, or dead if it is None.
+    Changes nothing (False) unless ``lease_owner`` still holds the lease."""
+
+    event_id: str
+    lease_owner: str
+    error: str
+    retry_at: datetime | None
+
+
+@dataclass(slots=True)
+class RetryEvent:
+    """Revive a dead (or pending) event: pending, due now, attempts reset. NotFoundError if unknown."""
+
+    agent_id: str
+    event_id: str
+    at: datetime
+
+
 # Keyword search indexes a memory's own text and its keyword context (``Memory.keyword_context``,
 # e.g. a turn's neighbouring turns) as two fields; a word found in the context counts this much
 # of one found in the memory's own text.
@@ -205,7 +246,13 @@ WriteOp = (
     | EndSession
     | PutSession
     | SetIdentitySection
+    | EmitEvent
+    | CompleteEvent
+    | FailEvent
+    | RetryEvent
 )
+EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent
+EVENT_OPS = (EmitEvent, CompleteEvent, FailEvent, RetryEvent)
 # Ops that change nothing a search index holds.
 INDEX_NEUTRAL_OPS = (
     SetLifecycle,
@@ -412,6 +459,29 @@ class Store(ABC):
     @abstractmethod
     async def identity(self, agent_id: str) -> list[IdentitySection]:
         """The agent's identity sections (any that were ever set)."""
+
+    @abstractmethod
+    async def claim_events(
+        self, agent_id: str, worker_id: str, *, limit: int, lease_until: datetime, now: datetime
+    ) -> list[Event]:
+        """Atomically lease up to ``limit`` of the agent's due events (pending ones whose
+        ``available_at`` has come, running ones whose lease ran out), oldest first; each claim
+        counts as an attempt. Concurrent workers never get the same event."""
+
+    @abstractmethod
+    async def events(
+        self,
+        agent_id: str,
+        *,
+        status: EventStatus | None = None,
+        event_id: str | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        """The agent's events, newest first; ``status`` and ``event_id`` filter."""
+
+    @abstractmethod
+    async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
+        """How many of the agent's events are in each status."""
 
     @abstractmethod
     async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:

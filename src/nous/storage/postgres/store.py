@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -24,10 +25,12 @@ from nous.models import (
     StoreStats,
     WorkingMemory,
 )
+from nous.models.events import Event, EventStatus
 from nous.models.session import IdentitySection, SessionState
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
     CONTEXT_WEIGHT,
+    EVENT_OPS,
     LARGE_STORE,
     AddHistory,
     CandidateInfo,
@@ -53,6 +56,7 @@ from nous.storage.base import (
 from nous.storage.codec import JSON_COLUMNS, MODEL_COLUMNS, memory_to_row, row_to_candidate, row_to_memory
 from nous.storage.filters import where_clause
 from nous.storage.migrations import load_migrations
+from nous.storage.postgres.events import apply_event_op, claim_events, count_events, read_events
 from nous.storage.postgres.sessions import apply_session_op, read_identity, read_sessions
 
 SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
@@ -178,7 +182,12 @@ class PostgresStore(Store):
             return []
         try:
             async with self._conn() as conn, conn.transaction():
-                results = [await self._apply_one(conn, op) for op in ops]
+                results: list[bool] = []
+                for op in ops:
+                    if isinstance(op, EVENT_OPS):
+                        results.append(await apply_event_op(conn, op, bool(results) and results[-1]))
+                    else:
+                        results.append(await self._apply_one(conn, op))
         except psycopg.Error as exc:
             raise StorageError(f"write failed: {exc}") from exc
         self._written_since_analyze += sum(isinstance(op, PutMemory | SetEmbedding) for op in ops)
@@ -512,6 +521,30 @@ class PostgresStore(Store):
             [*params, limit],
         )
         return [(row_to_memory(r), r["content_hash"]) for r in rows]
+
+    async def claim_events(
+        self, agent_id: str, worker_id: str, *, limit: int, lease_until: datetime, now: datetime
+    ) -> list[Event]:
+        try:
+            async with self._conn() as conn:
+                return await claim_events(conn, agent_id, worker_id, limit, lease_until, now)
+        except psycopg.Error as exc:
+            raise StorageError(f"claiming events failed: {exc}") from exc
+
+    async def events(
+        self,
+        agent_id: str,
+        *,
+        status: EventStatus | None = None,
+        event_id: str | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        async with self._conn() as conn:
+            return await read_events(conn, agent_id, status, event_id, limit)
+
+    async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
+        async with self._conn() as conn:
+            return await count_events(conn, agent_id)
 
     async def session(self, agent_id: str, session_id: str) -> SessionState | None:
         async with self._conn() as conn:

@@ -22,11 +22,13 @@ from nous.models import (
     StoreStats,
     WorkingMemory,
 )
+from nous.models.events import Event, EventStatus
 from nous.models.session import IdentitySection, SessionState
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
     COMMON_TERM_SHARE,
     CONTEXT_WEIGHT,
+    EVENT_OPS,
     INDEX_NEUTRAL_OPS,
     LARGE_STORE,
     AddHistory,
@@ -61,6 +63,7 @@ from nous.storage.codec import (
 from nous.storage.filters import where_clause
 from nous.storage.migrations import load_migrations
 from nous.storage.sqlite.connection import ReaderPool, WriterThread
+from nous.storage.sqlite.events import apply_event_op, claim_events, count_events, read_events
 from nous.storage.sqlite.sessions import apply_session_op, read_identity, read_sessions
 from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
 
@@ -214,7 +217,12 @@ class SQLiteStore(Store):
                     "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' "
                     "RETURNING CAST(value AS INTEGER)"
                 ).fetchone()
-            results = [self._apply_one(conn, op, rev) for op in ops]
+            results: list[bool] = []
+            for op in ops:
+                if isinstance(op, EVENT_OPS):
+                    results.append(apply_event_op(conn, op, fmt_time, bool(results) and results[-1]))
+                else:
+                    results.append(self._apply_one(conn, op, rev))
             conn.execute("COMMIT")
             return results
         except BaseException:
@@ -587,6 +595,25 @@ class SQLiteStore(Store):
 
     async def identity(self, agent_id: str) -> list[IdentitySection]:
         return await self._r().run(lambda conn: read_identity(conn, agent_id))
+
+    async def claim_events(
+        self, agent_id: str, worker_id: str, *, limit: int, lease_until: datetime, now: datetime
+    ) -> list[Event]:
+        until, at = fmt_time(lease_until), fmt_time(now)
+        return await self._w().run(lambda conn: claim_events(conn, agent_id, worker_id, limit, until, at))
+
+    async def events(
+        self,
+        agent_id: str,
+        *,
+        status: EventStatus | None = None,
+        event_id: str | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        return await self._r().run(lambda conn: read_events(conn, agent_id, status, event_id, limit))
+
+    async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
+        return await self._r().run(lambda conn: count_events(conn, agent_id))
 
     async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:
         def read(conn: sqlite3.Connection) -> WorkingMemory | None:

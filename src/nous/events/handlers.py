@@ -1,0 +1,69 @@
+"""What each kind of event does. A handler reads what it needs and returns the write ops of its
+effect; the worker commits them together with the event's 'done' mark, so an effect is applied
+once even if a worker dies mid-handler. Handlers must not write on their own."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from nous.memory import MemoryRepository
+from nous.models import Decision, Edge, EdgeRelation, Episode, MemoryKind
+from nous.models.events import Event, EventKind
+from nous.storage import MemoryQuery, WriteOp
+from nous.storage.base import PutEdge
+
+Handler = Callable[[Event, MemoryRepository], Awaitable[list[WriteOp]]]
+
+
+async def link_decision_to_episode(event: Event, repo: MemoryRepository) -> list[WriteOp]:
+    """A decision recorded during a session is part of that session's episode (if it has one)."""
+    decision = (await repo.store.get_many(repo.agent_id, [event.subject_id or ""])).get(
+        event.subject_id or ""
+    )
+    if not isinstance(decision, Decision) or not decision.session_id:
+        return []
+    session = await repo.store.session(repo.agent_id, decision.session_id)
+    if session is None or session.episode_id is None:
+        return []
+    return [_part_of(repo.agent_id, decision.id, session.episode_id)]
+
+
+async def link_episode_decisions(event: Event, repo: MemoryRepository) -> list[WriteOp]:
+    """A closed episode gathers the decisions recorded in its session (its summary's context)."""
+    episode = (await repo.store.get_many(repo.agent_id, [event.subject_id or ""])).get(event.subject_id or "")
+    if not isinstance(episode, Episode) or not episode.session_id:
+        return []
+    decisions = await repo.store.query(
+        MemoryQuery(
+            agent_id=repo.agent_id,
+            kinds=(MemoryKind.DECISION,),
+            session_id=episode.session_id,
+            include_inactive=True,
+            limit=500,
+        )
+    )
+    return [_part_of(repo.agent_id, d.id, episode.id) for d in decisions]
+
+
+def _part_of(agent_id: str, decision_id: str, episode_id: str) -> PutEdge:
+    # Inserted unless the same edge exists: running a handler twice changes nothing.
+    return PutEdge(
+        Edge(agent_id=agent_id, source_id=decision_id, target_id=episode_id, relation=EdgeRelation.PART_OF)
+    )
+
+
+HANDLERS: dict[EventKind, list[Handler]] = {
+    EventKind.DECISION_RECORDED: [link_decision_to_episode],
+    EventKind.EPISODE_CLOSED: [link_episode_decisions],
+    EventKind.SESSION_ENDED: [],
+    EventKind.FACT_WRITTEN: [],
+}
+
+
+def register_handler(kind: EventKind, handler: Handler) -> None:
+    """Add a handler for a kind of event (plugins; each handler's ops join the same transaction)."""
+    HANDLERS.setdefault(EventKind(kind), []).append(handler)
+
+
+def handler_for(kind: EventKind) -> list[Handler]:
+    return list(HANDLERS.get(kind, ()))
