@@ -61,6 +61,15 @@ class Settings(BaseSettings):
     )
     postgres_pool_size: int = Field(default=4, ge=1, le=64)
     sqlite_readers: int = Field(default=4, ge=1, le=32)
+    llm_provider: str = Field(
+        default="offline", description="offline (no LLM, no network) | openai | anthropic | a plugin name"
+    )
+    llm_model: str | None = Field(default=None, description="Provider-specific model name.")
+    llm_api_base: str | None = Field(
+        default=None, description="API base URL (e.g. http://localhost:11434/v1)."
+    )
+    llm_api_key: str | None = Field(default=None, description="API key, if the API needs one.")
+    llm_timeout_s: float = Field(default=60.0, gt=0, le=3_600)
     events_worker: Literal["in-process", "off"] = Field(
         default="in-process",
         description="in-process: a Nous object runs outbox events in the background while open; "

@@ -67,3 +67,18 @@ class EmbeddingError(NousError):
 
     code = "embedding_error"
     http_status = 503
+
+
+class LLMError(NousError):
+    """The language model provider failed, timed out, refused (429/5xx) or is misconfigured."""
+
+    code = "llm_error"
+    http_status = 503
+
+
+class LLMOutputError(LLMError):
+    """The language model answered, but not with what was asked (invalid JSON, or JSON that fails
+    the schema) even after one repair request."""
+
+    code = "llm_output_error"
+    http_status = 502

@@ -16,6 +16,7 @@ import numpy as np
 
 from nous.models import Edge, HistoryEntry, LifecycleState, Memory, MemoryKind, StoreStats, WorkingMemory
 from nous.models.events import Event, EventStatus
+from nous.models.llm import LLMCall, LLMUsage
 from nous.models.session import IdentitySection, SessionState
 
 
@@ -215,6 +216,13 @@ class RetryEvent:
     at: datetime
 
 
+@dataclass(slots=True)
+class RecordLLMCall:
+    """Append a language-model usage row."""
+
+    call: LLMCall
+
+
 # Keyword search indexes a memory's own text and its keyword context (``Memory.keyword_context``,
 # e.g. a turn's neighbouring turns) as two fields; a word found in the context counts this much
 # of one found in the memory's own text.
@@ -250,9 +258,10 @@ WriteOp = (
     | CompleteEvent
     | FailEvent
     | RetryEvent
+    | RecordLLMCall
 )
-EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent
-EVENT_OPS = (EmitEvent, CompleteEvent, FailEvent, RetryEvent)
+EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent | RecordLLMCall
+EVENT_OPS = (EmitEvent, CompleteEvent, FailEvent, RetryEvent, RecordLLMCall)
 # Ops that change nothing a search index holds.
 INDEX_NEUTRAL_OPS = (
     SetLifecycle,
@@ -482,6 +491,10 @@ class Store(ABC):
     @abstractmethod
     async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
         """How many of the agent's events are in each status."""
+
+    @abstractmethod
+    async def llm_usage(self, agent_id: str) -> list[LLMUsage]:
+        """The agent's language-model calls and tokens per provider, model and purpose."""
 
     @abstractmethod
     async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:

@@ -11,7 +11,8 @@ from psycopg.types.json import Jsonb
 
 from nous.errors import LeaseLostError, NotFoundError
 from nous.models.events import Event, EventStatus
-from nous.storage.base import CompleteEvent, EmitEvent, EventOp, FailEvent, RetryEvent
+from nous.models.llm import LLMUsage
+from nous.storage.base import CompleteEvent, EmitEvent, EventOp, FailEvent, RecordLLMCall, RetryEvent
 
 _COLUMNS = (
     "id, agent_id, kind, subject_id, payload, status, attempts, available_at, lease_owner, "
@@ -76,6 +77,23 @@ async def apply_event_op(conn: psycopg.AsyncConnection, op: EventOp, previous_ch
                 if await found.fetchone() is None:
                     raise NotFoundError(f"no event {op.event_id!r}")
             return cur.rowcount > 0
+        case RecordLLMCall(call=c):
+            await conn.execute(
+                "INSERT INTO llm_usage (agent_id, provider, model, purpose, input_tokens, output_tokens, "
+                "latency_ms, ok, at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    c.agent_id,
+                    c.provider,
+                    c.model,
+                    c.purpose,
+                    c.input_tokens,
+                    c.output_tokens,
+                    c.latency_ms,
+                    c.ok,
+                    c.at,
+                ),
+            )
+            return True
     raise TypeError(f"not an event op: {op!r}")
 
 
@@ -118,3 +136,24 @@ async def count_events(conn: psycopg.AsyncConnection, agent_id: str) -> dict[Eve
         "SELECT status, count(*) FROM events WHERE agent_id = %s GROUP BY status", (agent_id,)
     )
     return {EventStatus(s): n for s, n in await cur.fetchall()}
+
+
+async def read_llm_usage(conn: psycopg.AsyncConnection, agent_id: str) -> list[LLMUsage]:
+    cur = await conn.execute(
+        "SELECT provider, model, purpose, count(*), count(*) FILTER (WHERE NOT ok), "
+        "sum(input_tokens), sum(output_tokens) FROM llm_usage WHERE agent_id = %s "
+        "GROUP BY provider, model, purpose ORDER BY provider, model, purpose",
+        (agent_id,),
+    )
+    return [
+        LLMUsage(
+            provider=r[0],
+            model=r[1],
+            purpose=r[2],
+            calls=r[3],
+            failed=r[4],
+            input_tokens=r[5],
+            output_tokens=r[6],
+        )
+        for r in await cur.fetchall()
+    ]

@@ -26,6 +26,7 @@ from nous.models import (
     WorkingMemory,
 )
 from nous.models.events import Event, EventStatus
+from nous.models.llm import LLMUsage
 from nous.models.session import IdentitySection, SessionState
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
@@ -56,7 +57,13 @@ from nous.storage.base import (
 from nous.storage.codec import JSON_COLUMNS, MODEL_COLUMNS, memory_to_row, row_to_candidate, row_to_memory
 from nous.storage.filters import where_clause
 from nous.storage.migrations import load_migrations
-from nous.storage.postgres.events import apply_event_op, claim_events, count_events, read_events
+from nous.storage.postgres.events import (
+    apply_event_op,
+    claim_events,
+    count_events,
+    read_events,
+    read_llm_usage,
+)
 from nous.storage.postgres.sessions import apply_session_op, read_identity, read_sessions
 
 SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
@@ -545,6 +552,10 @@ class PostgresStore(Store):
     async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
         async with self._conn() as conn:
             return await count_events(conn, agent_id)
+
+    async def llm_usage(self, agent_id: str) -> list[LLMUsage]:
+        async with self._conn() as conn:
+            return await read_llm_usage(conn, agent_id)
 
     async def session(self, agent_id: str, session_id: str) -> SessionState | None:
         async with self._conn() as conn:

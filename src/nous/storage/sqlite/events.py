@@ -10,7 +10,8 @@ from typing import Any
 
 from nous.errors import LeaseLostError, NotFoundError
 from nous.models.events import Event, EventStatus
-from nous.storage.base import CompleteEvent, EmitEvent, EventOp, FailEvent, RetryEvent
+from nous.models.llm import LLMUsage
+from nous.storage.base import CompleteEvent, EmitEvent, EventOp, FailEvent, RecordLLMCall, RetryEvent
 
 _COLUMNS = (
     "id, agent_id, kind, subject_id, payload, status, attempts, available_at, lease_owner, "
@@ -81,6 +82,23 @@ def apply_event_op(
                 if found is None:
                     raise NotFoundError(f"no event {op.event_id!r}")
             return cur.rowcount > 0
+        case RecordLLMCall(call=c):
+            conn.execute(
+                "INSERT INTO llm_usage (agent_id, provider, model, purpose, input_tokens, output_tokens, "
+                "latency_ms, ok, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    c.agent_id,
+                    c.provider,
+                    c.model,
+                    c.purpose,
+                    c.input_tokens,
+                    c.output_tokens,
+                    c.latency_ms,
+                    int(c.ok),
+                    fmt_time(c.at),
+                ),
+            )
+            return True
     raise TypeError(f"not an event op: {op!r}")
 
 
@@ -148,4 +166,25 @@ def _event(row: Any) -> Event:
         last_error=row[10],
         created_at=datetime.fromisoformat(row[11]),
         done_at=None if row[12] is None else datetime.fromisoformat(row[12]),
+    )
+
+
+def read_llm_usage(conn: sqlite3.Connection, agent_id: str) -> list[LLMUsage]:
+    rows = conn.execute(
+        "SELECT provider, model, purpose, count(*), sum(1 - ok), sum(input_tokens), sum(output_tokens) "
+        "FROM llm_usage WHERE agent_id = ? GROUP BY provider, model, purpose ORDER BY provider, model, purpose",
+        (agent_id,),
+    ).fetchall()
+    return [_usage(r) for r in rows]
+
+
+def _usage(r: Any) -> LLMUsage:
+    return LLMUsage(
+        provider=r[0],
+        model=r[1],
+        purpose=r[2],
+        calls=r[3],
+        failed=r[4],
+        input_tokens=r[5],
+        output_tokens=r[6],
     )

@@ -23,6 +23,7 @@ from nous.models import (
     WorkingMemory,
 )
 from nous.models.events import Event, EventStatus
+from nous.models.llm import LLMUsage
 from nous.models.session import IdentitySection, SessionState
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
@@ -63,7 +64,7 @@ from nous.storage.codec import (
 from nous.storage.filters import where_clause
 from nous.storage.migrations import load_migrations
 from nous.storage.sqlite.connection import ReaderPool, WriterThread
-from nous.storage.sqlite.events import apply_event_op, claim_events, count_events, read_events
+from nous.storage.sqlite.events import apply_event_op, claim_events, count_events, read_events, read_llm_usage
 from nous.storage.sqlite.sessions import apply_session_op, read_identity, read_sessions
 from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
 
@@ -614,6 +615,9 @@ class SQLiteStore(Store):
 
     async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
         return await self._r().run(lambda conn: count_events(conn, agent_id))
+
+    async def llm_usage(self, agent_id: str) -> list[LLMUsage]:
+        return await self._r().run(lambda conn: read_llm_usage(conn, agent_id))
 
     async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:
         def read(conn: sqlite3.Connection) -> WorkingMemory | None:

@@ -8,16 +8,31 @@ CREATE TABLE IF NOT EXISTS events (
     agent_id     TEXT NOT NULL,
     kind         TEXT NOT NULL,
     subject_id   TEXT,
-    payload      JSONB NOT NULL,
+    payload      TEXT NOT NULL,
     status       TEXT NOT NULL DEFAULT 'pending',
     attempts     INTEGER NOT NULL DEFAULT 0,
-    available_at TIMESTAMPTZ NOT NULL,
+    available_at TEXT NOT NULL,
     lease_owner  TEXT,
-    lease_until  TIMESTAMPTZ,
+    lease_until  TEXT,
     last_error   TEXT,
-    created_at   TIMESTAMPTZ NOT NULL,
-    done_at      TIMESTAMPTZ
+    created_at   TEXT NOT NULL,
+    done_at      TEXT
 );
 -- Claims look for pending events that are due and running ones whose lease ran out.
 CREATE INDEX IF NOT EXISTS idx_events_due ON events (status, available_at);
 CREATE INDEX IF NOT EXISTS idx_events_agent ON events (agent_id, status, created_at);
+
+-- One row per language-model call (a retried event's calls are counted again: they happened).
+CREATE TABLE IF NOT EXISTS llm_usage (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id      TEXT NOT NULL,
+    provider      TEXT NOT NULL,
+    model         TEXT NOT NULL,
+    purpose       TEXT NOT NULL,
+    input_tokens  INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    latency_ms    REAL NOT NULL,
+    ok            INTEGER NOT NULL,
+    at            TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_llm_usage_agent ON llm_usage (agent_id, at);

@@ -1,0 +1,60 @@
+"""Anthropic's Messages API (``POST /v1/messages``)."""
+
+from __future__ import annotations
+
+from nous.config import Settings
+from nous.errors import LLMError
+from nous.llm.base import ChatMessage, Completion, LLMProvider
+from nous.llm.http import HTTPChat
+
+DEFAULT_MODEL = "claude-3-5-haiku-latest"
+DEFAULT_BASE = "https://api.anthropic.com/v1"
+API_VERSION = "2023-06-01"
+
+
+class AnthropicProvider(LLMProvider):
+    """System messages go in the request's ``system`` field; the rest alternate user/assistant."""
+
+    name = "anthropic"
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        settings = settings or Settings()
+        self.model = settings.llm_model or DEFAULT_MODEL
+        headers = {"Content-Type": "application/json", "anthropic-version": API_VERSION}
+        if settings.llm_api_key:
+            headers["x-api-key"] = settings.llm_api_key
+        self._http = HTTPChat(
+            settings.llm_api_base or DEFAULT_BASE, headers, settings.llm_timeout_s, "Messages API"
+        )
+
+    async def complete(
+        self, messages: list[ChatMessage], *, max_tokens: int = 1024, json_mode: bool = False
+    ) -> Completion:
+        system = "\n\n".join(m.content for m in messages if m.role == "system")
+        if json_mode:
+            system = (system + "\n\nAnswer with one JSON object and nothing else.").strip()
+        body: dict[str, object] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "messages": [m.model_dump() for m in messages if m.role != "system"],
+            "temperature": 0,
+        }
+        if system:
+            body["system"] = system
+        data, latency = await self._http.post("/messages", body)
+        try:
+            blocks = data["content"]
+            text = "".join(b["text"] for b in blocks if b.get("type") == "text")
+            usage = data.get("usage") or {}
+            return Completion(
+                text=text,
+                model=str(data.get("model") or self.model),
+                input_tokens=int(usage.get("input_tokens") or 0),
+                output_tokens=int(usage.get("output_tokens") or 0),
+                latency_ms=latency,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise LLMError(f"Messages API at {self._http.base_url} sent an unexpected reply: {exc}") from exc
+
+    async def aclose(self) -> None:
+        await self._http.aclose()

@@ -1,0 +1,46 @@
+"""What the HTTP providers share: one async client, timeouts and status codes as typed errors."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+from nous.errors import LLMError
+
+
+class HTTPChat:
+    """POSTs JSON to one API and turns transport failures into LLMError."""
+
+    def __init__(self, base_url: str, headers: dict[str, str], timeout_s: float, label: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.label = label
+        self.client = httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=timeout_s)
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        """The decoded JSON reply and the call's latency in milliseconds."""
+        started = time.perf_counter()
+        try:
+            response = await self.client.post(path, json=body)
+        except httpx.TimeoutException as exc:
+            raise LLMError(f"{self.label} at {self.base_url} timed out: {exc}") from exc
+        except httpx.HTTPError as exc:
+            raise LLMError(f"{self.label} at {self.base_url} is unreachable: {exc}") from exc
+        latency = (time.perf_counter() - started) * 1000
+        if response.status_code == 429:
+            raise LLMError(f"{self.label} at {self.base_url} is rate limiting (429): {response.text[:200]}")
+        if response.status_code != 200:
+            raise LLMError(
+                f"{self.label} at {self.base_url} answered {response.status_code}: {response.text[:200]}"
+            )
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise LLMError(f"{self.label} at {self.base_url} sent a body that is not JSON") from exc
+        if not isinstance(data, dict):
+            raise LLMError(f"{self.label} at {self.base_url} sent an unexpected body")
+        return data, latency
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
