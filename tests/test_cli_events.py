@@ -40,11 +40,13 @@ def test_events_are_listed_drained_and_counted(cli: CliRunner) -> None:
 
 
 async def _fail_every_event(settings: Settings) -> int:
-    async def broken(event: object, repo: object) -> list[Any]:
+    async def broken(event: object, ctx: object) -> list[Any]:
         raise ValueError("the summariser returned invalid JSON twice")
 
     async with Nous(settings) as nous:
-        worker = EventWorker(nous._need(), handlers={EventKind.FACT_WRITTEN: [broken]}, max_attempts=1)
+        worker = EventWorker(
+            nous.pipeline_context(), handlers={EventKind.FACT_WRITTEN: [broken]}, max_attempts=1
+        )
         return (await worker.drain()).dead
 
 

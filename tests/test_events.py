@@ -19,8 +19,7 @@ import pytest
 from nous import ConflictError, Event, EventKind, EventStatus, EventWorker, NotFoundError, Nous, Settings
 from nous._time import utcnow
 from nous.embeddings.base import EmbeddingProvider
-from nous.events import Handler
-from nous.memory import MemoryRepository
+from nous.events import Handler, PipelineContext
 from nous.models import EdgeRelation, HistoryAction, HistoryEntry
 from nous.storage import WriteOp
 from nous.storage.base import AddHistory
@@ -40,13 +39,13 @@ async def store_nous(database_url: str, quiet: Settings, provider: EmbeddingProv
         yield n
 
 
-async def count_effect(event: Event, repo: MemoryRepository) -> list[WriteOp]:
+async def count_effect(event: Event, ctx: PipelineContext) -> list[WriteOp]:
     """A test handler whose effect is an append-only audit row: applied twice, it shows twice."""
     return [
         AddHistory(
             HistoryEntry(
                 memory_id=event.subject_id or event.id,
-                agent_id=repo.agent_id,
+                agent_id=ctx.repo.agent_id,
                 action=HistoryAction.LINK,
                 new_value={"event": event.id},
                 actor=EFFECT_ACTOR,
@@ -106,13 +105,13 @@ async def test_failures_retry_with_backoff_then_dead_letter_and_can_be_revived(s
     fact = await nous.learn("The deploy window is Tuesday 14:00 UTC")
     calls = 0
 
-    async def flaky(event: Event, repo: MemoryRepository) -> list[WriteOp]:
+    async def flaky(event: Event, ctx: PipelineContext) -> list[WriteOp]:
         nonlocal calls
         calls += 1
         raise RuntimeError("upstream answered 500")
 
     worker = EventWorker(
-        nous._need(),
+        nous.pipeline_context(),
         handlers={EventKind.FACT_WRITTEN: [flaky]},
         max_attempts=3,
         retry_base=timedelta(milliseconds=20),
@@ -133,7 +132,7 @@ async def test_failures_retry_with_backoff_then_dead_letter_and_can_be_revived(s
     assert await nous.memories("fact")  # the fact itself is untouched and readable
     revived = await nous.retry_event(dead.id)
     assert revived.status == EventStatus.PENDING and revived.attempts == 0
-    ok = EventWorker(nous._need(), handlers={EventKind.FACT_WRITTEN: [count_effect]})
+    ok = EventWorker(nous.pipeline_context(), handlers={EventKind.FACT_WRITTEN: [count_effect]})
     assert (await ok.drain()).done == 1
     assert await effects(nous, fact.memory.id) == 1
     with pytest.raises(ConflictError, match="done"):
@@ -148,8 +147,10 @@ async def test_an_expired_lease_passes_the_event_on_and_the_late_worker_commits_
     nous = store_nous
     fact = await nous.learn("Backups are kept for 35 days in the eu-west bucket")
     handlers = {EventKind.FACT_WRITTEN: [count_effect]}
-    slow = EventWorker(nous._need(), handlers=handlers, worker_id="slow", lease=timedelta(seconds=1))
-    fast = EventWorker(nous._need(), handlers=handlers, worker_id="fast")
+    slow = EventWorker(
+        nous.pipeline_context(), handlers=handlers, worker_id="slow", lease=timedelta(seconds=1)
+    )
+    fast = EventWorker(nous.pipeline_context(), handlers=handlers, worker_id="fast")
     now = utcnow()
     (claimed,) = await nous.store.claim_events(
         nous.agent_id, "slow", limit=10, lease_until=now + timedelta(seconds=1), now=now
@@ -174,15 +175,15 @@ async def test_two_workers_share_one_queue_and_never_run_an_event_twice(
         seen: list[tuple[str, str]] = []
 
         def recording(name: str) -> Handler:
-            async def handle(event: Event, repo: MemoryRepository) -> list[WriteOp]:
+            async def handle(event: Event, ctx: PipelineContext) -> list[WriteOp]:
                 seen.append((name, event.id))
                 await asyncio.sleep(0.002)
-                return await count_effect(event, repo)
+                return await count_effect(event, ctx)
 
             return handle
 
-        wa = EventWorker(a._need(), handlers={EventKind.FACT_WRITTEN: [recording("a")]}, batch=3)
-        wb = EventWorker(b._need(), handlers={EventKind.FACT_WRITTEN: [recording("b")]}, batch=3)
+        wa = EventWorker(a.pipeline_context(), handlers={EventKind.FACT_WRITTEN: [recording("a")]}, batch=3)
+        wb = EventWorker(b.pipeline_context(), handlers={EventKind.FACT_WRITTEN: [recording("b")]}, batch=3)
         ra, rb = await asyncio.gather(wa.drain(), wb.drain())
         events = await a.events(limit=1000)
         assert ra.done + rb.done == len(events) == len(facts)
@@ -198,8 +199,8 @@ from nous import EventKind, EventWorker, Nous, Settings
 sys.path.insert(0, {tests!r})
 from test_events import count_effect
 
-async def slow_effect(event, repo):
-    ops = await count_effect(event, repo)
+async def slow_effect(event, ctx):
+    ops = await count_effect(event, ctx)
     print("handling", event.subject_id, flush=True)
     await asyncio.sleep(0.4)
     return ops
@@ -207,7 +208,7 @@ async def slow_effect(event, repo):
 async def main():
     s = Settings(home={home!r}, database_url={url!r}, agent_id={agent!r}, events_worker="off")
     async with Nous(s) as n:
-        w = EventWorker(n._need(), handlers={{EventKind.FACT_WRITTEN: [slow_effect]}}, lease={lease}, batch=1)
+        w = EventWorker(n.pipeline_context(), handlers={{EventKind.FACT_WRITTEN: [slow_effect]}}, lease={lease}, batch=1)
         while True:
             report = await w.run_once()
             if report.done:
@@ -246,7 +247,7 @@ async def test_a_worker_killed_mid_handler_leaves_each_effect_applied_exactly_on
         counts = await nous.event_counts()
         assert counts[EventStatus.DONE] == 2 and counts[EventStatus.RUNNING] == 1
         await asyncio.sleep(1.1)  # the killed worker's lease runs out
-        worker = EventWorker(nous._need(), handlers={EventKind.FACT_WRITTEN: [count_effect]})
+        worker = EventWorker(nous.pipeline_context(), handlers={EventKind.FACT_WRITTEN: [count_effect]})
         report = await worker.drain()
         assert report.done == 2 and report.dead == 0
         assert (await nous.event_counts()) == {EventStatus.DONE: 4}

@@ -69,6 +69,12 @@ class EmbeddingError(NousError):
     http_status = 503
 
 
+class StepDoneError(ConflictError):
+    """This step of an event's handler was applied by an earlier attempt; its repeat is rolled back."""
+
+    code = "step_done"
+
+
 class LLMError(NousError):
     """The language model provider failed, timed out, refused (429/5xx) or is misconfigured."""
 

@@ -19,9 +19,11 @@ from nous.cognitive import CognitiveLayer, SessionEnd, TurnContext, TurnResult, 
 from nous.config import Settings
 from nous.embeddings import Embedder, EmbeddingProvider, create_provider
 from nous.errors import ConflictError, InvalidInputError, NousError
-from nous.events import EventWorker, WorkerReport
+from nous.events import EventWorker, PipelineContext, WorkerReport
 from nous.heart import ActionCheck, ActionDecision, CensorMatch, Heart
 from nous.ingest import Conversation, IngestReport, ingest_conversation, parse_conversation
+from nous.llm import LLMProvider, create_llm_provider
+from nous.llm.offline import OfflineProvider
 from nous.memory import MemoryRepository
 from nous.memory.dedup import DedupThresholds, SimilarityCheck
 from nous.memory.parsing import enum_value
@@ -44,6 +46,7 @@ from nous.models import (
     WriteResult,
 )
 from nous.models.events import Event, EventStatus
+from nous.models.llm import LLMUsage
 from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
 from nous.retrieval.search import validate_limit_and_window
@@ -76,12 +79,14 @@ class Nous:
         database_url: str | None = None,
         agent_id: str | None = None,
         embedding_provider: EmbeddingProvider | None = None,
+        llm_provider: LLMProvider | None = None,
     ) -> None:
         self.settings = settings or Settings()
         if database_url is not None:
             self.settings = self.settings.model_copy(update={"database_url": database_url})
         self.agent_id = agent_id or self.settings.agent_id
         self._provider = embedding_provider
+        self._llm = llm_provider
         self._store: Store | None = None
         self._embedder: Embedder | None = None
         self._owner = True
@@ -106,6 +111,8 @@ class Nous:
         )
         await store.open(embedding_model=provider.model_name, embedding_dimensions=provider.dimensions)
         self._attach(store, Embedder(provider))
+        if self._llm is None:
+            self._llm = create_llm_provider(self.settings)
         if self.settings.events_worker == "in-process":
             self._worker_stop = asyncio.Event()
             self._worker_task = asyncio.create_task(
@@ -153,6 +160,8 @@ class Nous:
             self._worker_task = self._worker_stop = None
         if self._repo is not None:
             await self._repo.flush_reviews()
+        if self._llm is not None and self._owner:
+            await self._llm.aclose()
         if self._store is not None and self._owner:
             await self._store.close()
         self._store = self._repo = None
@@ -170,6 +179,7 @@ class Nous:
             raise NousError("open Nous before calling for_agent")
         view = Nous(self.settings, agent_id=agent_id)
         view._owner = False
+        view._llm = self._llm
         view._attach(self._store, self._embedder)
         return view
 
@@ -516,13 +526,22 @@ class Nous:
         """A worker for this agent's outbox events, with the configured lease and retries."""
         s = self.settings
         return EventWorker(
-            self._need(),
+            self.pipeline_context(),
             worker_id=worker_id,
             lease=timedelta(seconds=s.event_lease_seconds),
             max_attempts=s.event_max_attempts,
             retry_base=timedelta(seconds=s.event_retry_seconds),
             batch=batch,
         )
+
+    def pipeline_context(self) -> PipelineContext:
+        """What event handlers work with: this agent's repository, write path and language model."""
+        repo = self._need()
+        return PipelineContext(repo, self.heart.write_path, self._llm or OfflineProvider())
+
+    async def llm_usage(self) -> list[LLMUsage]:
+        """Language-model calls and tokens so far, per provider, model and purpose."""
+        return await self.store.llm_usage(self.agent_id)
 
     async def process_events(self, *, max_events: int | None = None) -> WorkerReport:
         """Run the due outbox events now, until none is left (or ``max_events`` were handled)."""

@@ -4,19 +4,16 @@ once even if a worker dies mid-handler. Handlers must not write on their own."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from nous.memory import MemoryRepository
+from nous.events.context import Handler, PipelineContext
 from nous.models import Decision, Edge, EdgeRelation, Episode, MemoryKind
 from nous.models.events import Event, EventKind
 from nous.storage import MemoryQuery, WriteOp
 from nous.storage.base import PutEdge
 
-Handler = Callable[[Event, MemoryRepository], Awaitable[list[WriteOp]]]
 
-
-async def link_decision_to_episode(event: Event, repo: MemoryRepository) -> list[WriteOp]:
+async def link_decision_to_episode(event: Event, ctx: PipelineContext) -> list[WriteOp]:
     """A decision recorded during a session is part of that session's episode (if it has one)."""
+    repo = ctx.repo
     decision = (await repo.store.get_many(repo.agent_id, [event.subject_id or ""])).get(
         event.subject_id or ""
     )
@@ -28,8 +25,9 @@ async def link_decision_to_episode(event: Event, repo: MemoryRepository) -> list
     return [_part_of(repo.agent_id, decision.id, session.episode_id)]
 
 
-async def link_episode_decisions(event: Event, repo: MemoryRepository) -> list[WriteOp]:
+async def link_episode_decisions(event: Event, ctx: PipelineContext) -> list[WriteOp]:
     """A closed episode gathers the decisions recorded in its session (its summary's context)."""
+    repo = ctx.repo
     episode = (await repo.store.get_many(repo.agent_id, [event.subject_id or ""])).get(event.subject_id or "")
     if not isinstance(episode, Episode) or not episode.session_id:
         return []

@@ -17,8 +17,8 @@ from uuid import uuid4
 
 from nous._time import utcnow
 from nous.errors import LeaseLostError, NousError
-from nous.events.handlers import HANDLERS, Handler
-from nous.memory import MemoryRepository
+from nous.events.context import Handler, PipelineContext
+from nous.events.handlers import HANDLERS
 from nous.models.events import Event, EventKind
 from nous.storage import WriteOp
 from nous.storage.base import CompleteEvent, FailEvent
@@ -53,7 +53,7 @@ class EventWorker:
 
     def __init__(
         self,
-        repo: MemoryRepository,
+        context: PipelineContext,
         *,
         handlers: Mapping[EventKind, Sequence[Handler]] | None = None,
         worker_id: str | None = None,
@@ -62,7 +62,8 @@ class EventWorker:
         retry_base: timedelta = timedelta(seconds=2),
         batch: int = 10,
     ) -> None:
-        self.repo = repo
+        self.context = context
+        self.repo = context.repo
         self.handlers = HANDLERS if handlers is None else handlers
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:8]}"
         self.lease = lease
@@ -114,7 +115,7 @@ class EventWorker:
         try:
             ops: list[WriteOp] = []
             for handler in self.handlers.get(event.kind, ()):
-                ops.extend(await handler(event, self.repo))
+                ops.extend(await handler(event, self.context))
             await self.repo.store.apply([*ops, CompleteEvent(event.id, self.worker_id, utcnow())])
             report.done += 1
         except LeaseLostError:

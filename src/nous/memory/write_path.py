@@ -108,18 +108,20 @@ class WritePath:
         actor: str = "api",
         supersedes: str | None = None,
         dedup: bool = True,
+        extra_ops: Sequence[WriteOp] = (),
     ) -> WriteResult:
-        """Store ``memory`` unless it duplicates one; link, supersede or flag as the matches say."""
+        """Store ``memory`` unless it duplicates one; link, supersede or flag as the matches say.
+        ``extra_ops`` join the transaction of whatever is written (a pipeline step's marker)."""
         self.repo.validate(memory)
         target = await self.repo.get(supersedes, kind=memory.kind) if supersedes else None
         if not dedup or memory.kind not in self.kinds:
             if target is not None:
-                return await self._create(memory, [], target, actor=actor)
-            await self.repo.create(memory, actor=actor)
+                return await self._create(memory, [], target, actor=actor, extra_ops=extra_ops)
+            await self.repo.create(memory, actor=actor, extra_ops=extra_ops)
             return WriteResult(status=WriteStatus.CREATED, memory=memory)
         (embedded,), _ = await self.repo.embed([memory])
         if embedded is None:  # the provider failed just now: store it pending, don't ask again
-            await self.repo.create_many([memory], actor=actor, embedded=[None])
+            await self.repo.create_many([memory], actor=actor, embedded=[None], extra_ops=extra_ops)
             return WriteResult(
                 status=WriteStatus.CREATED,
                 memory=memory,
@@ -135,16 +137,18 @@ class WritePath:
         )
         duplicate = check.duplicate
         if duplicate is not None and target is None:
-            return await self._reinforce(duplicate, memory, actor=actor)
+            return await self._reinforce(duplicate, memory, actor=actor, extra_ops=extra_ops)
         updates = check.of_tier(Tier.UPDATE)
         if target is None and updates:
             target = await self.repo.get(updates[0].id)
         links = [
             m for m in check.matches if m.tier != Tier.DUPLICATE and (target is None or m.id != target.id)
         ]
-        return await self._create(memory, links, target, actor=actor, embedded=embedded)
+        return await self._create(memory, links, target, actor=actor, embedded=embedded, extra_ops=extra_ops)
 
-    async def _reinforce(self, match: SimilarMatch, new: Memory, *, actor: str) -> WriteResult:
+    async def _reinforce(
+        self, match: SimilarMatch, new: Memory, *, actor: str, extra_ops: Sequence[WriteOp] = ()
+    ) -> WriteResult:
         """A duplicate: confirm and review the existing memory; keep the new wording in its history."""
         existing = await self.repo.get(match.id)
         changes: dict[str, object] = dict(lifecycle.reviewed(existing, utcnow()))
@@ -161,7 +165,8 @@ class WritePath:
                     HistoryAction.CONFIRM,
                     new={"duplicate_content": new.content, "similarity": match.similarity},
                     actor=actor,
-                )
+                ),
+                *extra_ops,
             ],
         )
         return WriteResult(
@@ -179,9 +184,10 @@ class WritePath:
         *,
         actor: str,
         embedded: Embedded | None = None,
+        extra_ops: Sequence[WriteOp] = (),
     ) -> WriteResult:
         now = utcnow()
-        ops: list[WriteOp] = []
+        ops: list[WriteOp] = list(extra_ops)
         for match in links:
             edge = Edge(
                 source_id=memory.id,

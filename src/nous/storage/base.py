@@ -217,6 +217,15 @@ class RetryEvent:
 
 
 @dataclass(slots=True)
+class EventStep:
+    """Mark one step of an event's handler as applied, in the transaction of the step's effect.
+    Raises StepDoneError (rolling the effect back) if that step was applied before."""
+
+    event_id: str
+    step: str
+
+
+@dataclass(slots=True)
 class RecordLLMCall:
     """Append a language-model usage row."""
 
@@ -259,9 +268,10 @@ WriteOp = (
     | FailEvent
     | RetryEvent
     | RecordLLMCall
+    | EventStep
 )
-EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent | RecordLLMCall
-EVENT_OPS = (EmitEvent, CompleteEvent, FailEvent, RetryEvent, RecordLLMCall)
+EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent | RecordLLMCall | EventStep
+EVENT_OPS = (EmitEvent, CompleteEvent, FailEvent, RetryEvent, RecordLLMCall, EventStep)
 # Ops that change nothing a search index holds.
 INDEX_NEUTRAL_OPS = (
     SetLifecycle,

@@ -9,10 +9,18 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from nous.errors import LeaseLostError, NotFoundError
+from nous.errors import LeaseLostError, NotFoundError, StepDoneError
 from nous.models.events import Event, EventStatus
 from nous.models.llm import LLMUsage
-from nous.storage.base import CompleteEvent, EmitEvent, EventOp, FailEvent, RecordLLMCall, RetryEvent
+from nous.storage.base import (
+    CompleteEvent,
+    EmitEvent,
+    EventOp,
+    EventStep,
+    FailEvent,
+    RecordLLMCall,
+    RetryEvent,
+)
 
 _COLUMNS = (
     "id, agent_id, kind, subject_id, payload, status, attempts, available_at, lease_owner, "
@@ -93,6 +101,14 @@ async def apply_event_op(conn: psycopg.AsyncConnection, op: EventOp, previous_ch
                     c.at,
                 ),
             )
+            return True
+        case EventStep():
+            cur = await conn.execute(
+                "INSERT INTO event_steps (event_id, step) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (op.event_id, op.step),
+            )
+            if cur.rowcount == 0:
+                raise StepDoneError(f"step {op.step!r} of event {op.event_id} was already applied")
             return True
     raise TypeError(f"not an event op: {op!r}")
 

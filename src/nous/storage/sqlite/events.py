@@ -8,10 +8,18 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from nous.errors import LeaseLostError, NotFoundError
+from nous.errors import LeaseLostError, NotFoundError, StepDoneError
 from nous.models.events import Event, EventStatus
 from nous.models.llm import LLMUsage
-from nous.storage.base import CompleteEvent, EmitEvent, EventOp, FailEvent, RecordLLMCall, RetryEvent
+from nous.storage.base import (
+    CompleteEvent,
+    EmitEvent,
+    EventOp,
+    EventStep,
+    FailEvent,
+    RecordLLMCall,
+    RetryEvent,
+)
 
 _COLUMNS = (
     "id, agent_id, kind, subject_id, payload, status, attempts, available_at, lease_owner, "
@@ -98,6 +106,14 @@ def apply_event_op(
                     fmt_time(c.at),
                 ),
             )
+            return True
+        case EventStep():
+            cur = conn.execute(
+                "INSERT INTO event_steps (event_id, step) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (op.event_id, op.step),
+            )
+            if cur.rowcount == 0:
+                raise StepDoneError(f"step {op.step!r} of event {op.event_id} was already applied")
             return True
     raise TypeError(f"not an event op: {op!r}")
 

@@ -36,3 +36,11 @@ CREATE TABLE IF NOT EXISTS llm_usage (
     at            TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_llm_usage_agent ON llm_usage (agent_id, at);
+
+-- Steps of a handler that writes in several transactions (one extracted fact each): a step's
+-- row commits with its effect, so a retried event skips the steps already applied.
+CREATE TABLE IF NOT EXISTS event_steps (
+    event_id TEXT NOT NULL,
+    step     TEXT NOT NULL,
+    PRIMARY KEY (event_id, step)
+);
