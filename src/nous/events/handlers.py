@@ -5,6 +5,7 @@ once even if a worker dies mid-handler. Handlers must not write on their own."""
 from __future__ import annotations
 
 from nous.events.context import Handler, PipelineContext
+from nous.events.summarize import store_candidate_facts, summarize_episode
 from nous.models import Decision, Edge, EdgeRelation, Episode, MemoryKind
 from nous.models.events import Event, EventKind
 from nous.storage import MemoryQuery, WriteOp
@@ -52,7 +53,8 @@ def _part_of(agent_id: str, decision_id: str, episode_id: str) -> PutEdge:
 
 HANDLERS: dict[EventKind, list[Handler]] = {
     EventKind.DECISION_RECORDED: [link_decision_to_episode],
-    EventKind.EPISODE_CLOSED: [link_episode_decisions],
+    EventKind.EPISODE_CLOSED: [link_episode_decisions, summarize_episode],
+    EventKind.EPISODE_SUMMARIZED: [store_candidate_facts],
     EventKind.SESSION_ENDED: [],
     EventKind.FACT_WRITTEN: [],
 }

@@ -86,7 +86,12 @@ _LASTING_CHANGE = re.compile(
     r"moved (?:from|to|out)|switched|changed (?:from|to)|postponed|rescheduled|replaced|instead)\b"
 )
 _FILLER = frozenset(_words("i i'm think btw really just actually basically so also um ok okay the a an"))
+# Words whose swap keeps a statement's meaning: prepositions of time and place that say the same
+# relation ("on / during weekends", "in / at the office") and determiners. Directional words
+# (from, to, before, after, over, under...) are not here: swapping them changes the statement.
+_INTERCHANGEABLE = frozenset(_words("on in at during within throughout the a an this that these those its"))
 EDIT_RATIO = 0.6  # token-sequence similarity from which two statements count as an edit
+SHORT_TOKENS = 6
 
 
 def _tokens(text: str) -> list[str]:
@@ -96,8 +101,11 @@ def _tokens(text: str) -> list[str]:
 
 
 def _numbers(tokens: list[str]) -> set[str]:
-    """Numbers, dates and times, normalised: "07:05" = "7:05", "3 pm" = "15:00" = "15", "12th" = "12"."""
+    """Numbers, dates and times, normalised: "07:05" = "7:05", "3 pm" = "15:00" = "15", "12th" = "12".
+    In a short statement (SHORT_TOKENS or fewer) an ordinal is a number too: "second fact" is not
+    "first fact"."""
     out = set()
+    short = len(tokens) <= SHORT_TOKENS
     for i, t in enumerate(tokens):
         after = tokens[i + 1] if i + 1 < len(tokens) else ""
         if t[0].isdigit():
@@ -110,7 +118,7 @@ def _numbers(tokens: list[str]) -> set[str]:
             out.add(t)
         elif t in _NUMBER_WORDS:
             out.add(_NUMBER_WORDS[t])
-        elif t in _ORDINALS and after == "of":  # "the first of the month"
+        elif t in _ORDINALS and (after == "of" or short):  # "the first of the month", "second fact"
             out.add(_ORDINALS[t])
         elif t in _CALENDAR or t.removesuffix("s") in _CALENDAR:
             out.add(t.removesuffix("s"))
@@ -179,6 +187,8 @@ def find_conflict(a: str, b: str) -> Conflict | None:
         if op != "equal":
             changed_a.update(ca[i1:i2])
             changed_b.update(cb[j1:j2])
+    if (changed_a | changed_b) <= _INTERCHANGEABLE:
+        return None  # "on weekends" / "during weekends": the same statement
     inserted_only = not changed_a or not changed_b
     polar = _NEGATIONS | _QUANTIFIERS | _CHANGE_MARKERS
     if inserted_only and not any(t in polar or t.endswith("n't") for t in changed_a | changed_b):

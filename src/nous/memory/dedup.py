@@ -25,6 +25,7 @@ the memory is stored with its embedding pending: a duplicate is better than a lo
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -35,6 +36,73 @@ from nous.memory.conflict import Conflict, ConflictKind, find_conflict
 from nous.models import LifecycleState, MemoryKind
 
 DUPLICATE_THRESHOLD = 0.62
+LEXICAL_FREE = 0.80  # from this cosine a duplicate needs no shared content words
+MIN_OVERLAP = 0.2  # below LEXICAL_FREE, the share of content words a duplicate must share
+# Events in a person's life are specific: the same event told twice shares its key words, while
+# two events of one person ("took the kids camping", "is lucky to have her kids") share a name
+# and a topic and sit at cosine 0.7 whatever happened.
+EVENT_LEXICAL_FREE = 0.90
+EVENT_MIN_OVERLAP = 0.5
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "so",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "by",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "am",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "he",
+        "she",
+        "his",
+        "her",
+        "they",
+        "them",
+        "their",
+        "not",
+        "no",
+        "very",
+        "really",
+        "just",
+        "also",
+    ]
+)
 CONNECT_THRESHOLD = 0.50
 DEDUP_KINDS = (MemoryKind.FACT, MemoryKind.PROCEDURE, MemoryKind.CENSOR)
 MAX_MATCHES = 5
@@ -97,6 +165,19 @@ class SimilarityCheck(BaseModel):
         return [m for m in self.matches if m.tier in tiers]
 
 
+def content_overlap(a: str, b: str, *, subject: str | None = None) -> float:
+    """Shared content words over the larger statement's count; function words and the words of
+    the statements' common ``subject`` (a person's name, shared by everything about them) are
+    left out."""
+    skip = _content_words(subject) if subject else set()
+    wa, wb = _content_words(a) - skip, _content_words(b) - skip
+    return len(wa & wb) / max(1, len(wa), len(wb))
+
+
+def _content_words(text: str) -> set[str]:
+    return {w.rstrip("s") for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _FUNCTION_WORDS}
+
+
 def classify(
     similarity: float,
     new_text: str,
@@ -104,13 +185,26 @@ def classify(
     thresholds: DedupThresholds,
     *,
     same_subject: bool = False,
+    subject: str | None = None,
+    additive: bool = False,
 ) -> tuple[Tier, Conflict | None]:
-    """The tier of one pair from its cosine and a lexical conflict check."""
+    """The tier of one pair from its cosine and lexical checks.
+
+    A duplicate needs, besides the cosine, either a cosine of at least LEXICAL_FREE or a share of
+    content words in common of at least MIN_OVERLAP: between short statements about the same
+    person the cosine is high whatever they say ("Caroline is keen on counselling" / "Caroline
+    will continue her education", 0.69), and events need more of both. ``additive`` memories (events in someone's life) are
+    never replaced by a changed detail, only by an explicit change ("no longer", "moved to"):
+    two different events are two memories."""
     if similarity < thresholds.connect:
         return Tier.UNIQUE, None
     conflict = find_conflict(new_text, existing_text)
     if conflict is None:
-        return (Tier.DUPLICATE if similarity >= thresholds.duplicate else Tier.CONNECT), None
+        free, overlap = (EVENT_LEXICAL_FREE, EVENT_MIN_OVERLAP) if additive else (LEXICAL_FREE, MIN_OVERLAP)
+        supported = similarity >= free or content_overlap(new_text, existing_text, subject=subject) >= overlap
+        return (Tier.DUPLICATE if similarity >= thresholds.duplicate and supported else Tier.CONNECT), None
+    if additive and conflict.kind != ConflictKind.TENSE:
+        return Tier.CONNECT, conflict
     clearly_update = conflict.kind == ConflictKind.TENSE or (same_subject and conflict.kind in _UPDATE_KINDS)
     return (Tier.UPDATE if clearly_update else Tier.CONTRADICTION), conflict
 

@@ -68,11 +68,13 @@ class WritePath:
         *,
         user_id: str | None = None,
         subject: str | None = None,
+        additive: bool = False,
         vector: np.ndarray | None = None,
         exclude_id: str | None = None,
         limit: int = MAX_MATCHES,
     ) -> SimilarityCheck:
-        """Close memories of ``kind`` in the scope, classified against ``content``; writes nothing."""
+        """Close memories of ``kind`` in the scope, classified against ``content``; writes nothing.
+        ``additive``: the content is an event (a changed detail is another event, not an update)."""
         if vector is None:
             vector = await self.repo.embedder.embed_one(content)
         scope = MemoryQuery(agent_id=self.repo.agent_id, kinds=(kind,), user_id=user_id)
@@ -86,7 +88,13 @@ class WritePath:
                 continue
             same_subject = bool(subject) and subject == existing.subject
             tier, conflict = classify(
-                hit.score, content, existing.content, self.thresholds, same_subject=same_subject
+                hit.score,
+                content,
+                existing.content,
+                self.thresholds,
+                same_subject=same_subject,
+                subject=subject if same_subject else None,
+                additive=additive,
             )
             matches.append(
                 SimilarMatch(
@@ -132,6 +140,7 @@ class WritePath:
             memory.kind,
             user_id=memory.user_id,
             subject=memory.subject,
+            additive=memory.category == "event",
             vector=embedded.vector,
             exclude_id=memory.id,
         )

@@ -17,6 +17,7 @@ class EventKind(StrEnum):
 
     SESSION_ENDED = "session.ended"
     EPISODE_CLOSED = "episode.closed"
+    EPISODE_SUMMARIZED = "episode.summarized"
     DECISION_RECORDED = "decision.recorded"
     FACT_WRITTEN = "fact.written"
 

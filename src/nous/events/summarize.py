@@ -1,0 +1,198 @@
+"""The handlers that turn a closed episode into a summary, and its summary into facts.
+
+``episode.closed`` → the episode gets its structured summary (language model when configured,
+the offline summariser otherwise), is re-embedded so recall finds it by its summary, and an
+``episode.summarized`` event carrying the candidate facts is written in the same transaction.
+``episode.summarized`` → each candidate fact goes through the duplicate-checking write path (a
+duplicate confirms, an update supersedes), one event step per fact; when a summary brings none
+and a language model is configured, the model extracts them from the transcript instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from nous._time import as_utc, utcnow
+from nous.errors import InvalidInputError, StepDoneError
+from nous.events.context import PipelineContext
+from nous.events.extraction import CandidateFact
+from nous.events.offline_summary import offline_summary
+from nous.events.summary import EpisodeSummary, session_turns, summarize_with_llm, transcript_of
+from nous.events.transcript import truncate_transcript
+from nous.llm import ChatMessage, complete_structured
+from nous.models import Episode, EpisodeOutcome, Fact, FactCategory, HistoryAction, Provenance, Turn
+from nous.models.events import Event, EventKind
+from nous.storage import WriteOp
+from nous.storage.base import EmitEvent, EventStep
+from nous.storage.codec import content_hash
+
+log = logging.getLogger(__name__)
+SOURCE = "extraction"
+_OUTCOMES = {
+    "resolved": EpisodeOutcome.SUCCESS,
+    "informational": EpisodeOutcome.SUCCESS,
+    "partial": EpisodeOutcome.PARTIAL,
+    "unresolved": EpisodeOutcome.FAILURE,
+}
+
+
+def _messages(turns: list[Turn]) -> tuple[list[tuple[str, str, list[str]]], set[str]]:
+    """(speaker, text, message ids) per turn, and the speakers who are people (not the assistant)."""
+    out: list[tuple[str, str, list[str]]] = []
+    people: set[str] = set()
+    for t in turns:
+        speaker = (
+            t.speaker if t.speaker and t.speaker != t.role else ("the user" if t.role == "user" else t.role)
+        )
+        text = t.content
+        for prefix in (f"{t.speaker}: ", f"{t.role}: "):
+            if (t.speaker and text.startswith(prefix)) or text.startswith(prefix):
+                text = text[len(prefix) :]
+                break
+        out.append((speaker, text, t.provenance.turn_ids or [t.id]))
+        if t.role == "user":
+            people.add(speaker)
+    return out, people
+
+
+async def summarize_episode(event: Event, ctx: PipelineContext) -> list[WriteOp]:
+    repo = ctx.repo
+    found = (await repo.store.get_many(repo.agent_id, [event.subject_id or ""])).get(event.subject_id or "")
+    if not isinstance(found, Episode) or not found.active or found.ended_at is None:
+        return []  # gone, discarded as trivial, or reopened: nothing to summarise
+    turns = await session_turns(ctx, found)
+    if not turns:
+        return []
+    messages, people = _messages(turns)
+    facts: list[CandidateFact]
+    if ctx.llm.available:
+        summary = await summarize_with_llm(ctx, found, turns)
+        facts = [CandidateFact(text=f, subject="") for f in summary.candidate_facts]
+        source = "llm"
+    else:
+        at = found.started_at
+        summary, facts = await offline_summary(
+            repo.embedder, messages, people=people, participants=found.participants, at=at
+        )
+        source = "offline"
+    structured = {**summary.model_dump(), "source": source}
+    updated = found.model_copy(
+        update={
+            "title": summary.title,
+            "summary": summary.summary,
+            "structured_summary": structured,
+            "lessons": summary.key_points or found.lessons,
+            "outcome": _OUTCOMES[summary.outcome],
+            "updated_at": utcnow(),
+        }
+    )
+    (embedded,), _ = await repo.embed([updated])
+    put = repo.put_ops(updated, embedded, content_hash(updated))
+    put.expect_updated_at = found.updated_at  # a concurrent change fails this attempt; it is retried
+    payload: dict[str, Any] = {
+        "source": source,
+        "candidate_facts": [_fact_payload(f) for f in facts],
+    }
+    return [
+        put,
+        repo.audit(
+            found.id,
+            HistoryAction.UPDATE,
+            old={"title": found.title, "summary": found.summary},
+            new={"title": updated.title, "summary": updated.summary, "source": source},
+            actor="pipeline",
+        ),
+        EmitEvent(
+            Event(
+                agent_id=repo.agent_id,
+                kind=EventKind.EPISODE_SUMMARIZED,
+                subject_id=found.id,
+                payload=payload,
+            )
+        ),
+    ]
+
+
+def _fact_payload(f: CandidateFact) -> dict[str, Any]:
+    return {
+        "text": f.text,
+        "subject": f.subject or None,
+        "turn_ids": f.turn_ids,
+        "occurred_at": f.occurred_at.isoformat() if f.occurred_at else None,
+    }
+
+
+class _ExtractedFacts(BaseModel):
+    facts: list[str] = Field(default_factory=list, max_length=20)
+
+
+EXTRACT_PROMPT = """Extract the lasting facts from this conversation for an AI agent's long-term
+memory: preferences, plans, events in people's lives, technical choices. Each fact stands alone,
+names who it is about, uses absolute dates, and is not a greeting, an opinion of the moment or
+advice. Few and specific; none if nothing lasting was said. Reply with one JSON object:
+{"facts": ["<fact>", ...]}"""
+
+
+async def store_candidate_facts(event: Event, ctx: PipelineContext) -> list[WriteOp]:
+    """Store the summary's candidate facts (or, with a language model and none given, the model's
+    own extraction) through the write path, each with its event step."""
+    repo = ctx.repo
+    episode = (await repo.store.get_many(repo.agent_id, [event.subject_id or ""])).get(event.subject_id or "")
+    if not isinstance(episode, Episode):
+        return []
+    raw = event.payload.get("candidate_facts") or []
+    candidates = [c for c in raw if isinstance(c, dict) and isinstance(c.get("text"), str)]
+    if not candidates and ctx.llm.available:
+        turns = await session_turns(ctx, episode)
+        if turns:
+            extracted = await complete_structured(
+                ctx.llm,
+                [
+                    ChatMessage(role="system", content=EXTRACT_PROMPT),
+                    ChatMessage(role="user", content=truncate_transcript(transcript_of(turns))),
+                ],
+                _ExtractedFacts,
+                max_tokens=800,
+                on_call=ctx.usage_sink("fact_extraction"),
+            )
+            candidates = [{"text": f} for f in extracted.facts]
+    for i, c in enumerate(candidates):
+        occurred = c.get("occurred_at")
+        at = as_utc(datetime.fromisoformat(occurred)) if isinstance(occurred, str) else episode.started_at
+        try:
+            fact = Fact(
+                agent_id=repo.agent_id,
+                content=c["text"],
+                subject=c.get("subject") or None,
+                category=FactCategory.EVENT.value,
+                source=SOURCE,
+                user_id=episode.user_id,
+                session_id=episode.session_id,
+                occurred_at=at,
+                valid_from=at,
+                provenance=Provenance(
+                    source=SOURCE,
+                    session_id=episode.session_id,
+                    episode_id=episode.id,
+                    turn_ids=[str(t) for t in c.get("turn_ids") or []],
+                    actor="pipeline",
+                ),
+            )
+            await ctx.write_path.store(fact, actor="pipeline", extra_ops=[EventStep(event.id, f"fact:{i}")])
+        except StepDoneError:
+            continue  # stored by an earlier attempt of this event
+        except (InvalidInputError, ValueError) as exc:  # the same validation as any write
+            log.info("candidate fact %r of episode %s rejected: %s", c["text"][:80], episode.id, exc)
+    return []
+
+
+def summary_of(episode: Episode) -> EpisodeSummary | None:
+    """The episode's structured summary, if it has one."""
+    data = episode.structured_summary
+    if not data or "title" not in data:
+        return None
+    return EpisodeSummary.model_validate(data)
