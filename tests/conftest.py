@@ -61,7 +61,9 @@ def provider() -> EmbeddingProvider:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(home=tmp_path / "home", database_url=None, agent_id="test-agent")
+    # No background event worker: a test's store changes only when the test says so (the tests
+    # of the in-process worker turn it on).
+    return Settings(home=tmp_path / "home", database_url=None, agent_id="test-agent", events_worker="off")
 
 
 def drop_schema(schema: str) -> None:

@@ -29,7 +29,8 @@ def test_events_are_listed_drained_and_counted(cli: CliRunner) -> None:
     kinds = {e["kind"] for e in pending}
     assert {"fact.written", "session.ended", "episode.closed"} <= kinds  # a CLI run leaves them queued
     assert all(e["status"] == "pending" and e["attempts"] == 0 for e in pending)
-    assert data(cli, "stats")["events"]["pending"] == len(pending)
+    stats = data(cli, "stats")
+    assert stats["events"]["pending"] == len(pending) and stats["llm_usage"] == []  # offline: no calls
     report = data(cli, "maintain", "--events")
     # Draining runs follow-up events too (the summary writes episode.summarized).
     assert report["events"]["done"] > len(pending) and report["events"]["dead"] == 0
@@ -69,3 +70,32 @@ def test_a_dead_event_is_shown_and_revived(cli: CliRunner, tmp_path: Path) -> No
     assert unknown.exit_code != 0 and unknown.stderr.strip().count("\n") == 0
     bad = cli.invoke(app, ["events", "--status", "finished"])
     assert bad.exit_code == 2 and "status" in bad.stderr
+
+
+async def _decision_with_a_proposal(settings: Settings) -> str:
+    from tests.test_summaries import _decide_then_report
+
+    async with Nous(settings) as nous:
+        return await _decide_then_report(
+            nous, "The Kafka move for billing events worked great, replays saved us."
+        )
+
+
+def test_proposals_are_listed_and_accepted(cli: CliRunner, tmp_path: Path) -> None:
+    decision_id = asyncio.run(
+        _decision_with_a_proposal(Settings(home=tmp_path / "home", events_worker="off"))
+    )
+    (row,) = data(cli, "proposals")
+    assert (
+        row["id"] == decision_id and row["outcome"] == "pending" and row["proposal"]["outcome"] == "success"
+    )
+    assert "worked great" in ok(cli, "proposals").stdout
+    accepted = data(cli, "proposals", "accept", decision_id[:8])
+    assert accepted["outcome"] == "success" and "worked great" in accepted["outcome_note"]
+    assert data(cli, "proposals") == []
+    again = cli.invoke(app, ["proposals", "reject", decision_id[:8]])
+    assert (
+        again.exit_code != 0
+        and "no outcome proposal" in again.stderr
+        and again.stderr.strip().count("\n") == 0
+    )

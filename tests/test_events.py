@@ -11,7 +11,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -260,7 +260,7 @@ async def test_a_worker_killed_mid_handler_leaves_each_effect_applied_exactly_on
 async def test_the_in_process_worker_runs_events_in_the_background(
     database_url: str, settings: Settings, provider: EmbeddingProvider
 ) -> None:
-    fast = settings.model_copy(update={"event_poll_seconds": 0.05})
+    fast = settings.model_copy(update={"events_worker": "in-process", "event_poll_seconds": 0.05})
     async with Nous(fast, database_url=database_url, embedding_provider=provider) as nous:
         await nous.learn("The on-call rotation changes every Monday at 09:00")
         for _ in range(100):
@@ -277,3 +277,28 @@ async def test_bad_event_input_is_a_typed_error(store_nous: Nous) -> None:
         await store_nous.events(status="finished")
     with pytest.raises(InvalidInputError):
         await store_nous.retry_event("  ")
+
+
+async def test_idle_sessions_are_ended_once_by_the_timeout(
+    database_url: str, quiet: Settings, provider: EmbeddingProvider
+) -> None:
+    t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    async with (
+        Nous(quiet, database_url=database_url, embedding_provider=provider) as a,
+        Nous(quiet, database_url=database_url, embedding_provider=provider) as b,
+    ):
+        await a.pre_turn("idle", "Help me plan the ski trip to Verbier in March", at=t0)
+        await a.post_turn("idle", "Verbier in March has good snow; book passes a week ahead. " * 4, at=t0)
+        await a.pre_turn("busy", "Which ski passes should we buy?", at=t0 + timedelta(minutes=20))
+        now = t0 + timedelta(minutes=45)  # idle: 45 minutes; busy: 25 minutes
+        ends_a, ends_b = await asyncio.gather(a.end_idle_sessions(now=now), b.end_idle_sessions(now=now))
+        assert [e.session.session_id for e in ends_a + ends_b] == ["idle"]  # once, by one of them
+        (ended,) = ends_a + ends_b
+        assert ended.episode is not None and ended.episode.ended_at is not None
+        assert ended.session.ended_at == ended.session.last_active_at  # ended when it went quiet
+        assert not (await a.session("busy")).ended
+        kinds = Counter(e.kind for e in await a.events())
+        assert kinds[EventKind.SESSION_ENDED] == 1 and kinds[EventKind.EPISODE_CLOSED] == 1
+        off = quiet.model_copy(update={"session_timeout_minutes": 0})
+        async with Nous(off, database_url=database_url, embedding_provider=provider) as never:
+            assert await never.end_idle_sessions(now=now + timedelta(days=30)) == []

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nous import EventKind, EventStatus, Nous, Settings
+from nous import EventKind, EventStatus, NotFoundError, Nous, Settings
 from nous.embeddings.base import EmbeddingProvider
 from nous.events.extraction import PER_SESSION
 from nous.events.summary import decision_context
@@ -104,6 +104,7 @@ async def test_new_prompt_fields_parsed(llm_nous: Nous, server: ChatServer) -> N
     usage = await llm_nous.llm_usage()
     assert [(u.purpose, u.calls, u.failed) for u in usage] == [("episode_summary", 1, 0)]
     assert usage[0].input_tokens > 0 and usage[0].output_tokens > 0
+    assert usage[0].provider == "openai" and usage[0].model == "summariser"
 
 
 async def test_candidate_facts_stored_directly(llm_nous: Nous, server: ChatServer) -> None:
@@ -295,3 +296,60 @@ async def test_offline_summaries_and_facts_on_real_locomo_sessions(
         assert float(np.max(vectors[1:] @ vectors[0])) >= 0.6
         # "yesterday" in the 8 May 2023 session became a date.
         assert any("7 May 2023" in f for f in session_1)
+
+
+# -- the decision reviewer -----------------------------------------------------------------------
+async def _decide_then_report(nous: Nous, report: str) -> str:
+    await nous.pre_turn("s1", "Should billing events move from RabbitMQ to Kafka?", at=T0)
+    decision = await nous.record_decision(
+        "Move billing events from RabbitMQ to Kafka",
+        confidence=0.7,
+        session_id="s1",
+        occurred_at=T0 + timedelta(seconds=30),
+    )
+    await nous.post_turn("s1", REPLY, at=T0 + timedelta(minutes=1))
+    await nous.end_session("s1", at=T0 + timedelta(minutes=2))
+    later = T0 + timedelta(days=14)
+    await nous.pre_turn("s2", report, at=later)
+    await nous.post_turn("s2", "Good to know; I will remember that for the next migration. " * 3, at=later)
+    await nous.end_session("s2", at=later + timedelta(minutes=2))
+    await nous.process_events()
+    return decision.id
+
+
+async def test_reviewer_proposes_an_outcome_that_is_only_applied_when_accepted(
+    database_url: str, quiet: Settings, provider: EmbeddingProvider
+) -> None:
+    async with Nous(quiet, database_url=database_url, embedding_provider=provider) as nous:
+        decision_id = await _decide_then_report(
+            nous, "Moving the billing events to Kafka was a mistake, we rolled it back to RabbitMQ yesterday."
+        )
+        (pending,) = await nous.outcome_proposals()
+        assert pending.id == decision_id and pending.outcome.value == "pending"  # not applied
+        assert pending.proposal is not None and pending.proposal.outcome.value == "failure"
+        assert "rolled it back" in pending.proposal.reason and pending.proposal.source == "rules"
+        assert pending.episode_id is not None  # linked to the conversation it was made in
+        accepted = await nous.accept_proposal(decision_id)
+        assert accepted.outcome.value == "failure" and accepted.proposal is None
+        assert "rolled it back" in (accepted.outcome_note or "")
+        assert await nous.outcome_proposals() == []
+
+
+async def test_reviewer_without_evidence_proposes_nothing_and_reject_keeps_it_pending(
+    database_url: str, quiet: Settings, provider: EmbeddingProvider
+) -> None:
+    async with Nous(quiet, database_url=database_url, embedding_provider=provider) as nous:
+        await _decide_then_report(nous, "What should we name the new analytics dashboard?")
+        assert await nous.outcome_proposals() == []
+    async with Nous(
+        quiet, database_url=database_url, agent_id="agent-two", embedding_provider=provider
+    ) as nous:
+        decision_id = await _decide_then_report(
+            nous, "The Kafka move for billing events worked great, replays saved the audit."
+        )
+        (proposal,) = await nous.outcome_proposals()
+        assert proposal.proposal is not None and proposal.proposal.outcome.value == "success"
+        kept = await nous.reject_proposal(decision_id)
+        assert kept.outcome.value == "pending" and kept.proposal is None
+        with pytest.raises(NotFoundError):
+            await nous.accept_proposal(decision_id)

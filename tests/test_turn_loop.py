@@ -157,7 +157,8 @@ async def test_session_counters_live_in_the_store_and_survive_a_restart(
         "import asyncio, sys\n"
         "from nous import Nous, Settings\n"
         "async def main():\n"
-        f"    s = Settings(home={str(settings.home)!r}, database_url={database_url!r}, agent_id={settings.agent_id!r})\n"
+        # (no worker: its idle-session sweep would end this back-dated session before the script does)
+        f"    s = Settings(home={str(settings.home)!r}, database_url={database_url!r}, agent_id={settings.agent_id!r}, events_worker='off')\n"
         "    async with Nous(s) as n:\n"
         "        await n.post_turn('trip', 'A six-day pass is cheapest.')\n"
         "        end = await n.end_session('trip', reflection='Book ski passes online, a week ahead.')\n"

@@ -17,7 +17,7 @@ from nous.errors import (
     StaleWriteError,
     StorageError,
 )
-from nous.events import EventWorker, WorkerReport
+from nous.events import EventWorker, PipelineContext, WorkerReport
 from nous.heart import ActionCheck, ActionDecision, CensorMatch
 from nous.ingest import Conversation, IngestReport
 from nous.memory.dedup import SimilarityCheck
@@ -38,6 +38,7 @@ from nous.models import (
 )
 from nous.models.brain import Calibration
 from nous.models.events import Event, EventKind, EventStatus
+from nous.models.llm import LLMUsage
 from nous.models.results import Edge, EdgeRelation, HistoryEntry, MaintenanceReport, StoreStats
 from nous.models.session import IdentitySection, SessionState
 from nous.retrieval.weights import PRESETS, RetrievalWeights
@@ -69,6 +70,9 @@ __all__ = [
     "IdentitySection",
     "IngestReport",
     "InvalidInputError",
+    "LLMError",
+    "LLMOutputError",
+    "LLMUsage",
     "LeaseLostError",
     "MaintenanceReport",
     "Memory",
@@ -76,6 +80,7 @@ __all__ = [
     "NotFoundError",
     "Nous",
     "NousError",
+    "PipelineContext",
     "Procedure",
     "Reason",
     "RecallHit",
@@ -85,6 +90,7 @@ __all__ = [
     "Settings",
     "SimilarityCheck",
     "StaleWriteError",
+    "StepDoneError",
     "StorageError",
     "StoreStats",
     "SyncNous",

@@ -70,6 +70,12 @@ class Settings(BaseSettings):
     )
     llm_api_key: str | None = Field(default=None, description="API key, if the API needs one.")
     llm_timeout_s: float = Field(default=60.0, gt=0, le=3_600)
+    session_timeout_minutes: float = Field(
+        default=30.0,
+        ge=0,
+        le=525_600,
+        description="A live session idle this long is ended (and so summarised); 0 never ends one.",
+    )
     events_worker: Literal["in-process", "off"] = Field(
         default="in-process",
         description="in-process: a Nous object runs outbox events in the background while open; "

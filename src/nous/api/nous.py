@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -115,9 +116,7 @@ class Nous:
             self._llm = create_llm_provider(self.settings)
         if self.settings.events_worker == "in-process":
             self._worker_stop = asyncio.Event()
-            self._worker_task = asyncio.create_task(
-                self.event_worker().run(self._worker_stop, poll_seconds=self.settings.event_poll_seconds)
-            )
+            self._worker_task = asyncio.create_task(self.run_pipeline(self._worker_stop))
         return self
 
     def _attach(self, store: Store, embedder: Embedder) -> None:
@@ -378,6 +377,18 @@ class Nous:
     async def review_decision(self, decision_id: str, outcome: str, *, note: str | None = None) -> Decision:
         return await self.brain.decisions.review(decision_id, outcome, note=note)
 
+    async def outcome_proposals(self, *, limit: int = 100) -> list[Decision]:
+        """Pending decisions whose outcome the reviewer proposed from later conversations."""
+        return await self.brain.decisions.proposals(limit=limit)
+
+    async def accept_proposal(self, decision_id: str) -> Decision:
+        """Resolve a decision with its proposed outcome."""
+        return await self.brain.decisions.accept_proposal(await self._need().resolve_id(decision_id))
+
+    async def reject_proposal(self, decision_id: str) -> Decision:
+        """Drop a decision's proposed outcome; it stays pending."""
+        return await self.brain.decisions.reject_proposal(await self._need().resolve_id(decision_id))
+
     async def calibration(self) -> Calibration:
         return await self.brain.calibration()
 
@@ -533,6 +544,39 @@ class Nous:
             retry_base=timedelta(seconds=s.event_retry_seconds),
             batch=batch,
         )
+
+    async def run_pipeline(self, stop: asyncio.Event, *, worker: EventWorker | None = None) -> None:
+        """Run outbox events and end idle sessions until ``stop`` is set (the in-process worker
+        and `nous worker`)."""
+        last_sweep = 0.0
+        timeout = self.settings.session_timeout_minutes * 60
+
+        async def tick() -> None:
+            nonlocal last_sweep
+            now = time.monotonic()
+            if timeout and now - last_sweep >= min(60.0, timeout / 2):
+                last_sweep = now
+                await self.end_idle_sessions()
+
+        worker = worker or self.event_worker()
+        await worker.run(stop, poll_seconds=self.settings.event_poll_seconds, tick=tick)
+
+    async def end_idle_sessions(self, *, now: datetime | None = None) -> list[SessionEnd]:
+        """End every live session idle for NOUS_SESSION_TIMEOUT_MINUTES, as ``end_session`` would
+        (so each is summarised by the pipeline). Safe to run from several processes: a session
+        is ended once."""
+        minutes = self.settings.session_timeout_minutes
+        if not minutes:
+            return []
+        cutoff = (now or utcnow()) - timedelta(minutes=minutes)
+        ended: list[SessionEnd] = []
+        for state in await self.store.sessions(self.agent_id, ended=False, idle_before=cutoff, limit=1000):
+            done = await self.cognitive.end_session(
+                state.session_id, at=state.last_active_at, actor="timeout"
+            )
+            if done.ended_now:
+                ended.append(done)
+        return ended
 
     def pipeline_context(self) -> PipelineContext:
         """What event handlers work with: this agent's repository, write path and language model."""

@@ -48,7 +48,7 @@ async def run_context(
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Score the context engine on every conversation (see the module docstring)."""
-    settings = settings or Settings()
+    settings = (settings or Settings()).model_copy(update={"events_worker": "off"})  # no background work
     provider = provider or create_provider(settings)
     if not conversations:
         raise ValueError("no labelled conversations to score")

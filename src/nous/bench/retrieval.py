@@ -81,18 +81,25 @@ async def run_retrieval(
     settings: Settings | None = None,
     provider: EmbeddingProvider | None = None,
     presets: Sequence[str] = (),
+    extract: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Score Nous and the baselines on every conversation; ``presets`` adds ``nous:<preset>`` rows."""
-    settings = settings or Settings()
+    """Score Nous and the baselines on every conversation; ``presets`` adds ``nous:<preset>`` rows.
+
+    With ``extract``, the event pipeline then runs on the same store (episode summaries and
+    extracted facts, offline) and every question is asked again: ``nous+extract``. A fact counts
+    for the turns it was extracted from (its provenance), so it is a second way to reach them.
+    The pipeline never runs in the background here: ``nous`` is recall over what was ingested."""
+    settings = (settings or Settings()).model_copy(update={"events_worker": "off"})
     provider = provider or create_provider(settings)
     items = conversations() if callable(conversations) else conversations
     if not items:
         raise ValueError("no labelled conversations to score")
-    names = ["nous", *(f"nous:{p}" for p in presets), "bm25s", "bm25_fts5", "dense"]
+    names = ["nous", *(["nous+extract"] if extract else []), *(f"nous:{p}" for p in presets)]
+    names += ["bm25s", "bm25_fts5", "dense"]
     systems = {name: Scores(ks) for name in names}
     latencies: list[float] = []
-    ingest_turns, ingest_seconds, n_questions = 0, 0.0, 0
+    ingest_turns, ingest_seconds, n_questions, extract_seconds = 0, 0.0, 0, 0.0
     per_file: dict[str, int] = {}
     max_k = max(ks)
     for item in items:
@@ -120,6 +127,15 @@ async def run_retrieval(
                             preset=preset,
                         )
                         systems[f"nous:{preset}"].add(question, [h.memory.provenance.turn_ids for h in hits])
+                if extract:
+                    started = time.perf_counter()
+                    await nous.process_events()
+                    extract_seconds += time.perf_counter() - started
+                    for question in item.questions:
+                        hits = await nous.recall(
+                            question.question, limit=max_k, now=question.asked_at, reinforce=False
+                        )
+                        systems["nous+extract"].add(question, [h.memory.provenance.turn_ids for h in hits])
         baselines = Baselines(*item.message_texts(), provider)
         try:
             for question in item.questions:
@@ -148,5 +164,6 @@ async def run_retrieval(
         "questions": n_questions,
         "files": per_file,
         f"ratio_vs_best_baseline@{k_ref}": round(results["nous"][key] / best, 3) if best else None,
+        **({"extract_seconds": round(extract_seconds, 1)} if extract else {}),
         "embedding_model": provider.model_name,
     }

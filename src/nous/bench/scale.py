@@ -43,7 +43,7 @@ async def run_scale(
 
     With ``drop_after`` a PostgreSQL store's schema is dropped at the end (a scratch schema).
     """
-    settings = settings or Settings()
+    settings = (settings or Settings()).model_copy(update={"events_worker": "off"})  # no background work
     provider = provider or create_provider(settings)
     texts = synthetic_memories(n)
     baseline_texts = texts[: min(n, 2000)]

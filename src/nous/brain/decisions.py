@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from nous.brain.quality import DEFAULT_GUARDRAILS, Guardrail, is_noise_decision, quality_score
-from nous.errors import GuardrailError, InvalidInputError
+from nous.errors import GuardrailError, InvalidInputError, NotFoundError
 from nous.memory import MemoryRepository
 from nous.memory.parsing import enum_value
 from nous.memory.repository import build, invalid_from_pydantic
@@ -65,9 +66,11 @@ class Decisions:
         user_id: str | None = None,
         frame: str | None = None,
         censors: list[str] | None = None,
+        occurred_at: datetime | None = None,
         actor: str = "api",
     ) -> Decision:
-        """Store a decision; when ``episode_id`` is given it is linked to that episode.
+        """Store a decision (made at ``occurred_at``, default now); when ``episode_id`` is given it
+        is linked to that episode.
 
         The stored decision carries a ``quality`` score and ``flags`` (possible noise,
         guardrail warnings); a blocking guardrail raises ``GuardrailError`` and stores nothing.
@@ -95,6 +98,7 @@ class Decisions:
             user_id=user_id,
             encoded_frame=frame,
             encoded_censors=censors,
+            occurred_at=occurred_at,
             provenance=Provenance(source=actor, session_id=session_id, episode_id=episode_id),
         )
         self._check(decision)
@@ -137,11 +141,46 @@ class Decisions:
     ) -> Decision:
         """Record how a decision turned out."""
         result = enum_value(Outcome, outcome, field="outcome")
-        changes: dict[str, Any] = {"outcome": result}
+        changes: dict[str, Any] = {"outcome": result, "proposal": None}  # a review settles any proposal
         if note is not None:
             changes["outcome_note"] = note
         await self.repo.get_typed(decision_id, Decision)
         updated = await self.repo.update(decision_id, changes, actor=actor, kind=MemoryKind.DECISION)
+        assert isinstance(updated, Decision)
+        return updated
+
+    async def proposals(self, *, limit: int = 100) -> list[Decision]:
+        """Pending decisions with a proposed outcome awaiting acceptance, newest first."""
+        found = await self.repo.query(kinds=(MemoryKind.DECISION,), limit=10_000)
+        return [d for d in found if isinstance(d, Decision) and d.proposal is not None][:limit]
+
+    async def accept_proposal(self, decision_id: str, *, actor: str = "api") -> Decision:
+        """Resolve a decision with its proposed outcome (the proposal's reason becomes the note)."""
+        decision = await self.repo.get_typed(decision_id, Decision)
+        if decision.proposal is None:
+            raise NotFoundError(f"decision {decision.id} has no outcome proposal")
+        proposal = decision.proposal
+        updated = await self.repo.update(
+            decision.id,
+            {
+                "outcome": proposal.outcome,
+                "outcome_note": f"{proposal.reason} ({proposal.source})",
+                "proposal": None,
+            },
+            actor=actor,
+            kind=MemoryKind.DECISION,
+        )
+        assert isinstance(updated, Decision)
+        return updated
+
+    async def reject_proposal(self, decision_id: str, *, actor: str = "api") -> Decision:
+        """Drop a decision's proposed outcome; the decision stays pending (the audit row keeps it)."""
+        decision = await self.repo.get_typed(decision_id, Decision)
+        if decision.proposal is None:
+            raise NotFoundError(f"decision {decision.id} has no outcome proposal")
+        updated = await self.repo.update(
+            decision.id, {"proposal": None}, actor=actor, kind=MemoryKind.DECISION
+        )
         assert isinstance(updated, Decision)
         return updated
 

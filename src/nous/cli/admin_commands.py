@@ -17,6 +17,7 @@ from nous.errors import NousError
 from nous.events import WorkerReport
 from nous.models import MaintenanceReport, StoreStats
 from nous.models.events import EventStatus
+from nous.models.llm import LLMUsage
 from nous.storage import create_store
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
@@ -50,22 +51,36 @@ def init(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 
 def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Counts of memories by type, edges, history rows, pending embeddings and outbox events."""
+    """Counts of memories by type, edges, history rows, pending embeddings, outbox events, and
+    language-model calls and tokens per provider, model and purpose."""
 
-    async def act(nous: Nous) -> tuple[StoreStats, dict[EventStatus, int]]:
-        return await nous.stats(), await nous.event_counts()
+    async def act(nous: Nous) -> tuple[StoreStats, dict[EventStatus, int], list[LLMUsage]]:
+        return await nous.stats(), await nous.event_counts(), await nous.llm_usage()
 
-    s, counts = with_nous(ctx, act)
+    s, counts, usage = with_nous(ctx, act)
     if as_json:
-        print_json({**s.model_dump(mode="json"), "events": {e.value: counts.get(e, 0) for e in EventStatus}})
+        print_json(
+            {
+                **s.model_dump(mode="json"),
+                "events": {e.value: counts.get(e, 0) for e in EventStatus},
+                "llm_usage": [u.model_dump() for u in usage],
+            }
+        )
         return
-    rows = [(k, v) for k, v in sorted(s.active_by_kind.items())]
+    rows: list[tuple[str, int | str]] = [(k, v) for k, v in sorted(s.active_by_kind.items())]
     rows += [
         ("inactive or superseded", s.inactive),
         ("edges", s.edges),
         ("history rows", s.history_rows),
         ("embeddings pending", s.missing_embeddings),
         *((f"events {e.value}", counts.get(e, 0)) for e in EventStatus),
+        *(
+            (
+                f"LLM {u.provider}/{u.model} {u.purpose}",
+                f"{u.calls} calls ({u.failed} failed) · {u.input_tokens} in / {u.output_tokens} out tokens",
+            )
+            for u in usage
+        ),
     ]
     table(f"{s.backend} store {s.location} · agent {s.agent_id}", ["what", "count"], rows)
 
@@ -183,7 +198,8 @@ def maintain(
     as_json: JsonOpt = False,
 ) -> None:
     """Run upkeep: embed memories whose embedding is pending, then the lifecycle decay pass;
-    with --events, also drain the outbox (see `nous events`).
+    with --events, also end idle sessions (NOUS_SESSION_TIMEOUT_MINUTES) and drain the outbox
+    (see `nous events`).
 
     Decay moves each memory between active, weak, dormant and archived by how likely it is
     still remembered (FSRS-style retrievability); dormant and archived memories rank lower in
@@ -197,6 +213,8 @@ def maintain(
         with progress_bar() as progress:
             task = progress.add_task("embedding", total=pending)
             report = await nous.maintain(progress=lambda n: progress.advance(task, n))
+        if events:
+            await nous.end_idle_sessions()
         return report, (await nous.process_events() if events else None)
 
     report, drained = with_nous(ctx, act)

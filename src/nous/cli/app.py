@@ -16,6 +16,7 @@ from nous.cli import (
     demo,
     event_commands,
     memory_commands,
+    proposal_commands,
 )
 from nous.cli.runtime import CliState, fail
 from nous.config import Settings
@@ -58,6 +59,7 @@ conversation_commands.register(app)
 cognitive_commands.register(app)
 admin_commands.register(app)
 event_commands.register(app)
+proposal_commands.register(app)
 app.command()(demo.demo)
 app.add_typer(bench.app, name="bench")
 

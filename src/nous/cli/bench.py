@@ -153,6 +153,11 @@ _FILES_OPTION = typer.Option(min=1, help="Only the first N files (for smoke runs
 _PRESETS_OPTION = typer.Option(
     "--presets", help="Also score these recall presets, comma-separated (e.g. dense-only,no-boosts)."
 )
+_EXTRACT_OPTION = typer.Option(
+    "--extract",
+    help="Then run the event pipeline (summaries, extracted facts) and ask again: nous+extract, "
+    "side by side. A fact counts for the turns it came from.",
+)
 
 
 def _run_retrieval_command(
@@ -162,6 +167,7 @@ def _run_retrieval_command(
     k: str,
     out: Path | None,
     presets: str,
+    extract: bool = False,
 ) -> None:
     ks = tuple(_ints(k, "--k"))
     wanted = [p.strip() for p in presets.split(",") if p.strip()]
@@ -178,6 +184,7 @@ def _run_retrieval_command(
             ks=ks,
             settings=state(ctx).settings,
             presets=wanted,
+            extract=extract,
             progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
         )
     )
@@ -192,6 +199,7 @@ def retrieval(
     out: Annotated[Path | None, _JSON_OPTION] = None,
     files: Annotated[int | None, _FILES_OPTION] = None,
     presets: Annotated[str, _PRESETS_OPTION] = "",
+    extract: Annotated[bool, _EXTRACT_OPTION] = False,
 ) -> None:
     """Retrieval on labelled conversations: Nous against BM25 and dense baselines.
 
@@ -205,7 +213,9 @@ def retrieval(
     """
     if not directory.is_dir():
         raise fail(f"{directory} is not a directory", 2)
-    _run_retrieval_command(ctx, "retrieval", lambda: load_labelled_dir(directory, files), k, out, presets)
+    _run_retrieval_command(
+        ctx, "retrieval", lambda: load_labelled_dir(directory, files), k, out, presets, extract
+    )
 
 
 @app.command()
@@ -216,6 +226,7 @@ def locomo(
     out: Annotated[Path | None, _JSON_OPTION] = None,
     files: Annotated[int | None, _FILES_OPTION] = None,
     presets: Annotated[str, _PRESETS_OPTION] = "",
+    extract: Annotated[bool, _EXTRACT_OPTION] = False,
 ) -> None:
     """Retrieval on LoCoMo (categories 1-4): the `bench retrieval` scorer over LoCoMo files.
 
@@ -224,7 +235,7 @@ def locomo(
     if not directory.is_dir():
         raise fail(f"{directory} is not a directory", 2)
     _run_retrieval_command(
-        ctx, "LoCoMo retrieval", lambda: load_locomo_dir(directory, files), k, out, presets
+        ctx, "LoCoMo retrieval", lambda: load_locomo_dir(directory, files), k, out, presets, extract
     )
 
 

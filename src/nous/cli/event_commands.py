@@ -116,7 +116,8 @@ def worker(
     once: Annotated[bool, typer.Option("--once", help="Run the due events, then exit.")] = False,
     batch: Annotated[int, typer.Option("--batch", min=1, max=1000, help="Events claimed at a time.")] = 10,
 ) -> None:
-    """Run outbox events continuously for the agent until interrupted (Ctrl-C or SIGTERM).
+    """Run outbox events continuously for the agent until interrupted (Ctrl-C or SIGTERM), and
+    end sessions idle for NOUS_SESSION_TIMEOUT_MINUTES (so they are summarised).
 
     Several workers may run at once, on this machine or others sharing a PostgreSQL store: each
     claims events with a lease, so none is run twice; a worker that dies mid-event leaves nothing
@@ -131,6 +132,7 @@ def worker(
         async with Nous(settings, agent_id=st.agent_id) as nous:
             w = nous.event_worker(batch=batch)
             if once:
+                await nous.end_idle_sessions()
                 report = await w.drain()
                 return report.done
             stop = asyncio.Event()
@@ -138,7 +140,7 @@ def worker(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
             console.print(f"[dim]worker {w.worker_id} for agent {st.agent_id}: waiting for events[/dim]")
-            await w.run(stop, poll_seconds=settings.event_poll_seconds)
+            await nous.run_pipeline(stop, worker=w)
             return 0
 
     done = run(go())

@@ -4,12 +4,16 @@ once even if a worker dies mid-handler. Handlers must not write on their own."""
 
 from __future__ import annotations
 
+from nous._time import utcnow
 from nous.events.context import Handler, PipelineContext
+from nous.events.reviewer import review_pending_decisions
 from nous.events.summarize import store_candidate_facts, summarize_episode
-from nous.models import Decision, Edge, EdgeRelation, Episode, MemoryKind
+from nous.memory import MemoryRepository
+from nous.models import Decision, Edge, EdgeRelation, Episode, HistoryAction, MemoryKind
 from nous.models.events import Event, EventKind
 from nous.storage import MemoryQuery, WriteOp
-from nous.storage.base import PutEdge
+from nous.storage.base import PutEdge, PutMemory
+from nous.storage.codec import content_hash
 
 
 async def link_decision_to_episode(event: Event, ctx: PipelineContext) -> list[WriteOp]:
@@ -23,7 +27,10 @@ async def link_decision_to_episode(event: Event, ctx: PipelineContext) -> list[W
     session = await repo.store.session(repo.agent_id, decision.session_id)
     if session is None or session.episode_id is None:
         return []
-    return [_part_of(repo.agent_id, decision.id, session.episode_id)]
+    return [
+        _part_of(repo.agent_id, decision.id, session.episode_id),
+        *_set_episode(repo, decision, session.episode_id),
+    ]
 
 
 async def link_episode_decisions(event: Event, ctx: PipelineContext) -> list[WriteOp]:
@@ -41,7 +48,26 @@ async def link_episode_decisions(event: Event, ctx: PipelineContext) -> list[Wri
             limit=500,
         )
     )
-    return [_part_of(repo.agent_id, d.id, episode.id) for d in decisions]
+    ops: list[WriteOp] = []
+    for d in decisions:
+        ops.append(_part_of(repo.agent_id, d.id, episode.id))
+        if isinstance(d, Decision):
+            ops += _set_episode(repo, d, episode.id)
+    return ops
+
+
+def _set_episode(repo: MemoryRepository, decision: Decision, episode_id: str) -> list[WriteOp]:
+    """The decision's ``episode_id``, if not set yet (compare-and-swap: a concurrent change fails
+    the event's attempt, which is retried)."""
+    if decision.episode_id is not None:
+        return []
+    updated = decision.model_copy(update={"episode_id": episode_id, "updated_at": utcnow()})
+    put = PutMemory(memory=updated, content_hash=content_hash(updated), keep_embedding=True)
+    put.expect_updated_at = decision.updated_at
+    return [
+        put,
+        repo.audit(decision.id, HistoryAction.LINK, new={"episode_id": episode_id}, actor="pipeline"),
+    ]
 
 
 def _part_of(agent_id: str, decision_id: str, episode_id: str) -> PutEdge:
@@ -54,7 +80,7 @@ def _part_of(agent_id: str, decision_id: str, episode_id: str) -> PutEdge:
 HANDLERS: dict[EventKind, list[Handler]] = {
     EventKind.DECISION_RECORDED: [link_decision_to_episode],
     EventKind.EPISODE_CLOSED: [link_episode_decisions, summarize_episode],
-    EventKind.EPISODE_SUMMARIZED: [store_candidate_facts],
+    EventKind.EPISODE_SUMMARIZED: [store_candidate_facts, review_pending_decisions],
     EventKind.SESSION_ENDED: [],
     EventKind.FACT_WRITTEN: [],
 }

@@ -10,7 +10,7 @@ import logging
 import os
 import random
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from uuid import uuid4
@@ -92,10 +92,19 @@ class EventWorker:
                 break
         return total
 
-    async def run(self, stop: asyncio.Event, *, poll_seconds: float = 1.0) -> None:
-        """Handle events until ``stop`` is set, waiting ``poll_seconds`` when the queue is empty."""
+    async def run(
+        self,
+        stop: asyncio.Event,
+        *,
+        poll_seconds: float = 1.0,
+        tick: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
+        """Handle events until ``stop`` is set, waiting ``poll_seconds`` when the queue is empty;
+        ``tick`` runs before each claim (periodic upkeep such as ending idle sessions)."""
         while not stop.is_set():
             try:
+                if tick is not None:
+                    await tick()
                 report = await self.run_once()
             except NousError as exc:  # the store is unreachable for now: try again later
                 log.warning("event worker: %s", exc)

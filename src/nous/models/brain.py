@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nous._time import utcnow
 from nous.models.base import Memory, MemoryKind
 
 
@@ -53,6 +55,20 @@ class Reason(BaseModel):
     text: str = Field(min_length=1, max_length=5000)
 
 
+class OutcomeProposal(BaseModel):
+    """How a pending decision seems to have turned out, from later signals: a proposal that a
+    user or an agent accepts or rejects, never applied on its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: Outcome
+    reason: str = Field(max_length=1000)
+    source: str = Field(default="rules", max_length=50)  # rules | llm
+    evidence_ids: list[str] = Field(default_factory=list)
+    episode_id: str | None = None
+    proposed_at: datetime = Field(default_factory=utcnow)
+
+
 class Decision(Memory):
     """A choice the agent made, why, how sure it was, and how it turned out."""
 
@@ -69,6 +85,7 @@ class Decision(Memory):
     episode_id: str | None = None
     quality: float | None = Field(default=None, ge=0.0, le=1.0, description="how well it is recorded")
     flags: list[str] = Field(default_factory=list, description="noise and guardrail warnings")
+    proposal: OutcomeProposal | None = None  # the reviewer's proposed outcome, awaiting a decision
 
     @property
     def description(self) -> str:

@@ -471,9 +471,15 @@ class Store(ABC):
 
     @abstractmethod
     async def sessions(
-        self, agent_id: str, *, ended: bool | None = None, limit: int = 100
+        self,
+        agent_id: str,
+        *,
+        ended: bool | None = None,
+        idle_before: datetime | None = None,
+        limit: int = 100,
     ) -> list[SessionState]:
-        """Sessions by last activity, newest first; ``ended`` filters ended or live ones."""
+        """Sessions by last activity, newest first; ``ended`` filters ended or live ones,
+        ``idle_before`` those last active before that time."""
 
     @abstractmethod
     async def identity(self, agent_id: str) -> list[IdentitySection]:

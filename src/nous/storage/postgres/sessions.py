@@ -153,7 +153,12 @@ async def _missing_or_ended(conn: psycopg.AsyncConnection, agent_id: str, sessio
 
 
 async def read_sessions(
-    conn: psycopg.AsyncConnection, agent_id: str, session_id: str | None, ended: bool | None, limit: int
+    conn: psycopg.AsyncConnection,
+    agent_id: str,
+    session_id: str | None,
+    ended: bool | None,
+    limit: int,
+    idle_before: Any = None,
 ) -> list[SessionState]:
     """Sessions of an agent (one, or the latest ``limit`` by activity), with their tools."""
     where, params = ["s.agent_id = %s"], [agent_id]
@@ -162,6 +167,9 @@ async def read_sessions(
         params.append(session_id)
     if ended is not None:
         where.append("s.ended_at IS NOT NULL" if ended else "s.ended_at IS NULL")
+    if idle_before is not None:
+        where.append("s.last_active_at < %s")
+        params.append(idle_before)
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(
             "SELECT s.*, coalesce((SELECT array_agg(t.tool ORDER BY t.tool) FROM session_tools t "

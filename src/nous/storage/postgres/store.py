@@ -563,10 +563,15 @@ class PostgresStore(Store):
         return found[0] if found else None
 
     async def sessions(
-        self, agent_id: str, *, ended: bool | None = None, limit: int = 100
+        self,
+        agent_id: str,
+        *,
+        ended: bool | None = None,
+        idle_before: datetime | None = None,
+        limit: int = 100,
     ) -> list[SessionState]:
         async with self._conn() as conn:
-            return await read_sessions(conn, agent_id, None, ended, limit)
+            return await read_sessions(conn, agent_id, None, ended, limit, idle_before)
 
     async def identity(self, agent_id: str) -> list[IdentitySection]:
         async with self._conn() as conn:

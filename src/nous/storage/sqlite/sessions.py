@@ -149,7 +149,12 @@ _COLUMNS = (
 
 
 def read_sessions(
-    conn: sqlite3.Connection, agent_id: str, session_id: str | None, ended: bool | None, limit: int
+    conn: sqlite3.Connection,
+    agent_id: str,
+    session_id: str | None,
+    ended: bool | None,
+    limit: int,
+    idle_before: Any = None,
 ) -> list[SessionState]:
     """Sessions of an agent (one, or the latest ``limit`` by activity), with their tools."""
     where, params = ["agent_id = ?"], [agent_id]
@@ -158,6 +163,9 @@ def read_sessions(
         params.append(session_id)
     if ended is not None:
         where.append("ended_at IS NOT NULL" if ended else "ended_at IS NULL")
+    if idle_before is not None:
+        where.append("last_active_at < ?")
+        params.append(idle_before)
     conn_rows = conn.execute(
         f"SELECT {_COLUMNS} FROM sessions WHERE {' AND '.join(where)} "
         "ORDER BY last_active_at DESC, session_id LIMIT ?",

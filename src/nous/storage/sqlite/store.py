@@ -590,9 +590,15 @@ class SQLiteStore(Store):
         return found[0] if found else None
 
     async def sessions(
-        self, agent_id: str, *, ended: bool | None = None, limit: int = 100
+        self,
+        agent_id: str,
+        *,
+        ended: bool | None = None,
+        idle_before: datetime | None = None,
+        limit: int = 100,
     ) -> list[SessionState]:
-        return await self._r().run(lambda conn: read_sessions(conn, agent_id, None, ended, limit))
+        before = None if idle_before is None else fmt_time(idle_before)
+        return await self._r().run(lambda conn: read_sessions(conn, agent_id, None, ended, limit, before))
 
     async def identity(self, agent_id: str) -> list[IdentitySection]:
         return await self._r().run(lambda conn: read_identity(conn, agent_id))
