@@ -212,3 +212,37 @@ async def test_dormant_memory_ranks_below_active_equal(nous: Nous) -> None:
     hits = await nous.recall("Falcon job queue", limit=2, reinforce=False)
     assert hits[0].id == b.id
     assert (await nous.get(a.id)).lifecycle == LifecycleState.DORMANT  # no reinforcement
+
+
+async def test_short_texts_and_function_word_edits(nous: Nous) -> None:
+    """ "second fact" after "first fact ever" is a new memory (it was once merged as a duplicate at
+    cosine 0.72); a preposition swap is the same rule, confirmed rather than flagged."""
+    first = await nous.learn("first fact ever")
+    second = await nous.learn("second fact")
+    assert second.status != WriteStatus.DUPLICATE and second.memory.id != first.memory.id
+    rule = await nous.learn("Never trade during low-volume weekends.")
+    again = await nous.learn("Never trade on low-volume weekends.")
+    assert again.status == WriteStatus.DUPLICATE and again.existing_id == rule.memory.id
+    assert (
+        find_conflict("Never trade on low-volume weekends.", "Never trade during low-volume weekends.")
+        is None
+    )
+    assert find_conflict("Run migrations after deploying.", "Run migrations before deploying.") is not None
+
+
+async def test_a_changed_detail_of_an_event_is_another_event(nous: Nous) -> None:
+    """Events in someone's life are additive: a second event never supersedes the first, and two
+    events of one person that share only a name and a topic are not duplicates."""
+    camping = await nous.learn(
+        "Melanie took her kids camping in the mountains.", subject="Melanie", category="event"
+    )
+    pottery = await nous.learn(
+        "Melanie took her kids to a pottery class.", subject="Melanie", category="event"
+    )
+    assert pottery.status not in (WriteStatus.DUPLICATE, WriteStatus.SUPERSEDED)
+    lucky = await nous.learn(
+        "Melanie is lucky to have her husband and kids.", subject="Melanie", category="event"
+    )
+    assert lucky.status != WriteStatus.DUPLICATE
+    current = {f.id for f in await nous.memories("fact")}
+    assert {camping.memory.id, pottery.memory.id, lucky.memory.id} <= current
