@@ -4,9 +4,12 @@ have) update the same memories at once, and no update is lost."""
 from __future__ import annotations
 
 import asyncio
+import sys
+from collections import Counter
 
 from nous import Nous, Settings
 from nous.embeddings.base import EmbeddingProvider
+from nous.models import Fact, WriteStatus
 
 
 async def test_concurrent_censor_activations_are_all_counted(
@@ -61,3 +64,65 @@ async def test_concurrent_focus_items_from_two_stores_are_all_kept(
         )
         wm = await a.heart.working_memory.get("s")
         assert len(wm.items) == 12
+
+
+async def test_concurrent_identical_learns_store_one_memory_and_fifteen_duplicates(
+    database_url: str, settings: Settings, provider: EmbeddingProvider
+) -> None:
+    """Search-before-store is one step: 16 writers (two engines, as two processes would be)
+    cannot all decide "unique". One memory, fifteen duplicates, each counted as a confirmation."""
+    async with (
+        Nous(settings, database_url=database_url, embedding_provider=provider) as a,
+        Nous(settings, database_url=database_url, embedding_provider=provider) as b,
+    ):
+        text = "The billing service publishes invoices to Kafka topic invoices.v2"
+        results = await asyncio.gather(*(n.learn(text) for n in (a, b) for _ in range(8)))
+        statuses = Counter(r.status for r in results)
+        assert statuses == {WriteStatus.CREATED: 1, WriteStatus.DUPLICATE: 15}
+        (fact,) = [f for f in await a.memories("fact") if isinstance(f, Fact)]
+        assert fact.confirmation_count == 15
+
+
+async def test_fifty_concurrent_confirms_are_all_counted(
+    database_url: str, settings: Settings, provider: EmbeddingProvider
+) -> None:
+    async with (
+        Nous(settings, database_url=database_url, embedding_provider=provider) as a,
+        Nous(settings, database_url=database_url, embedding_provider=provider) as b,
+    ):
+        fact = (await a.learn("Backups are kept for 35 days in the eu-west bucket")).memory
+        await asyncio.gather(*(n.heart.facts.confirm(fact.id) for n in (a, b) for _ in range(25)))
+        stored = await b.get(fact.id)
+        assert isinstance(stored, Fact) and stored.confirmation_count == 50
+
+
+WRITER = """
+import asyncio, sys
+from nous import Nous, Settings
+FACTS = [f"Service {{i}} listens on port {{8000 + i}} behind the internal gateway" for i in range(8)]
+async def main():
+    s = Settings(home={home!r}, database_url={url!r}, agent_id={agent!r}, events_worker="off")
+    async with Nous(s) as n:
+        for text in FACTS:
+            await n.learn(text)
+asyncio.run(main())
+"""
+
+
+async def test_four_processes_writing_the_same_facts_leave_each_once(
+    database_url: str, settings: Settings, provider: EmbeddingProvider
+) -> None:
+    async with Nous(settings, database_url=database_url, embedding_provider=provider):
+        pass  # migrate once before the writers start
+    script = WRITER.format(home=str(settings.home), url=database_url, agent=settings.agent_id)
+    procs = [
+        await asyncio.create_subprocess_exec(sys.executable, "-c", script, stderr=asyncio.subprocess.PIPE)
+        for _ in range(4)
+    ]
+    for proc in procs:
+        _, err = await asyncio.wait_for(proc.communicate(), timeout=180)
+        assert proc.returncode == 0, err.decode()[-2000:]
+    async with Nous(settings, database_url=database_url, embedding_provider=provider) as nous:
+        facts = [f for f in await nous.memories("fact", limit=100) if isinstance(f, Fact)]
+        assert len(facts) == 8
+        assert sum(f.confirmation_count for f in facts) == 24  # 32 writes: 8 created, 24 confirmed

@@ -73,7 +73,7 @@ class Facts:
         fact = await self.repo.get_typed(fact_id, Fact)
         updated = await self.repo.update(
             fact.id,
-            {"confirmation_count": fact.confirmation_count + 1},
+            lambda current: {"confirmation_count": getattr(current, "confirmation_count", 0) + 1},
             action=HistoryAction.CONFIRM,
             actor=actor,
             kind=MemoryKind.FACT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from nous.memory import MemoryRepository
 from nous.memory.repository import build
 from nous.memory.write_path import WritePath
-from nous.models import MemoryKind, Procedure, Provenance, WriteResult
+from nous.models import Memory, MemoryKind, Procedure, Provenance, WriteResult
 
 
 class Procedures:
@@ -59,12 +59,17 @@ class Procedures:
     ) -> Procedure:
         """Count an activation and, when known, its success or failure."""
         proc = await self.repo.get_typed(procedure_id, Procedure)
-        changes = {"activation_count": proc.activation_count + 1}
-        if success is True:
-            changes["success_count"] = proc.success_count + 1
-        elif success is False:
-            changes["failure_count"] = proc.failure_count + 1
-        updated = await self.repo.update(proc.id, changes, actor=actor, kind=MemoryKind.PROCEDURE)
+
+        def counted(current: Memory) -> dict[str, int]:  # from the fresh read of each attempt
+            assert isinstance(current, Procedure)
+            changes = {"activation_count": current.activation_count + 1}
+            if success is True:
+                changes["success_count"] = current.success_count + 1
+            elif success is False:
+                changes["failure_count"] = current.failure_count + 1
+            return changes
+
+        updated = await self.repo.update(proc.id, counted, actor=actor, kind=MemoryKind.PROCEDURE)
         assert isinstance(updated, Procedure)
         return updated
 

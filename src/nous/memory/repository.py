@@ -198,7 +198,7 @@ class MemoryRepository:
     async def update(
         self,
         memory_id: str,
-        changes: dict[str, Any],
+        changes: dict[str, Any] | Callable[[Memory], dict[str, Any]],
         *,
         actor: str = "api",
         action: HistoryAction = HistoryAction.UPDATE,
@@ -209,7 +209,8 @@ class MemoryRepository:
 
         The row is replaced only if nobody changed it since it was read (compare-and-swap on
         ``updated_at``); otherwise the change is computed again from a fresh read, so a concurrent
-        update in another process is never lost."""
+        update in another process is never lost. A change that depends on the current value (a
+        counter) is given as a function of the memory, so each retry computes it afresh."""
         return await with_retries(
             lambda: self._update_once(memory_id, changes, actor, action, extra_ops, kind)
         )
@@ -217,13 +218,14 @@ class MemoryRepository:
     async def _update_once(
         self,
         memory_id: str,
-        changes: dict[str, Any],
+        change: dict[str, Any] | Callable[[Memory], dict[str, Any]],
         actor: str,
         action: HistoryAction,
         extra_ops: Sequence[WriteOp],
         kind: MemoryKind | None,
     ) -> Memory:
         current = await self.get(memory_id, kind=kind)
+        changes = change(current) if callable(change) else change
         bad = set(changes) & IMMUTABLE_FIELDS
         if bad:
             raise InvalidInputError(f"cannot change {', '.join(sorted(bad))}", field=sorted(bad)[0])

@@ -8,6 +8,8 @@ edges and the audit rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 import numpy as np
 
@@ -121,12 +123,13 @@ class WritePath:
         """Store ``memory`` unless it duplicates one; link, supersede or flag as the matches say.
         ``extra_ops`` join the transaction of whatever is written (a pipeline step's marker)."""
         self.repo.validate(memory)
-        target = await self.repo.get(supersedes, kind=memory.kind) if supersedes else None
         if not dedup or memory.kind not in self.kinds:
-            if target is not None:
-                return await self._create(memory, [], target, actor=actor, extra_ops=extra_ops)
-            await self.repo.create(memory, actor=actor, extra_ops=extra_ops)
-            return WriteResult(status=WriteStatus.CREATED, memory=memory)
+            if supersedes is None:
+                await self.repo.create(memory, actor=actor, extra_ops=extra_ops)
+                return WriteResult(status=WriteStatus.CREATED, memory=memory)
+            async with self._decision(memory):
+                replaced = await self.repo.get(supersedes, kind=memory.kind)
+                return await self._create(memory, [], replaced, actor=actor, extra_ops=extra_ops)
         (embedded,), _ = await self.repo.embed([memory])
         if embedded is None:  # the provider failed just now: store it pending, don't ask again
             await self.repo.create_many([memory], actor=actor, embedded=[None], extra_ops=extra_ops)
@@ -135,37 +138,51 @@ class WritePath:
                 memory=memory,
                 warnings=["embedding unavailable: stored without the duplicate check"],
             )
-        check = await self.check_similar(
-            memory.content,
-            memory.kind,
-            user_id=memory.user_id,
-            subject=memory.subject,
-            additive=memory.category == "event",
-            vector=embedded.vector,
-            exclude_id=memory.id,
-        )
-        duplicate = check.duplicate
-        if duplicate is not None and target is None:
-            return await self._reinforce(duplicate, memory, actor=actor, extra_ops=extra_ops)
-        updates = check.of_tier(Tier.UPDATE)
-        if target is None and updates:
-            target = await self.repo.get(updates[0].id)
-        links = [
-            m for m in check.matches if m.tier != Tier.DUPLICATE and (target is None or m.id != target.id)
-        ]
-        return await self._create(memory, links, target, actor=actor, embedded=embedded, extra_ops=extra_ops)
+        async with self._decision(memory):  # read, decide and write as one step
+            target = await self.repo.get(supersedes, kind=memory.kind) if supersedes else None
+            check = await self.check_similar(
+                memory.content,
+                memory.kind,
+                user_id=memory.user_id,
+                subject=memory.subject,
+                additive=memory.category == "event",
+                vector=embedded.vector,
+                exclude_id=memory.id,
+            )
+            duplicate = check.duplicate
+            if duplicate is not None and target is None:
+                return await self._reinforce(duplicate, memory, actor=actor, extra_ops=extra_ops)
+            updates = check.of_tier(Tier.UPDATE)
+            if target is None and updates:
+                target = await self.repo.get(updates[0].id)
+            links = [
+                m for m in check.matches if m.tier != Tier.DUPLICATE and (target is None or m.id != target.id)
+            ]
+            return await self._create(
+                memory, links, target, actor=actor, embedded=embedded, extra_ops=extra_ops
+            )
+
+    def _decision(self, memory: Memory) -> AbstractAsyncContextManager[None]:
+        """The exclusive section of a search-before-store decision: writers of one agent and kind
+        (in any process) decide one at a time, so two cannot both find "no duplicate" and insert
+        the same memory, or supersede the same one twice."""
+        return self.repo.store.exclusive(f"write:{self.repo.agent_id}:{memory.kind.value}")
 
     async def _reinforce(
         self, match: SimilarMatch, new: Memory, *, actor: str, extra_ops: Sequence[WriteOp] = ()
     ) -> WriteResult:
         """A duplicate: confirm and review the existing memory; keep the new wording in its history."""
         existing = await self.repo.get(match.id)
-        changes: dict[str, object] = dict(lifecycle.reviewed(existing, utcnow()))
-        if isinstance(existing, Fact):
-            changes["confirmation_count"] = existing.confirmation_count + 1
+
+        def reinforced(current: Memory) -> dict[str, Any]:  # from the fresh read of each attempt
+            changes: dict[str, Any] = dict(lifecycle.reviewed(current, utcnow()))
+            if isinstance(current, Fact):
+                changes["confirmation_count"] = current.confirmation_count + 1
+            return changes
+
         updated = await self.repo.update(
             existing.id,
-            changes,
+            reinforced,
             action=HistoryAction.CONFIRM,
             actor=actor,
             extra_ops=[
@@ -214,8 +231,17 @@ class WritePath:
         if target is not None:
             if memory.valid_from is None:
                 memory.valid_from = now
-            old = target.model_copy(update={"valid_to": memory.valid_from, "superseded_by": memory.id})
-            ops.append(PutMemory(memory=old, content_hash=content_hash(old), keep_embedding=True))
+            old = target.model_copy(
+                update={"valid_to": memory.valid_from, "superseded_by": memory.id, "updated_at": now}
+            )
+            ops.append(
+                PutMemory(
+                    memory=old,
+                    content_hash=content_hash(old),
+                    keep_embedding=True,
+                    expect_updated_at=target.updated_at,  # not from a stale read
+                )
+            )
             ops.append(
                 self.repo.audit(
                     target.id,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -398,6 +399,11 @@ class Store(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Release connections and threads."""
+
+    @abstractmethod
+    def exclusive(self, key: str) -> AbstractAsyncContextManager[None]:
+        """Run the block as the only holder of ``key`` among every process using this store (see
+        ``storage/locks.py``): what it reads is not changed by another holder before it writes."""
 
     @abstractmethod
     async def apply(self, ops: list[WriteOp]) -> list[bool]:

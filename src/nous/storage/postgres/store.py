@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -56,6 +57,7 @@ from nous.storage.base import (
 )
 from nous.storage.codec import JSON_COLUMNS, MODEL_COLUMNS, memory_to_row, row_to_candidate, row_to_memory
 from nous.storage.filters import where_clause
+from nous.storage.locks import SlotLocks, slot_of
 from nous.storage.migrations import load_migrations
 from nous.storage.postgres.events import (
     apply_event_op,
@@ -89,6 +91,9 @@ class PostgresStore(Store):
         self._pool_size = pool_size
         self.info = StoreInfo(backend="postgres", location=_redact(url), extras={"schema": schema})
         self._pool: AsyncConnectionPool | None = None
+        self._lock_pool: AsyncConnectionPool | None = None
+        self._slots = SlotLocks()
+        self._lock_space = slot_of(f"nous:{schema}")  # advisory locks of this store's schema
         self._rows_at_analyze = 0
         self._written_since_analyze = 0
         self._term_share: dict[str, tuple[float, float]] = {}  # word -> (share, table rows then)
@@ -128,9 +133,33 @@ class PostgresStore(Store):
             )
 
     async def close(self) -> None:
+        if self._lock_pool is not None:
+            await self._lock_pool.close()
+            self._lock_pool = None
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
+
+    @asynccontextmanager
+    async def exclusive(self, key: str) -> AsyncIterator[None]:
+        """An advisory lock on a connection of its own (not the main pool's: a holder also needs
+        a main connection to read and write, and must not wait for one held by a waiter)."""
+        slot = slot_of(key)
+        async with self._slots.get(slot):
+            if self._lock_pool is None:
+                self._lock_pool = AsyncConnectionPool(
+                    self.url, min_size=0, max_size=4, open=False, kwargs={"autocommit": True}
+                )
+                await self._lock_pool.open()
+            try:
+                async with self._lock_pool.connection(timeout=30) as conn:
+                    await conn.execute("SELECT pg_advisory_lock(%s, %s)", (self._lock_space, slot))
+                    try:
+                        yield
+                    finally:
+                        await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (self._lock_space, slot))
+            except psycopg.Error as exc:
+                raise StorageError(f"PostgreSQL lock for {key!r} failed: {exc}") from exc
 
     async def _migrate(self, conn: psycopg.AsyncConnection, dimensions: int) -> None:
         schema = sql.Identifier(self.schema)

@@ -6,6 +6,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ from nous.storage.codec import (
     row_to_memory,
 )
 from nous.storage.filters import where_clause
+from nous.storage.locks import FileSlots, hold, slot_of
 from nous.storage.migrations import load_migrations
 from nous.storage.sqlite.connection import ReaderPool, WriterThread
 from nous.storage.sqlite.events import apply_event_op, claim_events, count_events, read_events, read_llm_usage
@@ -143,6 +145,19 @@ class SQLiteStore(Store):
         self.info.embedding_dimensions = embedding_dimensions
         self._readers = ReaderPool(self.path, self._readers_count)
         self._index = VectorIndex(embedding_dimensions)
+
+    @asynccontextmanager
+    async def exclusive(self, key: str) -> AsyncIterator[None]:
+        slot = slot_of(key)
+        try:
+            slots = FileSlots.for_path(f"{self.path}.lock")
+            await hold(slots, slot)  # waits on a worker thread: the event loop keeps serving
+        except OSError as exc:
+            raise StorageError(f"cannot lock {self.path}.lock: {exc}") from exc
+        try:
+            yield
+        finally:
+            slots.release(slot)
 
     async def close(self) -> None:
         if self._readers is not None:
