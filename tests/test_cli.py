@@ -87,6 +87,14 @@ def test_errors_are_one_line_and_non_zero(tmp_path: Path) -> None:
     assert empty.returncode == 2
     assert empty.stdout == ""
     assert empty.stderr.strip().count("\n") == 0 and "content is empty" in empty.stderr
+    for args, words in (
+        (["learn", "x", "--confidence", "abc"], "Invalid value for '--confidence'"),
+        (["no-such-command"], "No such command"),
+        (["recall"], "Missing argument"),
+    ):
+        usage = _nous(args, env)  # a usage mistake: one line that says where to look, exit 2
+        assert usage.returncode == 2 and usage.stdout == ""
+        assert usage.stderr.strip().count("\n") == 0 and words in usage.stderr and "-h`" in usage.stderr
     bad_db = _nous(["stats"], {**env, "NOUS_DATABASE_URL": "mysql://x/y"})
     assert bad_db.returncode == 1 and "unsupported database URL" in bad_db.stderr
     missing = _nous(["history", "00000000-0000-4000-8000-000000000000"], env)

@@ -61,6 +61,12 @@ class Settings(BaseSettings):
     )
     postgres_pool_size: int = Field(default=4, ge=1, le=64)
     sqlite_readers: int = Field(default=4, ge=1, le=32)
+    lock_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="How long a write waits for a store locked by another process.",
+    )
     llm_provider: str = Field(
         default="offline", description="offline (no LLM, no network) | openai | anthropic | a plugin name"
     )

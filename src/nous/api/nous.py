@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime, timedelta
@@ -65,6 +66,9 @@ def parse_kinds(kinds: Sequence[str | MemoryKind] | str | MemoryKind | None) -> 
     return tuple(k for k in parsed if k is not None) or None
 
 
+log = logging.getLogger(__name__)
+
+
 class Nous:
     """Long-term memory for one agent.
 
@@ -108,6 +112,7 @@ class Nous:
         store = create_store(
             self.settings.resolved_database_url(),
             sqlite_readers=self.settings.sqlite_readers,
+            lock_timeout_s=self.settings.lock_timeout_s,
             postgres_pool_size=self.settings.postgres_pool_size,
         )
         await store.open(embedding_model=provider.model_name, embedding_dimensions=provider.dimensions)
@@ -158,7 +163,10 @@ class Nous:
                 await self._worker_task
             self._worker_task = self._worker_stop = None
         if self._repo is not None:
-            await self._repo.flush_reviews()
+            try:
+                await self._repo.flush_reviews()
+            except NousError as exc:  # bookkeeping: never turn a finished read into a failure
+                log.warning("recall reviews not written on close: %s", exc)
         if self._llm is not None and self._owner:
             await self._llm.aclose()
         if self._store is not None and self._owner:

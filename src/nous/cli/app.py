@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 from pydantic import ValidationError
+
+# typer (0.29+) carries its own copy of click: its usage errors are these, not click's.
+from typer._click import exceptions as click_errors
 
 from nous.cli import (
     admin_commands,
@@ -18,6 +22,7 @@ from nous.cli import (
     memory_commands,
     proposal_commands,
 )
+from nous.cli.output import err_console
 from nous.cli.runtime import CliState, fail
 from nous.config import Settings
 
@@ -65,5 +70,26 @@ app.add_typer(bench.app, name="bench")
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. A usage mistake (an unknown command or option, a bad option
+    value, a missing argument) is one line on stderr that says where to look, exit code 2."""
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=sys.argv[1:], prog_name="nous", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:
+        print(exc.ctx.get_help() if exc.ctx else "")
+        sys.exit(0)
+    except click_errors.UsageError as exc:
+        where = f" (see `{exc.ctx.command_path} -h`)" if exc.ctx else ""
+        err_console.print(
+            f"[bold red]error:[/bold red] {exc.format_message()}{where}", highlight=False, soft_wrap=True
+        )
+        sys.exit(2)
+    except typer.Abort:
+        err_console.print("[bold red]error:[/bold red] interrupted", highlight=False)
+        sys.exit(130)
+    except click_errors.ClickException as exc:
+        err_console.print(
+            f"[bold red]error:[/bold red] {exc.format_message()}", highlight=False, soft_wrap=True
+        )
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

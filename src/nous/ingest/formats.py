@@ -167,6 +167,8 @@ def parse_conversation(raw: str | bytes, *, fmt: str = "auto") -> Conversation:
         raise InvalidInputError(
             f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
+    except RecursionError:
+        raise InvalidInputError("JSON nested too deeply to be a conversation file") from None
     if not isinstance(data, dict):
         raise InvalidInputError("expected a JSON object at the top level")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -9,7 +9,9 @@ from nous.errors import StorageError
 from nous.storage.base import MemoryQuery, ScoredId, Store, StoreInfo, WriteOp
 
 
-def create_store(url: str, *, sqlite_readers: int = 4, postgres_pool_size: int = 4) -> Store:
+def create_store(
+    url: str, *, sqlite_readers: int = 4, postgres_pool_size: int = 4, lock_timeout_s: float = 30.0
+) -> Store:
     """A store for ``sqlite:///path.db`` or ``postgresql://...`` (not yet opened).
 
     A PostgreSQL URL may carry ``?nous_schema=NAME`` to keep Nous's tables in
@@ -24,7 +26,7 @@ def create_store(url: str, *, sqlite_readers: int = 4, postgres_pool_size: int =
             raise StorageError("sqlite URL needs a path: sqlite:///path/to/nous.db")
         from nous.storage.sqlite.store import SQLiteStore
 
-        return SQLiteStore(Path(raw).expanduser(), readers=sqlite_readers)
+        return SQLiteStore(Path(raw).expanduser(), readers=sqlite_readers, busy_timeout_s=lock_timeout_s)
     if parts.scheme in ("postgres", "postgresql", "postgresql+psycopg"):
         query = parse_qs(parts.query)
         schema = query.pop("nous_schema", ["nous"])[0]

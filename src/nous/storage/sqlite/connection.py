@@ -9,6 +9,7 @@ while a write is in progress).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import sqlite3
 import threading
@@ -17,15 +18,46 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from nous.errors import StorageError
+
 T = TypeVar("T")
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), WAL, with a busy timeout."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+def storage_error(exc: sqlite3.Error, path: Path) -> StorageError:
+    """A driver error as a typed error that says what happened and what to do."""
+    text = str(exc).lower()
+    code = getattr(exc, "sqlite_errorcode", None)
+    if "locked" in text or "busy" in text or code in (5, 6):
+        message = f"store {path} is locked by another process; try again, or stop the other writer"
+    elif "full" in text or code == 13:
+        message = f"disk full: cannot write to store {path}; free some space and retry"
+    elif "readonly" in text or "read-only" in text or code == 8:
+        message = f"store {path} is read-only; check the file's and its folder's permissions"
+    elif "disk i/o" in text or code == 10:
+        message = f"disk I/O error on store {path}: {exc}"
+    elif "unable to open" in text or code == 14:
+        message = f"cannot open store {path}: {exc}"
+    elif "malformed" in text or "not a database" in text or code in (11, 26):
+        message = f"store {path} is damaged or not a Nous database: {exc}"
+    else:
+        message = f"SQLite error on store {path}: {exc}"
+    return StorageError(message)
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back after a failed statement, never hiding the original error: a failed COMMIT on a
+    full disk may already have ended the transaction, and its ROLLBACK then raises too."""
+    with contextlib.suppress(sqlite3.Error):
+        conn.execute("ROLLBACK")
+
+
+def connect(path: Path, busy_timeout_s: float = 30.0) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), WAL, waiting up to
+    ``busy_timeout_s`` for a lock held by another process."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
     conn.execute("PRAGMA temp_store = MEMORY")
     return conn
 
@@ -33,8 +65,9 @@ def connect(path: Path) -> sqlite3.Connection:
 class WriterThread:
     """Runs callables against the single writing connection, one at a time."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, busy_timeout_s: float = 30.0) -> None:
         self._path = path
+        self._busy_timeout_s = busy_timeout_s
         self._queue: queue.Queue[tuple[Callable[[sqlite3.Connection], Any], Callable[..., None]] | None]
         self._queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="nous-sqlite-writer", daemon=True)
@@ -47,7 +80,7 @@ class WriterThread:
 
     def _run(self) -> None:
         try:
-            conn = connect(self._path)
+            conn = connect(self._path, self._busy_timeout_s)
         except BaseException as exc:
             self._startup_error = exc
             self._ready.set()
@@ -60,6 +93,8 @@ class WriterThread:
             fn, reply = item
             try:
                 reply(fn(conn), None)
+            except sqlite3.Error as exc:
+                reply(None, storage_error(exc, self._path))
             except BaseException as exc:
                 reply(None, exc)
         conn.close()
@@ -91,8 +126,9 @@ class WriterThread:
 class ReaderPool:
     """Thread pool whose threads each hold their own read connection."""
 
-    def __init__(self, path: Path, workers: int) -> None:
+    def __init__(self, path: Path, workers: int, *, busy_timeout_s: float = 30.0) -> None:
         self._path = path
+        self._busy_timeout_s = busy_timeout_s
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -101,7 +137,7 @@ class ReaderPool:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = connect(self._path)
+            conn = connect(self._path, self._busy_timeout_s)
             conn.execute("PRAGMA query_only = ON")
             self._local.conn = conn
             with self._lock:
@@ -111,7 +147,14 @@ class ReaderPool:
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(conn)`` on a reader thread and await its result."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(self._conn()))
+
+        def call() -> T:
+            try:
+                return fn(self._conn())
+            except sqlite3.Error as exc:
+                raise storage_error(exc, self._path) from exc
+
+        return await loop.run_in_executor(self._executor, call)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

@@ -20,6 +20,7 @@ from nous.storage.base import (
     RecordLLMCall,
     RetryEvent,
 )
+from nous.storage.sqlite.connection import rollback
 
 _COLUMNS = (
     "id, agent_id, kind, subject_id, payload, status, attempts, available_at, lease_owner, "
@@ -138,7 +139,7 @@ def claim_events(
         ).fetchall()
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         raise
     return sorted((_event(r) for r in rows), key=lambda e: (e.available_at, e.created_at))
 

@@ -65,7 +65,7 @@ from nous.storage.codec import (
 from nous.storage.filters import where_clause
 from nous.storage.locks import FileSlots, hold, slot_of
 from nous.storage.migrations import load_migrations
-from nous.storage.sqlite.connection import ReaderPool, WriterThread
+from nous.storage.sqlite.connection import ReaderPool, WriterThread, rollback
 from nous.storage.sqlite.events import apply_event_op, claim_events, count_events, read_events, read_llm_usage
 from nous.storage.sqlite.sessions import apply_session_op, read_identity, read_sessions
 from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
@@ -121,9 +121,10 @@ def _rows_by_id(
 class SQLiteStore(Store):
     """Embedded store in one SQLite file."""
 
-    def __init__(self, path: Path, *, readers: int = 4) -> None:
+    def __init__(self, path: Path, *, readers: int = 4, busy_timeout_s: float = 30.0) -> None:
         self.path = path
         self._readers_count = readers
+        self._busy_timeout_s = busy_timeout_s
         self.info = StoreInfo(backend="sqlite", location=str(path))
         self._writer: WriterThread | None = None
         self._readers: ReaderPool | None = None
@@ -134,7 +135,7 @@ class SQLiteStore(Store):
     async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = WriterThread(self.path)
+            self._writer = WriterThread(self.path, busy_timeout_s=self._busy_timeout_s)
         except (OSError, sqlite3.Error) as exc:
             raise StorageError(f"cannot open SQLite store at {self.path}: {exc}") from exc
         await self._writer.run(self._migrate)
@@ -143,7 +144,7 @@ class SQLiteStore(Store):
         )
         self.info.embedding_model = embedding_model
         self.info.embedding_dimensions = embedding_dimensions
-        self._readers = ReaderPool(self.path, self._readers_count)
+        self._readers = ReaderPool(self.path, self._readers_count, busy_timeout_s=self._busy_timeout_s)
         self._index = VectorIndex(embedding_dimensions)
 
     @asynccontextmanager
@@ -187,7 +188,7 @@ class SQLiteStore(Store):
                 )
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
 
     @staticmethod
@@ -242,7 +243,7 @@ class SQLiteStore(Store):
             conn.execute("COMMIT")
             return results
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             raise
 
     def _apply_one(self, conn: sqlite3.Connection, op: WriteOp, rev: int) -> bool:

@@ -1,0 +1,86 @@
+"""Driver faults become typed errors that say what happened: a store locked by another process,
+a read-only store; bookkeeping never turns a successful read into a failure."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nous import Nous, Settings, StorageError
+from nous.embeddings.base import EmbeddingProvider
+from nous.storage.sqlite.connection import storage_error
+
+HOLD_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(30)
+"""
+
+
+def test_a_store_locked_by_another_process_is_a_clear_error_and_reads_still_work(
+    tmp_path: Path, provider: EmbeddingProvider
+) -> None:
+    db = tmp_path / "nous.db"
+    settings = Settings(
+        home=tmp_path, database_url=f"sqlite:///{db}", events_worker="off", lock_timeout_s=0.3
+    )
+
+    async def prepare() -> None:
+        async with Nous(settings, embedding_provider=provider) as nous:
+            await nous.learn("The staging cluster runs in eu-west-1")
+
+    asyncio.run(prepare())
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+
+        async def under_lock() -> None:
+            async with Nous(settings, embedding_provider=provider) as nous:
+                started = time.monotonic()
+                with pytest.raises(StorageError, match="locked by another process") as caught:
+                    await nous.learn("Backups are kept for 35 days")
+                assert time.monotonic() - started < 10
+                assert not isinstance(caught.value, sqlite3.Error) and "\n" not in str(caught.value)
+                hits = await nous.recall("where does staging run?", limit=3)  # reads are not blocked
+                assert hits and "eu-west-1" in hits[0].content
+            # closing flushed the recall's review bookkeeping, which could not be written: no error
+
+        asyncio.run(under_lock())
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+
+
+def test_driver_errors_are_named_for_what_happened(tmp_path: Path) -> None:
+    """Real SQLite errors (a write to a read-only connection, a file that is not a database) are
+    translated into one-line errors that say what happened."""
+    db = tmp_path / "plain.db"
+    sqlite3.connect(db).execute("CREATE TABLE t (x)").connection.commit()
+    read_only = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    with pytest.raises(sqlite3.Error) as raw:
+        read_only.execute("INSERT INTO t VALUES (1)")
+    assert "read-only" in str(storage_error(raw.value, db))
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not a database file at all" * 100)
+    with pytest.raises(sqlite3.Error) as raw:
+        sqlite3.connect(junk).execute("SELECT * FROM sqlite_master")
+    assert "damaged or not a Nous database" in str(storage_error(raw.value, junk))
+
+
+async def test_opening_a_file_that_is_not_a_store_is_a_typed_error(
+    tmp_path: Path, provider: EmbeddingProvider
+) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not a database file at all" * 100)
+    settings = Settings(home=tmp_path, database_url=f"sqlite:///{junk}", events_worker="off")
+    with pytest.raises(StorageError, match=r"not a Nous database|cannot open"):
+        async with Nous(settings, embedding_provider=provider):
+            pass
