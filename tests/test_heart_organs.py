@@ -84,6 +84,10 @@ async def test_working_memory_persists_and_caps_items(nous: Nous) -> None:
     assert (await wm.get("other")).items == []
     with pytest.raises(InvalidInputError, match="relevance"):
         await wm.focus("s1", "x", relevance=2.0)
+    history = await nous.store.history(nous.agent_id, "working:s1")  # audited like any memory
+    assert len(history) == 1 + 25 + 1
+    assert history[0].new_value == {"current_task": "Plan the offsite", "frame": "task"}
+    assert history[-1].new_value is not None and history[-1].new_value["open_threads"] == ["venue not chosen"]
 
 
 async def test_links_are_unique_and_checked(nous: Nous) -> None:

@@ -84,3 +84,32 @@ async def test_opening_a_file_that_is_not_a_store_is_a_typed_error(
     with pytest.raises(StorageError, match=r"not a Nous database|cannot open"):
         async with Nous(settings, embedding_provider=provider):
             pass
+
+
+async def test_a_postgres_server_that_never_answers_fails_within_the_connect_timeout(
+    tmp_path: Path, provider: EmbeddingProvider
+) -> None:
+    """A real listener on loopback that accepts TCP connections and never says a word."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    settings = Settings(
+        home=tmp_path,
+        database_url=f"postgresql://nobody@127.0.0.1:{port}/none",
+        events_worker="off",
+        connect_timeout_s=1.0,
+    )
+    started = time.monotonic()
+    try:
+        with pytest.raises(StorageError, match=r"did not answer|cannot prepare"):
+            async with Nous(settings, embedding_provider=provider):
+                pass
+    finally:
+        server.close()
+        for writer in accepted:
+            writer.close()
+    assert time.monotonic() - started < 10 and accepted

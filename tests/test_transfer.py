@@ -43,6 +43,10 @@ async def test_round_trip_into_another_agent(nous: Nous, tmp_path: Path) -> None
     assert decision.episode_id in episode_ids
     edges = await target.store.edges("restored", [decision.id])
     assert [(e.source_id, e.target_id) for e in edges] == [(decision.id, decision.episode_id)]
+    links = [h for h in await target.history(decision.id) if h.action.value == "link"]
+    assert [(h.actor, (h.new_value or {}).get("target_id")) for h in links] == [
+        ("import", decision.episode_id)
+    ]
     hits = await target.recall("which vendor did we choose?", limit=1)
     assert hits and hits[0].id in {m.id for m in restored.values()}
     # importing again is idempotent, and so is restoring into the same agent

@@ -60,6 +60,9 @@ class Settings(BaseSettings):
         default="fact,procedure,censor", description="Comma-separated kinds checked before storing."
     )
     postgres_pool_size: int = Field(default=4, ge=1, le=64)
+    connect_timeout_s: float = Field(
+        default=5.0, gt=0, le=600, description="How long opening a PostgreSQL store may wait for the server."
+    )
     sqlite_readers: int = Field(default=4, ge=1, le=32)
     lock_timeout_s: float = Field(
         default=30.0,

@@ -113,6 +113,7 @@ class Nous:
             self.settings.resolved_database_url(),
             sqlite_readers=self.settings.sqlite_readers,
             lock_timeout_s=self.settings.lock_timeout_s,
+            connect_timeout_s=self.settings.connect_timeout_s,
             postgres_pool_size=self.settings.postgres_pool_size,
         )
         await store.open(embedding_model=provider.model_name, embedding_dimensions=provider.dimensions)

@@ -19,6 +19,7 @@ from nous._time import utcnow
 from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
 from nous.models import MEMORY_TYPES, Edge, HistoryAction, Memory, MemoryKind
+from nous.storage import WriteOp
 from nous.storage.base import PutEdge
 
 FORMAT_VERSION = 1
@@ -120,7 +121,19 @@ async def import_records(
     known = {m.id for m in memories}
     missing = {e.source_id for e in edges} | {e.target_id for e in edges}
     present = set(await repo.store.get_many(repo.agent_id, list(missing - known))) | known
-    await repo.store.apply([PutEdge(e) for e in edges if e.source_id in present and e.target_id in present])
+    ops: list[WriteOp] = []
+    for e in edges:
+        if e.source_id in present and e.target_id in present:
+            ops.append(PutEdge(e))
+            ops.append(
+                repo.audit(
+                    e.source_id,
+                    HistoryAction.LINK,
+                    new={"target_id": e.target_id, "relation": e.relation.value, "weight": e.weight},
+                    actor="import",
+                )
+            )
+    await repo.store.apply(ops)
 
 
 def read_lines(stream: IO[str]) -> list[str]:

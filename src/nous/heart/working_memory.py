@@ -15,7 +15,7 @@ from nous._time import utcnow
 from nous.memory import MemoryRepository
 from nous.memory.cas import with_retries
 from nous.memory.repository import invalid_from_pydantic
-from nous.models import WorkingMemory, WorkingMemoryItem
+from nous.models import HistoryAction, WorkingMemory, WorkingMemoryItem
 from nous.storage.base import PutWorkingMemory
 
 
@@ -35,10 +35,20 @@ class WorkingMemoryOrgan:
             found = await self.repo.store.working_memory(self.repo.agent_id, session_id)
             expected = found.updated_at if found else None  # before ``change`` touches the object
             wm = found or WorkingMemory(agent_id=self.repo.agent_id, session_id=session_id)
+            before = wm.model_dump(mode="json", exclude={"updated_at"})
             change(wm)
             wm.updated_at = utcnow()
             op = PutWorkingMemory(wm, expect_updated_at=expected, check=True)
-            await self.repo.store.apply([op])
+            after = wm.model_dump(mode="json", exclude={"updated_at"})
+            changed = {k for k in after if after[k] != before.get(k)}
+            audit = self.repo.audit(  # working memory is audited like any memory (id "working:<session>")
+                f"working:{session_id}",
+                HistoryAction.UPDATE,
+                old={k: before.get(k) for k in changed},
+                new={k: after[k] for k in changed},
+                actor="api",
+            )
+            await self.repo.store.apply([op, audit])
             return wm
 
         return await with_retries(attempt)

@@ -10,7 +10,12 @@ from nous.storage.base import MemoryQuery, ScoredId, Store, StoreInfo, WriteOp
 
 
 def create_store(
-    url: str, *, sqlite_readers: int = 4, postgres_pool_size: int = 4, lock_timeout_s: float = 30.0
+    url: str,
+    *,
+    sqlite_readers: int = 4,
+    postgres_pool_size: int = 4,
+    lock_timeout_s: float = 30.0,
+    connect_timeout_s: float = 5.0,
 ) -> Store:
     """A store for ``sqlite:///path.db`` or ``postgresql://...`` (not yet opened).
 
@@ -34,7 +39,9 @@ def create_store(
         clean = urlunsplit(("postgresql", parts.netloc, parts.path, rest, parts.fragment))
         from nous.storage.postgres.store import PostgresStore
 
-        return PostgresStore(clean, schema=schema, pool_size=postgres_pool_size)
+        return PostgresStore(
+            clean, schema=schema, pool_size=postgres_pool_size, connect_timeout_s=connect_timeout_s
+        )
     raise StorageError(
         f"unsupported database URL {url!r}: use sqlite:///path/to/nous.db or postgresql://user@host/db"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -83,12 +84,15 @@ ANALYZE_AFTER_ROWS = 2000
 class PostgresStore(Store):
     """Store in a PostgreSQL database (with the pgvector extension), in its own schema."""
 
-    def __init__(self, url: str, *, schema: str = "nous", pool_size: int = 4) -> None:
+    def __init__(
+        self, url: str, *, schema: str = "nous", pool_size: int = 4, connect_timeout_s: float = 5.0
+    ) -> None:
         if not _SCHEMA_NAME.match(schema):
             raise StorageError(f"invalid schema name {schema!r}: use lowercase letters, digits, _")
         self.url = url
         self.schema = schema
         self._pool_size = pool_size
+        self._connect_timeout_s = connect_timeout_s
         self.info = StoreInfo(backend="postgres", location=_redact(url), extras={"schema": schema})
         self._pool: AsyncConnectionPool | None = None
         self._lock_pool: AsyncConnectionPool | None = None
@@ -100,9 +104,19 @@ class PostgresStore(Store):
 
     # -- lifecycle -----------------------------------------------------------------
     async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
+        timeout = self._connect_timeout_s
         try:
-            async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
-                await self._migrate(conn, embedding_dimensions)
+            # Bounded: a server that accepts TCP but never answers must not hang the caller.
+            connecting = psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, connect_timeout=max(1, round(timeout))
+            )
+            async with await asyncio.wait_for(connecting, timeout) as conn:
+                await asyncio.wait_for(self._migrate(conn, embedding_dimensions), max(timeout, 60.0))
+        except TimeoutError:
+            raise StorageError(
+                f"PostgreSQL at {self.info.location} did not answer within {timeout:g} s "
+                "(NOUS_CONNECT_TIMEOUT_S); is the server up and reachable?"
+            ) from None
         except psycopg.Error as exc:
             raise StorageError(f"cannot prepare PostgreSQL store at {self.info.location}: {exc}") from exc
 
@@ -115,10 +129,14 @@ class PostgresStore(Store):
             max_size=self._pool_size,
             open=False,
             configure=configure,
-            kwargs={"autocommit": True, "options": f"-c search_path={self.schema},public"},
+            kwargs={
+                "autocommit": True,
+                "options": f"-c search_path={self.schema},public",
+                "connect_timeout": max(1, round(self._connect_timeout_s)),
+            },
         )
         try:
-            await self._pool.open(wait=True, timeout=30)
+            await self._pool.open(wait=True, timeout=max(self._connect_timeout_s, 5.0))
         except Exception as exc:
             raise StorageError(f"cannot connect to PostgreSQL at {self.info.location}: {exc}") from exc
         await self._check_embedding_space(embedding_model, embedding_dimensions)
