@@ -113,3 +113,36 @@ async def test_a_postgres_server_that_never_answers_fails_within_the_connect_tim
         for writer in accepted:
             writer.close()
     assert time.monotonic() - started < 10 and accepted
+
+
+@pytest.mark.postgres
+async def test_a_lost_postgres_connection_is_a_typed_error_and_the_store_recovers(
+    tmp_path: Path, provider: EmbeddingProvider, pg_schema: str
+) -> None:
+    from datetime import UTC, datetime
+
+    import psycopg
+
+    from tests.conftest import PG_URL, pg_url
+
+    settings = Settings(home=tmp_path, database_url=pg_url(pg_schema), events_worker="off")
+    async with Nous(settings, embedding_provider=provider) as nous:
+        await nous.learn("The staging cluster runs in eu-west-1")
+        opened = datetime.now(UTC)
+        async with await psycopg.AsyncConnection.connect(PG_URL, autocommit=True) as admin:
+            await admin.execute(  # the server drops every connection this store holds
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state = 'idle' AND backend_start < %s",
+                (opened,),
+            )
+        errors = []
+        for _ in range(6):  # the pool hands out dead connections until it has replaced them
+            try:
+                hits = await nous.recall("where does staging run?", limit=3)
+                break
+            except StorageError as exc:
+                errors.append(str(exc))
+        else:
+            pytest.fail(f"the store did not recover: {errors}")
+        assert errors and all("PostgreSQL" in e and "\n" not in e.strip() for e in errors)
+        assert hits and "eu-west-1" in hits[0].content

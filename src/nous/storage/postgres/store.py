@@ -15,7 +15,7 @@ from pgvector.psycopg import register_vector_async
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from nous.errors import ConflictError, StaleWriteError, StorageError
 from nous.models import (
@@ -220,10 +220,23 @@ class PostgresStore(Store):
                 "configure the original model or use a new schema"
             )
 
-    def _conn(self) -> Any:
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A pooled connection; driver failures (a lost connection, a server that went away, no
+        free connection) become StorageErrors that say so."""
         if self._pool is None:
             raise StorageError("store is not open")
-        return self._pool.connection()
+        try:
+            async with self._pool.connection(timeout=max(self._connect_timeout_s, 30.0)) as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise StorageError(
+                f"no PostgreSQL connection to {self.info.location} became free: {exc}"
+            ) from exc
+        except psycopg.OperationalError as exc:
+            raise StorageError(f"lost the connection to PostgreSQL at {self.info.location}: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StorageError(f"PostgreSQL error at {self.info.location}: {exc}") from exc
 
     async def _fetch(self, query: str, params: Any = ()) -> list[dict[str, Any]]:
         async with self._conn() as conn, conn.cursor(row_factory=dict_row) as cur:
@@ -258,7 +271,7 @@ class PostgresStore(Store):
             cur = await conn.execute(
                 "SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass"
             )
-            self._rows_at_analyze = max(0, int((await cur.fetchone())[0]))
+            self._rows_at_analyze = max(0, int(_scalar(await cur.fetchone())))
         self._written_since_analyze = 0
 
     async def _apply_one(self, conn: psycopg.AsyncConnection, op: WriteOp) -> bool:
@@ -635,7 +648,7 @@ class PostgresStore(Store):
 
             async def one(q: str) -> Any:
                 cur = await conn.execute(q, (agent_id,))
-                return (await cur.fetchone())[0]
+                return _scalar(await cur.fetchone())
 
             cur = await conn.execute(
                 "SELECT kind, count(*) FROM memories WHERE agent_id = %s AND active AND superseded_by IS NULL "
@@ -650,7 +663,7 @@ class PostgresStore(Store):
             history = await one("SELECT count(*) FROM history WHERE agent_id = %s")
             missing = await one("SELECT count(*) FROM memories WHERE agent_id = %s AND embedding IS NULL")
             cur = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
-            version = (await cur.fetchone())[0]
+            version = _scalar(await cur.fetchone())
         return StoreStats(
             backend="postgres",
             location=self.info.location,
@@ -711,3 +724,10 @@ def _like_prefix(prefix: str) -> str:
 
 def _redact(url: str) -> str:
     return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
+
+
+def _scalar(row: tuple[Any, ...] | None) -> Any:
+    """The first column of a one-row result."""
+    if row is None:
+        raise StorageError("PostgreSQL returned no row where one was expected")
+    return row[0]
