@@ -21,6 +21,7 @@ from nous.cli import (
     event_commands,
     memory_commands,
     proposal_commands,
+    server_commands,
 )
 from nous.cli.output import err_console
 from nous.cli.runtime import CliState, fail
@@ -65,6 +66,7 @@ cognitive_commands.register(app)
 admin_commands.register(app)
 event_commands.register(app)
 proposal_commands.register(app)
+server_commands.register(app)
 app.command()(demo.demo)
 app.add_typer(bench.app, name="bench")
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from nous.models import Edge, HistoryEntry, LifecycleState, Memory, MemoryKind, StoreStats, WorkingMemory
 from nous.models.events import Event, EventStatus
+from nous.models.keys import ApiKey
 from nous.models.llm import LLMCall, LLMUsage
 from nous.models.session import IdentitySection, SessionState
 
@@ -218,6 +219,22 @@ class RetryEvent:
 
 
 @dataclass(slots=True)
+class PutApiKey:
+    """Store a new API key (its secret's hash only)."""
+
+    key: ApiKey
+    secret_hash: str
+
+
+@dataclass(slots=True)
+class RevokeApiKey:
+    """Revoke a key (result False if it was already revoked); NotFoundError if unknown."""
+
+    key_id: str
+    at: datetime
+
+
+@dataclass(slots=True)
 class EventStep:
     """Mark one step of an event's handler as applied, in the transaction of the step's effect.
     Raises StepDoneError (rolling the effect back) if that step was applied before."""
@@ -270,6 +287,8 @@ WriteOp = (
     | RetryEvent
     | RecordLLMCall
     | EventStep
+    | PutApiKey
+    | RevokeApiKey
 )
 EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent | RecordLLMCall | EventStep
 EVENT_OPS = (EmitEvent, CompleteEvent, FailEvent, RetryEvent, RecordLLMCall, EventStep)
@@ -283,7 +302,16 @@ INDEX_NEUTRAL_OPS = (
     EndSession,
     PutSession,
     SetIdentitySection,
+    EmitEvent,
+    CompleteEvent,
+    FailEvent,
+    RetryEvent,
+    RecordLLMCall,
+    EventStep,
+    PutApiKey,
+    RevokeApiKey,
 )
+KEY_OPS = (PutApiKey, RevokeApiKey)
 
 
 @dataclass(slots=True)
@@ -513,6 +541,14 @@ class Store(ABC):
     @abstractmethod
     async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
         """How many of the agent's events are in each status."""
+
+    @abstractmethod
+    async def api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        """A key and its secret's hash, if it exists (revoked or not)."""
+
+    @abstractmethod
+    async def api_keys(self) -> list[ApiKey]:
+        """Every key, newest first."""
 
     @abstractmethod
     async def llm_usage(self, agent_id: str) -> list[LLMUsage]:

@@ -28,12 +28,14 @@ from nous.models import (
     WorkingMemory,
 )
 from nous.models.events import Event, EventStatus
+from nous.models.keys import ApiKey
 from nous.models.llm import LLMUsage
 from nous.models.session import IdentitySection, SessionState
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
     CONTEXT_WEIGHT,
     EVENT_OPS,
+    KEY_OPS,
     LARGE_STORE,
     AddHistory,
     CandidateInfo,
@@ -67,6 +69,7 @@ from nous.storage.postgres.events import (
     read_events,
     read_llm_usage,
 )
+from nous.storage.postgres.keys import apply_key_op, read_keys
 from nous.storage.postgres.sessions import apply_session_op, read_identity, read_sessions
 
 SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
@@ -253,6 +256,8 @@ class PostgresStore(Store):
                 for op in ops:
                     if isinstance(op, EVENT_OPS):
                         results.append(await apply_event_op(conn, op, bool(results) and results[-1]))
+                    elif isinstance(op, KEY_OPS):
+                        results.append(await apply_key_op(conn, op, lambda t: t))
                     else:
                         results.append(await self._apply_one(conn, op))
         except psycopg.Error as exc:
@@ -612,6 +617,15 @@ class PostgresStore(Store):
     async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
         async with self._conn() as conn:
             return await count_events(conn, agent_id)
+
+    async def api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        async with self._conn() as conn:
+            found = await read_keys(conn, key_id)
+        return found[0] if found else None
+
+    async def api_keys(self) -> list[ApiKey]:
+        async with self._conn() as conn:
+            return [k for k, _ in await read_keys(conn, None)]
 
     async def llm_usage(self, agent_id: str) -> list[LLMUsage]:
         async with self._conn() as conn:

@@ -24,6 +24,7 @@ from nous.models import (
     WorkingMemory,
 )
 from nous.models.events import Event, EventStatus
+from nous.models.keys import ApiKey
 from nous.models.llm import LLMUsage
 from nous.models.session import IdentitySection, SessionState
 from nous.storage.base import (
@@ -32,6 +33,7 @@ from nous.storage.base import (
     CONTEXT_WEIGHT,
     EVENT_OPS,
     INDEX_NEUTRAL_OPS,
+    KEY_OPS,
     LARGE_STORE,
     AddHistory,
     CandidateInfo,
@@ -67,6 +69,7 @@ from nous.storage.locks import FileSlots, hold, slot_of
 from nous.storage.migrations import load_migrations
 from nous.storage.sqlite.connection import ReaderPool, WriterThread, rollback
 from nous.storage.sqlite.events import apply_event_op, claim_events, count_events, read_events, read_llm_usage
+from nous.storage.sqlite.keys import apply_key_op, read_keys
 from nous.storage.sqlite.sessions import apply_session_op, read_identity, read_sessions
 from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
 
@@ -238,6 +241,8 @@ class SQLiteStore(Store):
             for op in ops:
                 if isinstance(op, EVENT_OPS):
                     results.append(apply_event_op(conn, op, fmt_time, bool(results) and results[-1]))
+                elif isinstance(op, KEY_OPS):
+                    results.append(apply_key_op(conn, op, fmt_time))
                 else:
                     results.append(self._apply_one(conn, op, rev))
             conn.execute("COMMIT")
@@ -637,6 +642,13 @@ class SQLiteStore(Store):
 
     async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
         return await self._r().run(lambda conn: count_events(conn, agent_id))
+
+    async def api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        found = await self._r().run(lambda conn: read_keys(conn, key_id))
+        return found[0] if found else None
+
+    async def api_keys(self) -> list[ApiKey]:
+        return [k for k, _ in await self._r().run(lambda conn: read_keys(conn, None))]
 
     async def llm_usage(self, agent_id: str) -> list[LLMUsage]:
         return await self._r().run(lambda conn: read_llm_usage(conn, agent_id))

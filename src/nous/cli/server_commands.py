@@ -1,0 +1,141 @@
+"""``nous serve`` and ``nous keys`` (create, list, revoke)."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated
+
+import typer
+
+from nous.api import Nous
+from nous.cli.output import console, print_json, table
+from nous.cli.runtime import fail, state, with_nous
+from nous.models.keys import ApiKey
+from nous.server.keys import create_key, revoke_key
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+
+keys_app = typer.Typer(
+    name="keys", no_args_is_help=False, context_settings={"help_option_names": ["-h", "--help"]}
+)
+
+
+def register(root: typer.Typer) -> None:
+    root.command("serve")(serve)
+    root.add_typer(keys_app, name="keys")
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8765,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="Serve the default agent without API keys (loopback only).")
+    ] = False,
+) -> None:
+    """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) over the configured store.
+
+    Every route but /health needs `Authorization: Bearer KEY` with a key from `nous keys create`;
+    a key reads and writes only its own agent's memory.
+
+    Example: nous keys create --agent support-bot && nous serve --port 8765
+    """
+    import uvicorn
+
+    from nous.server import create_app
+
+    if no_auth and not _is_loopback(host):
+        raise fail("--no-auth only binds a loopback address (127.0.0.1 or ::1)", 2)
+    settings = state(ctx).settings.model_copy(update={"agent_id": state(ctx).agent_id})
+    app = create_app(settings, auth=not no_auth)
+    console.print(
+        f"[green]serving[/green] http://{host}:{port}  ·  docs http://{host}:{port}/docs  ·  "
+        f"health http://{host}:{port}/health" + ("  ·  [yellow]no auth[/yellow]" if no_auth else "")
+    )
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _row(k: ApiKey) -> dict[str, object]:
+    return k.model_dump(mode="json")
+
+
+@keys_app.callback(invoke_without_command=True)
+def keys(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """API keys of `nous serve`. Without a subcommand, list them (never their secrets).
+
+    Example: nous keys create --agent support-bot --name "prod bot"
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    found = with_nous(ctx, lambda nous: nous.store.api_keys())
+    if as_json:
+        print_json([_row(k) for k in found])
+        return
+    table(
+        "API keys",
+        ["id", "agent", "user", "name", "admin", "created", "revoked"],
+        [
+            (
+                k.id,
+                k.agent_id or "",
+                k.user_id or "",
+                k.name,
+                "yes" if k.admin else "",
+                k.created_at.strftime("%Y-%m-%d %H:%M"),
+                k.revoked_at.strftime("%Y-%m-%d %H:%M") if k.revoked_at else "",
+            )
+            for k in found
+        ],
+    )
+
+
+@keys_app.command("create")
+def keys_create(
+    ctx: typer.Context,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="The agent whose memory the key opens.")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", help="Narrow the key to one user of the agent.")
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="A label to recognise the key by.")] = "",
+    admin: Annotated[
+        bool, typer.Option("--admin", help="A key that manages keys, bound to no agent.")
+    ] = False,
+) -> None:
+    """Create a key and print it once, alone on the last line (only its hash is stored).
+
+    Example: KEY=$(nous keys create --agent support-bot | tail -1)
+    """
+
+    async def act(nous: Nous) -> tuple[ApiKey, str]:
+        return await create_key(nous.store, agent_id=agent, user_id=user, name=name, admin=admin)
+
+    key, token = with_nous(ctx, act)
+    who = "admin" if key.admin else f"agent {key.agent_id}" + (f", user {key.user_id}" if key.user_id else "")
+    console.print(f"[green]created[/green] key {key.id} for {who}; it is shown only now:", highlight=False)
+    print(token)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    ctx: typer.Context,
+    key_id: Annotated[str, typer.Argument(help="The key's id (see `nous keys`), or the whole key.")],
+) -> None:
+    """Revoke a key: it stops working at once."""
+    wanted = key_id.split("_")[1] if key_id.startswith("nous_") and key_id.count("_") >= 2 else key_id
+
+    async def act(nous: Nous) -> bool:
+        return await revoke_key(nous.store, wanted)
+
+    changed = with_nous(ctx, act)
+    console.print(f"[green]revoked[/green] {wanted}" if changed else f"{wanted} was already revoked")

@@ -1,0 +1,307 @@
+"""``nous serve``: the REST API over one store, every agent's memory behind its own API keys.
+
+A request's agent comes only from its key: another agent's memory id answers 404 exactly as a
+missing id does. Errors are RFC 9457 problem details (``application/problem+json``): 4xx for
+anything a client can send, 503 when the store or a provider fails, never a bare 500.
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from nous.api import Nous
+from nous.config import Settings
+from nous.errors import InvalidInputError, NotFoundError, NousError
+from nous.models import Memory, WriteResult, WriteStatus
+from nous.models.keys import ApiKey
+from nous.server.keys import verify_key
+
+MAX_BODY_BYTES = 1_000_000
+PROBLEM = "application/problem+json"
+
+
+class Problem(Exception):
+    """An HTTP error answered as problem details."""
+
+    def __init__(self, status: int, title: str, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status, self.title, self.detail, self.extra = status, title, detail, extra
+
+
+def problem(status: int, title: str, detail: str, **extra: Any) -> JSONResponse:
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+
+
+# -- request and response models --------------------------------------------------------------
+class CreateMemory(BaseModel):
+    """A memory to store. ``fact`` goes through the duplicate check; so do ``procedure`` and
+    ``censor``; a ``decision`` is recorded with its confidence and reasons."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["fact", "procedure", "censor", "decision"]
+    content: str = Field(max_length=100_000)
+    subject: str | None = None
+    category: str | None = None
+    tags: list[str] | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    reasons: list[dict[str, Any]] | None = None
+    action: str | None = None  # censor: warn | block | absolute
+    reason: str | None = None  # censor: why
+    name: str | None = None  # procedure: its name (content is its description)
+
+
+class MemoryOut(BaseModel):
+    id: str
+    type: str
+    content: str
+    status: str
+    existing_id: str | None = None
+    similarity: float | None = None
+    warnings: list[str] = Field(default_factory=list)
+    memory: dict[str, Any]
+
+
+class RecallRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(max_length=100_000)
+    limit: int = Field(default=10, ge=1, le=1000)
+    types: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    session_id: str | None = None
+    frame: str | None = None
+    preset: str | None = None
+
+
+class RecallResult(BaseModel):
+    id: str
+    type: str
+    content: str
+    score: float
+    signals: dict[str, float]
+    memory: dict[str, Any]
+
+
+class RecallResponse(BaseModel):
+    results: list[RecallResult]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    backend: str
+    version: str
+
+
+# -- the app ---------------------------------------------------------------------------------
+class Caller(BaseModel):
+    """Who a request speaks for."""
+
+    agent_id: str
+    user_id: str | None = None
+
+
+def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
+    """The API over the store ``settings`` name. ``auth=False`` serves the default agent without
+    keys (``nous serve --no-auth``, loopback only)."""
+    state: dict[str, Any] = {"views": {}}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with Nous(settings) as root:
+            state["root"] = root
+            yield
+        state.clear()
+
+    app = FastAPI(
+        title="Nous",
+        version=_version(),
+        summary="Long-term memory for AI agents",
+        lifespan=lifespan,
+        openapi_url="/openapi.json",
+    )
+
+    @app.middleware("http")
+    async def cap_body(request: Request, call_next: Any) -> Any:
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+            return problem(413, "Request body too large", f"the limit is {MAX_BODY_BYTES} bytes")
+        return await call_next(request)
+
+    @app.exception_handler(Problem)
+    async def on_problem(request: Request, exc: Problem) -> JSONResponse:
+        return problem(exc.status, exc.title, exc.detail, **exc.extra)
+
+    @app.exception_handler(NousError)
+    async def on_nous_error(request: Request, exc: NousError) -> JSONResponse:
+        status = exc.http_status if exc.http_status < 500 else 503
+        extra = {"field": exc.field} if isinstance(exc, InvalidInputError) and exc.field else {}
+        return problem(status, exc.code.replace("_", " "), str(exc), code=exc.code, **extra)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))}
+            for e in exc.errors()[:20]
+        ]
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        detail = f"{'.'.join(first['loc'][1:]) or 'body'}: {first['msg']}"
+        return problem(422, "Invalid request", detail, errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return problem(exc.status_code, str(exc.detail), str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        return problem(
+            503, "Service unavailable", f"unexpected {type(exc).__name__}; the request was not completed"
+        )
+
+    async def caller(request: Request) -> Caller:
+        root: Nous = state["root"]
+        if not auth:
+            return Caller(agent_id=root.agent_id)
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        key: ApiKey | None = None
+        if scheme.lower() == "bearer" and token:
+            key = await verify_key(root.store, token)
+        if key is None:
+            raise Problem(401, "Unauthorized", "send a valid API key: Authorization: Bearer nous_...")
+        if key.admin or key.agent_id is None:
+            raise Problem(403, "Forbidden", "an admin key manages keys; use an agent's key for its memory")
+        return Caller(agent_id=key.agent_id, user_id=key.user_id)
+
+    def nous_for(who: Caller) -> Nous:
+        views: dict[str, Nous] = state["views"]
+        view = views.get(who.agent_id)
+        if view is None:
+            root: Nous = state["root"]
+            view = views[who.agent_id] = (
+                root if who.agent_id == root.agent_id else root.for_agent(who.agent_id)
+            )
+        return view
+
+    Who = Annotated[Caller, Depends(caller)]
+
+    async def visible(nous: Nous, who: Caller, memory_id: str) -> Memory:
+        """The caller's memory (a user key sees its user's and the shared ones); 404 otherwise."""
+        try:
+            memory = await nous.get(memory_id)
+        except NotFoundError:
+            raise Problem(404, "Not found", f"no memory {memory_id!r}") from None
+        if who.user_id is not None and memory.user_id not in (None, who.user_id):
+            raise Problem(404, "Not found", f"no memory {memory_id!r}")
+        return memory
+
+    @app.get("/health", response_model=Health, tags=["service"])
+    async def health() -> Health:
+        root: Nous = state["root"]
+        return Health(status="ok", backend=root.store.info.backend, version=_version())
+
+    @app.post("/v1/memories", status_code=201, response_model=MemoryOut, tags=["memories"])
+    async def create_memory(body: CreateMemory, who: Who) -> MemoryOut:
+        nous = nous_for(who)
+        user_id = who.user_id or body.user_id
+        if who.user_id is not None and body.user_id not in (None, who.user_id):
+            raise Problem(403, "Forbidden", "this key writes only its own user's memories")
+        result: WriteResult
+        if body.type == "fact":
+            result = await nous.learn(
+                body.content,
+                subject=body.subject,
+                category=body.category,
+                tags=body.tags,
+                user_id=user_id,
+                session_id=body.session_id,
+                confidence=1.0 if body.confidence is None else body.confidence,
+            )
+        elif body.type == "procedure":
+            if not body.name:
+                raise InvalidInputError("a procedure needs a name", field="name")
+            result = await nous.add_procedure(
+                body.name, body.content, user_id=user_id, session_id=body.session_id
+            )
+        elif body.type == "censor":
+            result = await nous.add_censor(
+                body.content, action=body.action or "warn", reason=body.reason or ""
+            )
+        else:
+            decision = await nous.record_decision(
+                body.content,
+                confidence=0.5 if body.confidence is None else body.confidence,
+                category=body.category,
+                reasons=body.reasons,
+                tags=body.tags,
+                user_id=user_id,
+                session_id=body.session_id,
+            )
+            result = WriteResult(status=WriteStatus.CREATED, memory=decision)
+        return _out(result)
+
+    @app.get("/v1/memories/{memory_id}", response_model=dict[str, Any], tags=["memories"])
+    async def get_memory(memory_id: str, who: Who) -> dict[str, Any]:
+        memory = await visible(nous_for(who), who, memory_id)
+        return {"type": memory.kind.value, **memory.model_dump(mode="json")}
+
+    @app.post("/v1/recall", response_model=RecallResponse, tags=["recall"])
+    async def recall(body: RecallRequest, who: Who) -> RecallResponse:
+        hits = await nous_for(who).recall(
+            body.query,
+            limit=body.limit,
+            kinds=body.types,
+            user_id=who.user_id,
+            session_id=body.session_id,
+            since=body.since,
+            until=body.until,
+            frame=body.frame,
+            preset=body.preset,
+        )
+        return RecallResponse(
+            results=[
+                RecallResult(
+                    id=h.id,
+                    type=h.kind.value,
+                    content=h.content,
+                    score=h.score,
+                    signals=h.signals,
+                    memory=h.memory.model_dump(mode="json"),
+                )
+                for h in hits
+            ]
+        )
+
+    return app
+
+
+def _out(result: WriteResult) -> MemoryOut:
+    memory = result.memory
+    return MemoryOut(
+        id=memory.id,
+        type=memory.kind.value,
+        content=memory.content,
+        status=result.status.value,
+        existing_id=result.existing_id,
+        similarity=result.similarity,
+        warnings=result.warnings,
+        memory=memory.model_dump(mode="json"),
+    )
+
+
+def _version() -> str:
+    from nous import __version__
+
+    return __version__

@@ -1,0 +1,190 @@
+"""The REST API against a real `nous serve` app on loopback (uvicorn in a thread), both backends:
+keys, isolation between agents and users, problem details, the memory and recall contract."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from typer.testing import CliRunner
+
+from nous import Nous, Settings
+from nous.cli.app import app as cli_app
+from nous.server import create_app, create_key, revoke_key
+
+PROBLEM = "application/problem+json"
+
+
+class LiveServer:
+    """The app served by uvicorn on an ephemeral loopback port, in a thread of its own."""
+
+    def __init__(self, settings: Settings, *, auth: bool = True) -> None:
+        config = uvicorn.Config(
+            create_app(settings, auth=auth), host="127.0.0.1", port=0, log_level="warning"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the server did not start")
+            time.sleep(0.05)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+async def _keys(settings: Settings) -> dict[str, str]:
+    async with Nous(settings) as nous:
+        keys = {}
+        for name, kw in {
+            "a": {"agent_id": "agent-a"},
+            "a_user": {"agent_id": "agent-a", "user_id": "alice"},
+            "b": {"agent_id": "agent-b"},
+            "admin": {"agent_id": None, "admin": True},
+            "revoked": {"agent_id": "agent-a"},
+        }.items():
+            key, token = await create_key(nous.store, **kw)  # type: ignore[arg-type]
+            keys[name] = token
+            if name == "revoked":
+                await revoke_key(nous.store, key.id)
+        return keys
+
+
+@pytest.fixture
+def served(database_url: str, settings: Settings) -> Iterator[tuple[LiveServer, dict[str, str]]]:
+    run = settings.model_copy(update={"database_url": database_url})
+    keys = asyncio.run(_keys(run))
+    server = LiveServer(run)
+    try:
+        yield server, keys
+    finally:
+        server.close()
+
+
+def _client(server: LiveServer, key: str | None = None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(base_url=server.url, headers=headers, timeout=60)
+
+
+def _is_problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM)
+    body = response.json()
+    assert body["status"] == status and body["title"] and body["detail"]
+    return body
+
+
+def test_health_needs_no_key_and_everything_else_does(served: tuple[LiveServer, dict[str, str]]) -> None:
+    server, keys = served
+    with _client(server) as anonymous:
+        health = anonymous.get("/health")
+        assert health.status_code == 200 and health.json()["status"] == "ok"
+        assert anonymous.get("/openapi.json").json()["info"]["title"] == "Nous"
+        _is_problem(anonymous.post("/v1/recall", json={"query": "anything"}), 401)
+    for bad in ("nous_000000000000_" + "x" * 43, keys["a"][:-1] + "A", "not-a-key", keys["revoked"]):
+        with _client(server, bad) as client:
+            _is_problem(client.post("/v1/recall", json={"query": "anything"}), 401)
+    with _client(server, keys["admin"]) as admin:
+        _is_problem(admin.post("/v1/recall", json={"query": "anything"}), 403)
+
+
+def test_memories_and_recall_follow_the_contract_and_stay_with_their_agent(
+    served: tuple[LiveServer, dict[str, str]],
+) -> None:
+    server, keys = served
+    with (
+        _client(server, keys["a"]) as a,
+        _client(server, keys["b"]) as b,
+        _client(server, keys["a_user"]) as alice,
+    ):
+        created = a.post(
+            "/v1/memories", json={"type": "fact", "content": "The staging cluster runs in eu-west-1"}
+        )
+        assert created.status_code == 201, created.text
+        fact = created.json()
+        assert fact["status"] == "created" and fact["type"] == "fact" and fact["id"]
+        again = a.post(
+            "/v1/memories", json={"type": "fact", "content": "The staging cluster runs in eu-west-1"}
+        )
+        assert again.status_code == 201 and again.json()["status"] == "duplicate"
+        assert again.json()["existing_id"] == fact["id"]
+        got = a.get(f"/v1/memories/{fact['id']}")
+        assert got.status_code == 200 and got.json()["content"] == "The staging cluster runs in eu-west-1"
+        hits = a.post("/v1/recall", json={"query": "where does staging run?", "limit": 3}).json()["results"]
+        assert hits and hits[0]["id"] == fact["id"] and {"id", "type", "content", "score"} <= hits[0].keys()
+        # Agent B: another agent's id is exactly a missing id, and its recall never sees A's memory.
+        theirs = _is_problem(b.get(f"/v1/memories/{fact['id']}"), 404)
+        missing = _is_problem(b.get("/v1/memories/00000000-0000-4000-8000-000000000000"), 404)
+        assert theirs.keys() == missing.keys() and "eu-west" not in json.dumps(theirs)
+        assert b.post("/v1/recall", json={"query": "where does staging run?"}).json()["results"] == []
+        b_fact = b.post(
+            "/v1/memories", json={"type": "fact", "content": "The staging cluster runs in eu-west-1"}
+        )
+        assert b_fact.json()["status"] == "created"  # A's copy is not B's duplicate
+        # A user-bound key: its user's memories and the agent's shared ones, nobody else's.
+        private = a.post(
+            "/v1/memories",
+            json={"type": "fact", "content": "Bob's salary review is in March", "user_id": "bob"},
+        ).json()
+        _is_problem(alice.get(f"/v1/memories/{private['id']}"), 404)
+        assert alice.get(f"/v1/memories/{fact['id']}").status_code == 200  # shared
+        own = alice.post("/v1/memories", json={"type": "fact", "content": "Alice prefers morning standups"})
+        assert own.json()["memory"]["user_id"] == "alice"
+        _is_problem(
+            alice.post("/v1/memories", json={"type": "fact", "content": "x y z", "user_id": "bob"}), 403
+        )
+        recalled = alice.post("/v1/recall", json={"query": "salary review", "limit": 10}).json()["results"]
+        assert private["id"] not in {h["id"] for h in recalled}
+        decision = a.post(
+            "/v1/memories",
+            json={"type": "decision", "content": "Use Kafka for billing events", "confidence": 0.8},
+        )
+        assert decision.status_code == 201 and decision.json()["type"] == "decision"
+
+
+def test_bad_requests_are_problem_details_never_500(served: tuple[LiveServer, dict[str, str]]) -> None:
+    server, keys = served
+    with _client(server, keys["a"]) as a:
+        raw = a.post("/v1/memories", content=b"{not json", headers={"content-type": "application/json"})
+        _is_problem(raw, 422)
+        _is_problem(a.post("/v1/memories", json={"type": "fact"}), 422)
+        _is_problem(a.post("/v1/memories", json={"type": "poem", "content": "x"}), 422)
+        _is_problem(a.post("/v1/memories", json={"type": "fact", "content": "x", "confidence": "high"}), 422)
+        _is_problem(a.post("/v1/memories", json={"type": "fact", "content": "   "}), 422)
+        _is_problem(a.post("/v1/memories", json={"type": "fact", "content": "ok", "surprise": 1}), 422)
+        _is_problem(a.post("/v1/recall", json={"query": "x", "limit": 0}), 422)
+        _is_problem(a.post("/v1/recall", json={"query": "x", "preset": "no-such-preset"}), 422)
+        _is_problem(
+            a.post("/v1/memories", content=b"x" * 1_100_000, headers={"content-type": "application/json"}),
+            413,
+        )
+        _is_problem(a.get("/v1/no-such-route"), 404)
+
+
+def test_keys_cli_prints_the_key_alone_on_its_last_line(cli: CliRunner, tmp_path: Path) -> None:
+    created = cli.invoke(cli_app, ["keys", "create", "--agent", "bot"])
+    assert created.exit_code == 0, created.output
+    token = created.stdout.strip().splitlines()[-1]
+    assert token.startswith("nous_") and " " not in token
+    listed = json.loads(cli.invoke(cli_app, ["keys", "--json"]).stdout)
+    assert [(k["agent_id"], k["revoked_at"]) for k in listed] == [("bot", None)]
+    assert token not in cli.invoke(cli_app, ["keys"]).stdout  # never shown again
+    assert cli.invoke(cli_app, ["keys", "revoke", token]).exit_code == 0
+    assert json.loads(cli.invoke(cli_app, ["keys", "--json"]).stdout)[0]["revoked_at"] is not None
+    bad = cli.invoke(cli_app, ["keys", "create"])
+    assert bad.exit_code == 2 and "agent" in bad.stderr
+    refused = cli.invoke(cli_app, ["serve", "--host", "0.0.0.0", "--no-auth"])
+    assert refused.exit_code == 2 and "loopback" in refused.stderr
