@@ -188,3 +188,79 @@ def test_keys_cli_prints_the_key_alone_on_its_last_line(cli: CliRunner, tmp_path
     assert bad.exit_code == 2 and "agent" in bad.stderr
     refused = cli.invoke(cli_app, ["serve", "--host", "0.0.0.0", "--no-auth"])
     assert refused.exit_code == 2 and "loopback" in refused.stderr
+
+
+def test_every_route_of_agent_a_is_closed_to_agent_b(served: tuple[LiveServer, dict[str, str]]) -> None:
+    """One table over the memory routes: B's key never reads, updates, forgets, restores or sees
+    the history of A's memory (404, as for a missing id), and B's searches never return it."""
+    server, keys = served
+    with _client(server, keys["a"]) as a, _client(server, keys["b"]) as b:
+        fact = a.post("/v1/memories", json={"type": "fact", "content": "Invoices are archived for ten years"})
+        mid = fact.json()["id"]
+        routes: list[tuple[str, str, dict[str, Any] | None]] = [
+            ("GET", f"/v1/memories/{mid}", None),
+            ("PATCH", f"/v1/memories/{mid}", {"tags": ["stolen"]}),
+            ("DELETE", f"/v1/memories/{mid}", None),
+            ("POST", f"/v1/memories/{mid}/restore", None),
+            ("GET", f"/v1/memories/{mid}/history", None),
+        ]
+        for method, path, body in routes:
+            _is_problem(b.request(method, path, json=body), 404)
+        searches: list[tuple[str, str, dict[str, Any] | None]] = [
+            ("POST", "/v1/recall", {"query": "how long are invoices archived?"}),
+            ("GET", "/v1/memories", None),
+            ("POST", "/v1/recall/recent", {"types": ["fact"], "hours": 24}),
+            ("POST", "/v1/memories/check-similar", {"content": "Invoices are archived for ten years"}),
+            ("POST", "/v1/sessions/b1/turns", {"text": "How long are invoices archived?"}),
+            ("GET", "/v1/stats", None),
+            ("GET", "/v1/events", None),
+        ]
+        for method, path, body in searches:
+            answer = b.request(method, path, json=body)
+            assert answer.status_code == 200, (path, answer.text)
+            assert "archived for ten years" not in answer.text and mid not in answer.text, path
+        assert a.get(f"/v1/memories/{mid}").json()["tags"] == []  # untouched by B
+
+
+def test_the_memory_life_and_turn_loop_routes(served: tuple[LiveServer, dict[str, str]]) -> None:
+    server, keys = served
+    with _client(server, keys["a"]) as a:
+        mid = a.post(
+            "/v1/memories", json={"type": "fact", "content": "The API rate limit is 100 per minute"}
+        ).json()["id"]
+        assert a.patch(f"/v1/memories/{mid}", json={"tags": ["limits"]}).json()["tags"] == ["limits"]
+        similar = a.post(
+            "/v1/memories/check-similar", json={"content": "The API rate limit is 100 per minute"}
+        )
+        assert similar.json()["recommendation"] == "duplicate_found"
+        assert a.delete(f"/v1/memories/{mid}").json()["active"] is False
+        assert a.post(f"/v1/memories/{mid}/restore").json()["active"] is True
+        actions = [h["action"] for h in a.get(f"/v1/memories/{mid}/history").json()]
+        assert actions[0] == "create" and {"update", "delete", "restore"} <= set(actions)
+        for i in range(3):
+            a.post("/v1/memories", json={"type": "fact", "content": f"Service {i} runs on port {8000 + i}"})
+        first = a.get("/v1/memories", params={"limit": 2}).json()
+        second = a.get("/v1/memories", params={"limit": 2, "cursor": first["next_cursor"]}).json()
+        assert len(first["items"]) == 2 and first["next_cursor"] and len(second["items"]) == 2
+        assert not {m["id"] for m in first["items"]} & {m["id"] for m in second["items"]}
+        _is_problem(a.get("/v1/memories", params={"cursor": "bogus"}), 422)
+        turn = a.post("/v1/sessions/s1/turns", json={"text": "What is the API rate limit?"}).json()
+        assert turn["frame"] and turn["tokens"] <= turn["budget"] and "100 per minute" in turn["context"]
+        state = a.post(
+            "/v1/sessions/s1/reply",
+            json={"reply": "It is 100 requests per minute.", "tools_used": ["recall"]},
+        )
+        assert state.json()["turn_count"] == 1 and state.json()["tools_used"] == ["recall"]
+        ended = a.post("/v1/sessions/s1/end", json={}).json()
+        assert ended["session"]["ended_at"] and ended["ended_now"] is True
+        _is_problem(a.post("/v1/sessions/nope/end", json={}), 404)
+        a.post(
+            "/v1/memories",
+            json={"type": "censor", "content": r"DROP\s+TABLE", "action": "block", "reason": "prod"},
+        )
+        verdict = a.post("/v1/check-action", json={"action": "DROP TABLE users"}).json()
+        assert verdict["decision"] == "block" and verdict["matches"]
+        stats = a.get("/v1/stats").json()
+        assert stats["active_by_kind"]["fact"] >= 4 and "pending" in stats["events"]
+        assert a.get("/v1/events", params={"status": "pending"}).status_code == 200
+        _is_problem(a.get("/v1/events", params={"status": "finished"}), 422)

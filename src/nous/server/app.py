@@ -21,6 +21,7 @@ from nous.config import Settings
 from nous.errors import InvalidInputError, NotFoundError, NousError
 from nous.models import Memory, WriteResult, WriteStatus
 from nous.models.keys import ApiKey
+from nous.server import routes as extra_routes
 from nous.server.keys import verify_key
 
 MAX_BODY_BYTES = 1_000_000
@@ -284,6 +285,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
             ]
         )
 
+    extra_routes.register(app, Who, nous_for, visible)
     return app
 
 

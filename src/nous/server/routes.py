@@ -1,0 +1,207 @@
+"""The REST routes beyond create / get / recall: a memory's life (update, forget, restore, history,
+links), the duplicate check, listing with cursors, recent memories, the turn loop, censors'
+check-action, events and stats. Every route works on the caller's agent only."""
+
+import base64
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any, Literal
+
+from fastapi import FastAPI, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from nous.api import Nous
+from nous.errors import InvalidInputError
+from nous.models import Memory
+
+
+class UpdateMemory(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = Field(default=None, max_length=100_000)
+    subject: str | None = None
+    category: str | None = None
+    tags: list[str] | None = None
+    confidence: float | None = Field(default=None, ge=0, le=1)
+
+
+class CheckSimilar(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(max_length=100_000)
+    type: Literal["fact", "procedure", "censor"] = "fact"
+    subject: str | None = None
+
+
+class RecentRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(default=10, ge=1, le=1000)
+    types: list[str] | None = None
+    hours: float | None = Field(default=None, gt=0)
+    since: datetime | None = None
+
+
+class TurnRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(max_length=100_000)
+    budget: int | None = Field(default=None, ge=1, le=1_000_000)
+
+
+class ReplyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reply: str = Field(max_length=100_000)
+    tools_used: list[str] = Field(default_factory=list)
+
+
+class EndRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reflection: str | None = Field(default=None, max_length=20_000)
+
+
+class ActionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    action: str = Field(max_length=100_000)
+    session_id: str | None = None
+
+
+class Page(BaseModel):
+    items: list[dict[str, Any]]
+    next_cursor: str | None = None
+
+
+def _dump(memory: Memory) -> dict[str, Any]:
+    return {"type": memory.kind.value, **memory.model_dump(mode="json")}
+
+
+def _cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+
+
+def _offset(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        kind, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+        if kind != "o" or not value.isdigit():
+            raise ValueError(cursor)
+        return int(value)
+    except ValueError:
+        raise InvalidInputError("cursor is not one this API gave out", field="cursor") from None
+
+
+def register(
+    app: FastAPI,
+    who: Any,
+    nous_for: Callable[[Any], Nous],
+    visible: Callable[[Nous, Any, str], Awaitable[Memory]],
+) -> None:
+    """Add the routes to ``app``; ``who`` is the caller dependency (an ``Annotated`` type)."""
+
+    @app.get("/v1/memories", response_model=Page, tags=["memories"])
+    async def list_memories(
+        caller: who,
+        types: list[str] | None = Query(default=None),
+        limit: int = Query(default=50, ge=1, le=1000),
+        cursor: str | None = None,
+    ) -> Page:
+        nous, offset = nous_for(caller), _offset(cursor)
+        found = await nous.memories(types, limit=limit + 1, offset=offset)
+        if caller.user_id is not None:  # a user key pages through what it may see
+            found = [m for m in found if m.user_id in (None, caller.user_id)]
+        more = len(found) > limit
+        return Page(
+            items=[_dump(m) for m in found[:limit]], next_cursor=_cursor(offset + limit) if more else None
+        )
+
+    @app.patch("/v1/memories/{memory_id}", response_model=dict[str, Any], tags=["memories"])
+    async def update_memory(memory_id: str, body: UpdateMemory, caller: who) -> dict[str, Any]:
+        nous = nous_for(caller)
+        memory = await visible(nous, caller, memory_id)
+        changes = body.model_dump(exclude_none=True)
+        return _dump(await nous.update(memory.id, **changes))
+
+    @app.delete("/v1/memories/{memory_id}", response_model=dict[str, Any], tags=["memories"])
+    async def forget_memory(memory_id: str, caller: who, hard: bool = False) -> dict[str, Any]:
+        nous = nous_for(caller)
+        memory = await visible(nous, caller, memory_id)
+        return _dump(await nous.forget(memory.id, hard=hard))
+
+    @app.post("/v1/memories/{memory_id}/restore", response_model=dict[str, Any], tags=["memories"])
+    async def restore_memory(memory_id: str, caller: who) -> dict[str, Any]:
+        nous = nous_for(caller)
+        memory = await visible(nous, caller, memory_id)
+        return _dump(await nous.restore(memory.id))
+
+    @app.get("/v1/memories/{memory_id}/history", response_model=list[dict[str, Any]], tags=["memories"])
+    async def memory_history(memory_id: str, caller: who) -> list[dict[str, Any]]:
+        nous = nous_for(caller)
+        memory = await visible(nous, caller, memory_id)
+        return [h.model_dump(mode="json") for h in await nous.history(memory.id)]
+
+    @app.post("/v1/memories/check-similar", response_model=dict[str, Any], tags=["memories"])
+    async def check_similar(body: CheckSimilar, caller: who) -> dict[str, Any]:
+        nous = nous_for(caller)
+        found = await nous.check_similar(
+            body.content, body.type, user_id=caller.user_id, subject=body.subject
+        )
+        return found.model_dump(mode="json")
+
+    @app.post("/v1/recall/recent", response_model=Page, tags=["recall"])
+    async def recall_recent(body: RecentRequest, caller: who) -> Page:
+        nous = nous_for(caller)
+        found = await nous.recall_recent(
+            limit=body.limit,
+            kinds=body.types or ("episode",),
+            hours=body.hours,
+            since=body.since,
+            user_id=caller.user_id,
+        )
+        return Page(items=[_dump(m) for m in found])
+
+    @app.post("/v1/sessions/{session_id}/turns", response_model=dict[str, Any], tags=["sessions"])
+    async def pre_turn(session_id: str, body: TurnRequest, caller: who) -> dict[str, Any]:
+        turn = await nous_for(caller).pre_turn(
+            session_id, body.text, user_id=caller.user_id, budget=body.budget
+        )
+        return {"context": turn.text, **turn.model_dump(mode="json", exclude={"text"})}
+
+    @app.post("/v1/sessions/{session_id}/reply", response_model=dict[str, Any], tags=["sessions"])
+    async def post_turn(session_id: str, body: ReplyRequest, caller: who) -> dict[str, Any]:
+        from nous.cognitive import TurnResult
+
+        state = await nous_for(caller).post_turn(
+            session_id, TurnResult(reply=body.reply, tools_used=body.tools_used)
+        )
+        return state.model_dump(mode="json")
+
+    @app.post("/v1/sessions/{session_id}/end", response_model=dict[str, Any], tags=["sessions"])
+    async def end_session(session_id: str, body: EndRequest, caller: who) -> dict[str, Any]:
+        done = await nous_for(caller).end_session(session_id, reflection=body.reflection)
+        return done.model_dump(mode="json")
+
+    @app.post("/v1/check-action", response_model=dict[str, Any], tags=["censors"])
+    async def check_action(body: ActionRequest, caller: who) -> dict[str, Any]:
+        verdict = await nous_for(caller).check_action(body.action, session_id=body.session_id)
+        return verdict.model_dump(mode="json")
+
+    @app.get("/v1/stats", response_model=dict[str, Any], tags=["service"])
+    async def stats(caller: who) -> dict[str, Any]:
+        nous = nous_for(caller)
+        counts = await nous.event_counts()
+        return {
+            **(await nous.stats()).model_dump(mode="json"),
+            "events": {k.value: v for k, v in counts.items()},
+        }
+
+    @app.get("/v1/events", response_model=list[dict[str, Any]], tags=["service"])
+    async def events(
+        caller: who,
+        status: str | None = None,
+        limit: int = Query(default=50, ge=1, le=1000),
+    ) -> list[dict[str, Any]]:
+        return [e.model_dump(mode="json") for e in await nous_for(caller).events(status=status, limit=limit)]
