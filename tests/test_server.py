@@ -264,3 +264,34 @@ def test_the_memory_life_and_turn_loop_routes(served: tuple[LiveServer, dict[str
         assert stats["active_by_kind"]["fact"] >= 4 and "pending" in stats["events"]
         assert a.get("/v1/events", params={"status": "pending"}).status_code == 200
         _is_problem(a.get("/v1/events", params={"status": "finished"}), 422)
+
+
+async def test_the_python_client_speaks_like_the_engine(served: tuple[LiveServer, dict[str, str]]) -> None:
+    from nous import AsyncClient, AuthenticationError, Client, InvalidInputError, NotFoundError
+    from nous.models import Fact, WriteStatus
+
+    server, keys = served
+    async with AsyncClient(server.url, key=keys["a"]) as a, AsyncClient(server.url, key=keys["b"]) as b:
+        first = await a.learn("The on-call rotation changes every Monday at 09:00")
+        assert first.status == WriteStatus.CREATED and isinstance(first.memory, Fact)
+        again = await a.learn("The on-call rotation changes every Monday at 09:00")
+        assert again.status == WriteStatus.DUPLICATE and again.existing_id == first.memory.id
+        hits = await a.recall("when does on-call change?", limit=3)
+        assert hits[0].id == first.memory.id and isinstance(hits[0].memory, Fact) and hits[0].score > 0
+        assert (await a.update(first.memory.id, tags=["oncall"])).tags == ["oncall"]
+        assert (await a.get(first.memory.id)).content.startswith("The on-call rotation")
+        with pytest.raises(NotFoundError):
+            await b.get(first.memory.id)
+        with pytest.raises(InvalidInputError):
+            await a.learn("   ")
+        context = await a.pre_turn("c1", "When does the on-call rotation change?")
+        assert "Monday" in context["context"]
+        await a.post_turn("c1", "Every Monday at 09:00.")
+        assert (await a.end_session("c1"))["ended_now"] is True
+        assert (await a.forget(first.memory.id)).active is False
+    async with AsyncClient(server.url, key="nous_000000000000_" + "x" * 43) as stranger:
+        with pytest.raises(AuthenticationError):
+            await stranger.recall("anything")
+    with Client(server.url, key=keys["b"]) as sync:
+        assert sync.learn("Backups are kept for 35 days").status == WriteStatus.CREATED
+        assert [m.content for m in sync.memories("fact")] == ["Backups are kept for 35 days"]

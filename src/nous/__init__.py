@@ -4,9 +4,11 @@ The public surface is re-exported here; everything else is private to its module
 """
 
 from nous.api import Nous, SyncNous
+from nous.client import AsyncClient, Client
 from nous.cognitive import SessionEnd, TurnContext, TurnResult
 from nous.config import Settings
 from nous.errors import (
+    AuthenticationError,
     ConflictError,
     EmbeddingError,
     GuardrailError,
@@ -49,10 +51,13 @@ __all__ = [
     "PRESETS",
     "ActionCheck",
     "ActionDecision",
+    "AsyncClient",
+    "AuthenticationError",
     "Calibration",
     "Censor",
     "CensorAction",
     "CensorMatch",
+    "Client",
     "ConflictError",
     "Conversation",
     "Decision",

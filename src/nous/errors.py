@@ -75,6 +75,13 @@ class StepDoneError(ConflictError):
     code = "step_done"
 
 
+class AuthenticationError(NousError):
+    """The request carried no valid API key, or a key that may not do this."""
+
+    code = "unauthorized"
+    http_status = 401
+
+
 class LLMError(NousError):
     """The language model provider failed, timed out, refused (429/5xx) or is misconfigured."""
 
