@@ -22,7 +22,23 @@ keys_app = typer.Typer(
 
 def register(root: typer.Typer) -> None:
     root.command("serve")(serve)
+    root.command("mcp")(mcp)
     root.add_typer(keys_app, name="keys")
+
+
+def mcp(ctx: typer.Context) -> None:
+    """Serve the agent's memory to an MCP client over stdio (the agent: --agent or NOUS_AGENT_ID).
+
+    Tools: remember, recall, recall_recent, record_decision, check_similar, check_action, context,
+    forget. In an MCP client's configuration:
+
+      {"mcpServers": {"nous": {"command": "nous", "args": ["--agent", "my-agent", "mcp"]}}}
+    """
+    from nous.server.mcp import create_mcp_server
+
+    st = state(ctx)
+    settings = st.settings
+    create_mcp_server(lambda: Nous(settings, agent_id=st.agent_id)).run("stdio")
 
 
 def serve(

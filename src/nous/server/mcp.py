@@ -1,0 +1,118 @@
+"""The MCP server (official ``mcp`` SDK): Nous's memory as tools for Claude Desktop, Claude Code,
+Cursor and other MCP clients. ``nous mcp --agent NAME`` serves one agent over stdio.
+
+Tools: remember (a fact through the duplicate check), recall, recall_recent, record_decision,
+check_similar, check_action, context (the turn's assembled context) and forget. A refused or
+invalid call is a tool error with the reason, never a crash of the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from nous.api import Nous
+from nous.errors import NousError
+
+T = TypeVar("T")
+INSTRUCTIONS = (
+    "Long-term memory. Call `context` with the user's message at the start of a turn to get what "
+    "you should know; `remember` lasting facts (preferences, decisions' reasons, people, plans); "
+    "`recall` to search; `check_action` before a risky action; `record_decision` for choices you "
+    "make, with your confidence."
+)
+
+
+def create_mcp_server(open_nous: Callable[[], Nous]) -> MCPServer:
+    """An MCP server over the Nous ``open_nous`` builds (opened when the server starts)."""
+    holder: dict[str, Nous] = {}
+
+    @asynccontextmanager
+    async def lifespan(server: MCPServer) -> AsyncIterator[None]:
+        async with open_nous() as nous:
+            holder["nous"] = nous
+            yield
+        holder.clear()
+
+    server = MCPServer(name="nous", instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    async def call(fn: Callable[[Nous], Awaitable[T]]) -> T:
+        nous = holder.get("nous")
+        if nous is None:
+            raise ToolError("the memory store is not open")
+        try:
+            return await fn(nous)
+        except NousError as exc:  # a tool error with the reason, as the REST API's 4xx
+            raise ToolError(str(exc)) from None
+
+    @server.tool(description="Store a lasting fact. Duplicates are recognised and confirm the existing one.")
+    async def remember(
+        content: str, subject: str | None = None, category: str | None = None, session_id: str | None = None
+    ) -> dict[str, Any]:
+        result = await call(
+            lambda n: n.learn(content, subject=subject, category=category, session_id=session_id)
+        )
+        return {
+            "id": result.memory.id,
+            "status": result.status.value,
+            "existing_id": result.existing_id,
+            "warnings": result.warnings,
+        }
+
+    @server.tool(description="Search memory: facts, decisions, procedures, episodes and conversation turns.")
+    async def recall(query: str, limit: int = 10, types: list[str] | None = None) -> list[dict[str, Any]]:
+        hits = await call(lambda n: n.recall(query, limit=limit, kinds=types))
+        return [{"id": h.id, "type": h.kind.value, "content": h.content, "score": h.score} for h in hits]
+
+    @server.tool(description="The most recent memories by time (default: conversations of the last days).")
+    async def recall_recent(limit: int = 10, hours: float | None = None) -> list[dict[str, Any]]:
+        found = await call(lambda n: n.recall_recent(limit=limit, hours=hours))
+        return [
+            {"id": m.id, "type": m.kind.value, "content": m.content, "at": m.occurred_at.isoformat()}
+            for m in found
+        ]
+
+    @server.tool(description="Record a decision with its confidence (0-1) and reasons.")
+    async def record_decision(
+        description: str,
+        confidence: float = 0.5,
+        reasons: list[str] | None = None,
+        session_id: str | None = None,
+    ) -> dict[str, Any]:
+        decision = await call(
+            lambda n: n.record_decision(
+                description,
+                confidence=confidence,
+                reasons=[{"type": "analysis", "text": r} for r in reasons or []],
+                session_id=session_id,
+            )
+        )
+        return {"id": decision.id, "flags": decision.flags}
+
+    @server.tool(description="What storing this text would find: close memories and a recommendation.")
+    async def check_similar(content: str, type: str = "fact") -> dict[str, Any]:
+        found = await call(lambda n: n.check_similar(content, type))
+        return found.model_dump(mode="json")
+
+    @server.tool(description="Check a planned action against the agent's censors: allow, warn or block.")
+    async def check_action(action: str, session_id: str | None = None) -> dict[str, Any]:
+        verdict = await call(lambda n: n.check_action(action, session_id=session_id))
+        return verdict.model_dump(mode="json")
+
+    @server.tool(
+        description="The context for this turn: identity, rules, relevant memories, within a budget."
+    )
+    async def context(session_id: str, user_text: str) -> dict[str, Any]:
+        turn = await call(lambda n: n.pre_turn(session_id, user_text))
+        return {"frame": turn.frame, "context": turn.text, "tokens": turn.tokens, "budget": turn.budget}
+
+    @server.tool(description="Forget a memory (restorable; nothing is deleted for good).")
+    async def forget(memory_id: str) -> dict[str, Any]:
+        memory = await call(lambda n: n.forget(memory_id))
+        return {"id": memory.id, "active": memory.active}
+
+    return server

@@ -1,0 +1,99 @@
+"""The MCP tools through the official SDK's client: in-process, and against a `nous mcp` stdio
+subprocess; one agent's tools never see another agent's memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+
+from nous import Nous, Settings
+from nous.embeddings.base import EmbeddingProvider
+from nous.server.mcp import create_mcp_server
+
+TOOLS = {
+    "remember",
+    "recall",
+    "recall_recent",
+    "record_decision",
+    "check_similar",
+    "check_action",
+    "context",
+    "forget",
+}
+
+
+def _data(result: Any) -> Any:
+    """A tool result's structured content (or its JSON text)."""
+    assert not result.is_error, result
+    if result.structured_content is not None:
+        content = result.structured_content
+        return content.get("result", content) if isinstance(content, dict) else content
+    return json.loads(result.content[0].text)
+
+
+async def test_the_tools_in_process(
+    database_url: str, settings: Settings, provider: EmbeddingProvider
+) -> None:
+    def open_for(agent: str) -> Nous:
+        return Nous(settings, database_url=database_url, agent_id=agent, embedding_provider=provider)
+
+    async with Client(create_mcp_server(lambda: open_for("agent-a"))) as a:
+        assert {t.name for t in (await a.list_tools()).tools} == TOOLS
+        stored = _data(await a.call_tool("remember", {"content": "The staging cluster runs in eu-west-1"}))
+        assert stored["status"] == "created"
+        again = _data(await a.call_tool("remember", {"content": "The staging cluster runs in eu-west-1"}))
+        assert again["status"] == "duplicate" and again["existing_id"] == stored["id"]
+        hits = _data(await a.call_tool("recall", {"query": "where does staging run?", "limit": 3}))
+        assert hits[0]["id"] == stored["id"]
+        decision = _data(
+            await a.call_tool(
+                "record_decision",
+                {
+                    "description": "Keep staging in eu-west-1",
+                    "confidence": 0.8,
+                    "reasons": ["latency to users"],
+                },
+            )
+        )
+        assert decision["id"]
+        similar = _data(
+            await a.call_tool("check_similar", {"content": "The staging cluster runs in eu-west-1"})
+        )
+        assert similar["recommendation"] == "duplicate_found"
+        verdict = _data(await a.call_tool("check_action", {"action": "restart the staging cluster"}))
+        assert verdict["decision"] == "allow"
+        turn = _data(
+            await a.call_tool("context", {"session_id": "m1", "user_text": "Where does staging run?"})
+        )
+        assert "eu-west-1" in turn["context"] and turn["tokens"] <= turn["budget"]
+        recent = _data(await a.call_tool("recall_recent", {"limit": 5}))
+        assert isinstance(recent, list)
+        bad = await a.call_tool("remember", {"content": "   "})
+        assert bad.is_error and "empty" in bad.content[0].text
+        forgotten = _data(await a.call_tool("forget", {"memory_id": stored["id"]}))
+        assert forgotten["active"] is False
+    async with Client(create_mcp_server(lambda: open_for("agent-b"))) as b:
+        assert _data(await b.call_tool("recall", {"query": "where does staging run?"})) == []
+        missing = await b.call_tool("forget", {"memory_id": stored["id"]})
+        assert missing.is_error  # another agent's memory is not found
+
+
+async def test_nous_mcp_over_stdio(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NOUS_")}
+    env |= {"NOUS_HOME": str(tmp_path / "home"), "NOUS_EVENTS_WORKER": "off"}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "nous", "--agent", "desk", "mcp"], env=env
+    )
+    async with Client(params, read_timeout_seconds=120) as client:
+        assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+        stored = _data(await client.call_tool("remember", {"content": "Prefers answers as bullet points"}))
+        assert stored["status"] == "created"
+        hits = _data(await client.call_tool("recall", {"query": "how should answers be formatted?"}))
+        assert hits and hits[0]["id"] == stored["id"]
+    async with Nous(Settings(home=tmp_path / "home", events_worker="off"), agent_id="desk") as nous:
+        assert [m.content for m in await nous.memories("fact")] == ["Prefers answers as bullet points"]
