@@ -295,3 +295,38 @@ async def test_the_python_client_speaks_like_the_engine(served: tuple[LiveServer
     with Client(server.url, key=keys["b"]) as sync:
         assert sync.learn("Backups are kept for 35 days").status == WriteStatus.CREATED
         assert [m.content for m in sync.memories("fact")] == ["Backups are kept for 35 days"]
+
+
+def test_metrics_count_requests_for_key_holders_only(served: tuple[LiveServer, dict[str, str]]) -> None:
+    server, keys = served
+    with (
+        _client(server, keys["a"]) as a,
+        _client(server) as anonymous,
+        _client(server, keys["admin"]) as admin,
+    ):
+        a.post("/v1/recall", json={"query": "anything"})
+        _is_problem(anonymous.get("/metrics"), 401)
+        text = admin.get("/metrics").text
+        assert 'nous_requests_total{method="POST",route="/v1/recall",status="200"} 1' in text
+        assert "nous_request_seconds_total" in text
+
+
+def test_the_server_runs_each_agents_events(database_url: str, settings: Settings) -> None:
+    run = settings.model_copy(
+        update={"database_url": database_url, "events_worker": "in-process", "event_poll_seconds": 0.05}
+    )
+    keys = asyncio.run(_keys(run))
+    server = LiveServer(run)
+    try:
+        with _client(server, keys["b"]) as b:  # not the server's default agent
+            b.post(
+                "/v1/memories", json={"type": "fact", "content": "The release train leaves every Thursday"}
+            )
+            for _ in range(100):
+                events = b.get("/v1/events").json()
+                if events and all(e["status"] == "done" for e in events):
+                    break
+                time.sleep(0.05)
+            assert events and {e["status"] for e in events} == {"done"}
+    finally:
+        server.close()

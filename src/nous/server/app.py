@@ -5,6 +5,8 @@ missing id does. Errors are RFC 9457 problem details (``application/problem+json
 anything a client can send, 503 when the store or a provider fails, never a bare 500.
 """
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -12,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -117,13 +119,20 @@ class Caller(BaseModel):
 def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     """The API over the store ``settings`` name. ``auth=False`` serves the default agent without
     keys (``nous serve --no-auth``, loopback only)."""
-    state: dict[str, Any] = {"views": {}}
+    state: dict[str, Any] = {"views": {}, "workers": []}
+    metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with Nous(settings) as root:
+        stop = asyncio.Event()
+        state["stop"] = stop
+        async with Nous(settings) as root:  # runs its own agent's event worker when configured
             state["root"] = root
-            yield
+            try:
+                yield
+            finally:
+                stop.set()  # the other agents' workers finish the event in hand, then stop
+                await asyncio.gather(*state["workers"], return_exceptions=True)
         state.clear()
 
     app = FastAPI(
@@ -136,10 +145,24 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
 
     @app.middleware("http")
     async def cap_body(request: Request, call_next: Any) -> Any:
+        started = time.perf_counter()
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            return problem(413, "Request body too large", f"the limit is {MAX_BODY_BYTES} bytes")
-        return await call_next(request)
+            response = problem(413, "Request body too large", f"the limit is {MAX_BODY_BYTES} bytes")
+        else:
+            response = await call_next(request)
+        route = request.scope.get("route")
+        metrics.observe(request.method, getattr(route, "path", "unmatched"), response.status_code, started)
+        return response
+
+    @app.get("/metrics", response_class=PlainTextResponse, include_in_schema=False)
+    async def prometheus(request: Request) -> str:
+        """Request metrics (no memory content), for any valid key, admin keys included."""
+        if auth:
+            _, _, token = request.headers.get("authorization", "").partition(" ")
+            if not token or await verify_key(state["root"].store, token) is None:
+                raise Problem(401, "Unauthorized", "send a valid API key: Authorization: Bearer nous_...")
+        return metrics.render()
 
     @app.exception_handler(Problem)
     async def on_problem(request: Request, exc: Problem) -> JSONResponse:
@@ -194,6 +217,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
             view = views[who.agent_id] = (
                 root if who.agent_id == root.agent_id else root.for_agent(who.agent_id)
             )
+            if view is not root and settings.events_worker == "in-process":
+                state["workers"].append(asyncio.create_task(view.run_pipeline(state["stop"])))
         return view
 
     Who = Annotated[Caller, Depends(caller)]
@@ -287,6 +312,36 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
 
     extra_routes.register(app, Who, nous_for, visible)
     return app
+
+
+class Metrics:
+    """Request counts and latency per method, route and status, in Prometheus' text format."""
+
+    def __init__(self) -> None:
+        self.count: dict[tuple[str, str, int], int] = {}
+        self.seconds: dict[tuple[str, str, int], float] = {}
+
+    def observe(self, method: str, route: str, status: int, started: float) -> None:
+        key = (method, route, status)
+        self.count[key] = self.count.get(key, 0) + 1
+        self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - started
+
+    def render(self) -> str:
+        lines = [
+            "# HELP nous_requests_total Requests answered, by method, route and status.",
+            "# TYPE nous_requests_total counter",
+        ]
+        for (method, route, status), n in sorted(self.count.items()):
+            lines.append(f'nous_requests_total{{method="{method}",route="{route}",status="{status}"}} {n}')
+        lines += [
+            "# HELP nous_request_seconds_total Time spent answering, by method, route and status.",
+            "# TYPE nous_request_seconds_total counter",
+        ]
+        for (method, route, status), t in sorted(self.seconds.items()):
+            lines.append(
+                f'nous_request_seconds_total{{method="{method}",route="{route}",status="{status}"}} {t:.6f}'
+            )
+        return "\n".join(lines) + "\n"
 
 
 def _out(result: WriteResult) -> MemoryOut:
