@@ -330,3 +330,98 @@ def test_the_server_runs_each_agents_events(database_url: str, settings: Setting
             assert events and {e["status"] for e in events} == {"done"}
     finally:
         server.close()
+
+
+def test_organ_routes_and_their_isolation(served: tuple[LiveServer, dict[str, str]]) -> None:
+    server, keys = served
+    with _client(server, keys["a"]) as a, _client(server, keys["b"]) as b:
+        decision = a.post(
+            "/v1/memories", json={"type": "decision", "content": "Adopt Kafka", "confidence": 0.7}
+        ).json()
+        reviewed = a.post(
+            f"/v1/decisions/{decision['id']}/review", json={"outcome": "success", "note": "worked"}
+        )
+        assert reviewed.json()["outcome"] == "success"
+        _is_problem(b.post(f"/v1/decisions/{decision['id']}/review", json={"outcome": "failure"}), 404)
+        assert a.get("/v1/calibration").json()["overall"]["resolved"] == 1
+        assert b.get("/v1/calibration").json()["overall"]["resolved"] == 0
+        assert a.get("/v1/proposals").json() == []
+        procedure = a.post(
+            "/v1/memories",
+            json={"type": "procedure", "name": "Deploy", "content": "Run migrations, then roll out"},
+        ).json()
+        used = a.post(f"/v1/procedures/{procedure['id']}/use", json={"success": True}).json()
+        assert used["activation_count"] == 1 and used["success_count"] == 1
+        _is_problem(b.post(f"/v1/procedures/{procedure['id']}/use", json={}), 404)
+        censor = a.post(
+            "/v1/memories",
+            json={"type": "censor", "content": r"rm\s+-rf", "action": "warn", "reason": "destructive"},
+        ).json()
+        assert [c["id"] for c in a.get("/v1/censors").json()] == [censor["id"]] and b.get(
+            "/v1/censors"
+        ).json() == []
+        assert a.patch(f"/v1/censors/{censor['id']}", json={"action": "block"}).json()["action"] == "block"
+        assert (
+            a.post(f"/v1/censors/{censor['id']}/false-positive", json={}).json()["false_positive_count"] == 1
+        )
+        _is_problem(b.post(f"/v1/censors/{censor['id']}/retire", json={}), 404)
+        assert (
+            a.post(f"/v1/censors/{censor['id']}/retire", json={"note": "obsolete"}).json()["active"] is False
+        )
+        fact = a.post(
+            "/v1/memories", json={"type": "fact", "content": "Kafka runs three brokers in eu-west-1"}
+        ).json()
+        assert a.post(f"/v1/memories/{fact['id']}/links", json={"target_id": decision["id"]}).json() == {
+            "created": True
+        }
+        b_fact = b.post("/v1/memories", json={"type": "fact", "content": "B's own note about brokers"}).json()
+        _is_problem(b.post(f"/v1/memories/{b_fact['id']}/links", json={"target_id": decision["id"]}), 404)
+        assert (
+            a.put(
+                "/v1/identity/character", json={"content": "A careful infrastructure engineer."}
+            ).status_code
+            == 200
+        )
+        assert [s["section"] for s in a.get("/v1/identity").json()] == ["character"]
+        assert b.get("/v1/identity").json() == []
+        a.post("/v1/sessions/w1/turns", json={"text": "Help me plan the Kafka migration"})
+        assert a.get("/v1/sessions/w1/working-memory").json()["session_id"] == "w1"
+        _is_problem(b.get("/v1/sessions/w1/working-memory"), 404)
+        conversation = {
+            "sessions": [
+                {
+                    "id": "s1",
+                    "started_at": "2026-03-01T10:00:00Z",
+                    "messages": [
+                        {
+                            "id": "m1",
+                            "role": "user",
+                            "content": "We moved the team offsite to Lisbon in May.",
+                        },
+                        {
+                            "id": "m2",
+                            "role": "assistant",
+                            "content": "Noted: the offsite is in Lisbon in May.",
+                        },
+                    ],
+                }
+            ]
+        }
+        report = a.post("/v1/ingest", json=conversation).json()
+        assert report["turns"] == 2 and report["sessions"] == 1
+        _is_problem(a.post("/v1/ingest", json={"sessions": "nope"}), 422)
+        exported = a.get("/v1/export")
+        assert exported.status_code == 200 and exported.headers["content-type"].startswith(
+            "application/x-ndjson"
+        )
+        lines = exported.text.strip().splitlines()
+        assert len(lines) > 5 and "Lisbon" in exported.text
+        imported = b.post("/v1/import", content=exported.content).json()["imported"]
+        assert imported == len(lines) - 1 - sum('"edge"' in line for line in lines[1:])
+        assert any(
+            "Lisbon" in h["content"]
+            for h in b.post("/v1/recall", json={"query": "where is the offsite?"}).json()["results"]
+        )
+        _is_problem(b.post("/v1/import", content=b'{"broken": '), 422)
+    with _client(server, keys["a_user"]) as alice:
+        _is_problem(alice.get("/v1/export"), 422)

@@ -6,6 +6,7 @@ anything a client can send, 503 when the store or a provider fails, never a bare
 """
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ from nous.models.keys import ApiKey
 from nous.server import routes as extra_routes
 from nous.server.keys import verify_key
 
+log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 1_000_000
 PROBLEM = "application/problem+json"
 
@@ -190,6 +192,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
         return problem(
             503, "Service unavailable", f"unexpected {type(exc).__name__}; the request was not completed"
         )
@@ -258,9 +261,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         elif body.type == "procedure":
             if not body.name:
                 raise InvalidInputError("a procedure needs a name", field="name")
-            result = await nous.add_procedure(
-                body.name, body.content, user_id=user_id, session_id=body.session_id
-            )
+            result = await nous.add_procedure(body.name, body.content, session_id=body.session_id)
         elif body.type == "censor":
             result = await nous.add_censor(
                 body.content, action=body.action or "warn", reason=body.reason or ""
@@ -311,6 +312,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         )
 
     extra_routes.register(app, Who, nous_for, visible)
+    extra_routes.register_organs(app, Who, nous_for, visible)
     return app
 
 

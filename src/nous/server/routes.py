@@ -3,11 +3,14 @@ links), the duplicate check, listing with cursors, recent memories, the turn loo
 check-action, events and stats. Every route works on the caller's agent only."""
 
 import base64
+import io
+import json
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from fastapi import FastAPI, Query
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from nous.api import Nous
@@ -205,3 +208,155 @@ def register(
         limit: int = Query(default=50, ge=1, le=1000),
     ) -> list[dict[str, Any]]:
         return [e.model_dump(mode="json") for e in await nous_for(caller).events(status=status, limit=limit)]
+
+
+class ReviewRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: Literal["success", "partial", "failure", "pending"]
+    note: str | None = Field(default=None, max_length=5000)
+
+
+class UseRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    success: bool | None = None
+
+
+class CensorEdit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    trigger_pattern: str | None = Field(default=None, max_length=5000)
+    action: Literal["warn", "block", "absolute"] | None = None
+    reason: str | None = Field(default=None, max_length=5000)
+    escalation_threshold: int | None = Field(default=None, ge=1, le=1_000_000)
+
+
+class NoteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    note: str | None = Field(default=None, max_length=5000)
+
+
+class IdentityRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(max_length=100_000)
+
+
+class LinkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    target_id: str = Field(max_length=200)
+    relation: str = "relates_to"
+    weight: float = Field(default=1.0, ge=0, le=1)
+
+
+def register_organs(
+    app: FastAPI,
+    who: Any,
+    nous_for: Callable[[Any], Nous],
+    visible: Callable[[Nous, Any, str], Awaitable[Memory]],
+) -> None:
+    """Routes for decisions, procedures, censors, episodes, identity, working memory, links,
+    proposals, ingest and export / import."""
+
+    @app.post("/v1/decisions/{decision_id}/review", response_model=dict[str, Any], tags=["decisions"])
+    async def review(decision_id: str, body: ReviewRequest, caller: who) -> dict[str, Any]:
+        nous = nous_for(caller)
+        memory = await visible(nous, caller, decision_id)
+        return _dump(await nous.review_decision(memory.id, body.outcome, note=body.note))
+
+    @app.get("/v1/calibration", response_model=dict[str, Any], tags=["decisions"])
+    async def calibration(caller: who) -> dict[str, Any]:
+        return (await nous_for(caller).calibration()).model_dump(mode="json")
+
+    @app.get("/v1/proposals", response_model=list[dict[str, Any]], tags=["decisions"])
+    async def proposals(caller: who) -> list[dict[str, Any]]:
+        return [_dump(d) for d in await nous_for(caller).outcome_proposals()]
+
+    @app.post("/v1/proposals/{decision_id}/{verdict}", response_model=dict[str, Any], tags=["decisions"])
+    async def settle(decision_id: str, verdict: Literal["accept", "reject"], caller: who) -> dict[str, Any]:
+        nous = nous_for(caller)
+        memory = await visible(nous, caller, decision_id)
+        settled = await (
+            nous.accept_proposal(memory.id) if verdict == "accept" else nous.reject_proposal(memory.id)
+        )
+        return _dump(settled)
+
+    @app.post("/v1/procedures/{procedure_id}/use", response_model=dict[str, Any], tags=["procedures"])
+    async def use_procedure(procedure_id: str, body: UseRequest, caller: who) -> dict[str, Any]:
+        nous = nous_for(caller)
+        memory = await visible(nous, caller, procedure_id)
+        return _dump(await nous.heart.procedures.record_use(memory.id, success=body.success))
+
+    @app.get("/v1/censors", response_model=list[dict[str, Any]], tags=["censors"])
+    async def censors(caller: who, limit: int = Query(default=200, ge=1, le=10_000)) -> list[dict[str, Any]]:
+        return [_dump(c) for c in await nous_for(caller).censors(limit=limit)]
+
+    @app.patch("/v1/censors/{censor_id}", response_model=dict[str, Any], tags=["censors"])
+    async def edit_censor(censor_id: str, body: CensorEdit, caller: who) -> dict[str, Any]:
+        nous = nous_for(caller)
+        memory = await visible(nous, caller, censor_id)
+        return _dump(await nous.edit_censor(memory.id, **body.model_dump(exclude_none=True)))
+
+    @app.post("/v1/censors/{censor_id}/false-positive", response_model=dict[str, Any], tags=["censors"])
+    async def false_positive(censor_id: str, body: NoteRequest, caller: who) -> dict[str, Any]:
+        nous = nous_for(caller)
+        memory = await visible(nous, caller, censor_id)
+        return _dump(await nous.report_false_positive(memory.id, body.note))
+
+    @app.post("/v1/censors/{censor_id}/retire", response_model=dict[str, Any], tags=["censors"])
+    async def retire(censor_id: str, body: NoteRequest, caller: who) -> dict[str, Any]:
+        nous = nous_for(caller)
+        memory = await visible(nous, caller, censor_id)
+        return _dump(await nous.retire_censor(memory.id, body.note))
+
+    @app.post("/v1/memories/{memory_id}/links", response_model=dict[str, bool], tags=["memories"])
+    async def link(memory_id: str, body: LinkRequest, caller: who) -> dict[str, bool]:
+        nous = nous_for(caller)
+        source = await visible(nous, caller, memory_id)
+        target = await visible(nous, caller, body.target_id)
+        return {"created": await nous.link(source.id, target.id, body.relation, weight=body.weight)}
+
+    @app.get("/v1/identity", response_model=list[dict[str, Any]], tags=["identity"])
+    async def identity(caller: who) -> list[dict[str, Any]]:
+        return [s.model_dump(mode="json") for s in await nous_for(caller).identity()]
+
+    @app.put("/v1/identity/{section}", response_model=dict[str, Any], tags=["identity"])
+    async def set_identity(section: str, body: IdentityRequest, caller: who) -> dict[str, Any]:
+        return (await nous_for(caller).set_identity(section, body.content)).model_dump(mode="json")
+
+    @app.get("/v1/sessions/{session_id}/working-memory", response_model=dict[str, Any], tags=["sessions"])
+    async def working_memory(session_id: str, caller: who) -> dict[str, Any]:
+        nous = nous_for(caller)
+        await nous.session(session_id)  # 404 for a session this agent does not have
+        return (await nous.heart.working_memory.get(session_id)).model_dump(mode="json")
+
+    @app.post("/v1/ingest", response_model=dict[str, Any], tags=["conversations"])
+    async def ingest(body: dict[str, Any], caller: who) -> dict[str, Any]:
+        report = await nous_for(caller).ingest(json.dumps(body), user_id=caller.user_id)
+        return report.model_dump(mode="json")
+
+    @app.get("/v1/export", tags=["conversations"])
+    async def export(caller: who) -> StreamingResponse:
+        if caller.user_id is not None:
+            raise InvalidInputError("export is for an agent's key, not a user-bound one", field="key")
+        nous = nous_for(caller)
+
+        async def lines() -> Any:
+            async for line in nous.export_lines():
+                yield line + "\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    @app.post("/v1/import", response_model=dict[str, int], tags=["conversations"])
+    async def import_(request: Request, caller: who) -> dict[str, int]:
+        """An export's JSONL lines (validated whole first; nothing is written if a line is bad)."""
+        if caller.user_id is not None:
+            raise InvalidInputError("import is for an agent's key, not a user-bound one", field="key")
+        try:
+            text = (await request.body()).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInputError("the body is not UTF-8 text") from None
+        return {"imported": await nous_for(caller).import_jsonl(io.StringIO(text))}
