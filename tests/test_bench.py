@@ -88,3 +88,13 @@ async def test_context_benchmark_finds_evidence_in_what_the_agent_sees(
     assert tokens["over_budget"] == 0 and tokens["p50"] <= tokens["p95"] <= tokens["max"] <= 12000
     assert sum(result["frames"].values()) == result["questions"]
     assert result["latency_ms"]["p95"] >= result["latency_ms"]["p50"] > 0
+
+
+async def test_bench_load_against_a_real_server() -> None:
+    """A short load on a real `nous serve` process: every request answered, figures in shape."""
+    from nous.bench.load import run_load
+
+    result = await run_load(clients=3, seconds=3, seed_facts=50)
+    assert result["error_count"] == 0 and result["requests"] > 0
+    assert set(result["operations"]) <= {"write", "recall", "context"} and "recall" in result["operations"]
+    assert result["single_client_recall_ms"]["p95"] > 0 and result["recall_p95_ratio_loaded_to_single"] > 0

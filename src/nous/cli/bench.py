@@ -14,6 +14,7 @@ from nous.bench.context import run_context
 from nous.bench.dedup import default_pairs_path, load_pairs, run_dedup
 from nous.bench.extraction import run_extraction, summarize_figures
 from nous.bench.labelled import LabelledConversation
+from nous.bench.load import run_load
 from nous.bench.locomo import load_any_dir, load_labelled_dir, load_locomo_dir
 from nous.bench.retrieval import run_retrieval
 from nous.bench.scale import run_scale
@@ -338,6 +339,48 @@ def extraction(
     console.print(
         f"summary_similarity {result['summary_similarity']} over {result['summaries_scored']} sessions"
         f" · {result['seconds']} s"
+    )
+    if out:
+        out.write_text(json.dumps(result, indent=2))
+        console.print(f"wrote {out}")
+
+
+@app.command()
+def load(
+    clients: Annotated[int, typer.Option("--clients", min=1, max=512, help="Concurrent clients.")] = 16,
+    seconds: Annotated[float, typer.Option("--seconds", min=1, max=3600, help="How long to load.")] = 60,
+    postgres: Annotated[
+        str | None, typer.Option(help="Serve this PostgreSQL database instead (a scratch schema, dropped).")
+    ] = None,
+    out: Annotated[Path | None, _JSON_OPTION] = None,
+) -> None:
+    """Load a real `nous serve` on loopback: N clients writing facts (40%), recalling (40%) and
+    building turn contexts (20%) for S seconds. Prints requests/s, p50/p95/p99 per operation,
+    errors, and the recall p95 under load beside one client's alone (same run).
+
+    Example: nous bench load --clients 16 --seconds 60
+    """
+    url = None
+    if postgres:
+        sep = "&" if "?" in postgres else "?"
+        url = f"{postgres}{sep}nous_schema=load_{uuid.uuid4().hex[:8]}"
+    result = run(
+        run_load(
+            clients=clients,
+            seconds=seconds,
+            database_url=url,
+            progress=lambda m: err_console.print(f"[dim]{m}[/dim]"),
+        )
+    )
+    table(
+        f"nous bench load · {result['backend']} · {result['clients']} clients · {result['seconds']} s · "
+        f"{result['requests_per_s']} req/s · {result['error_count']} errors",
+        ["operation", "count", "p50 ms", "p95 ms", "p99 ms"],
+        [[op, m["count"], m["p50"], m["p95"], m["p99"]] for op, m in result["operations"].items()],
+    )
+    single = result["single_client_recall_ms"]
+    console.print(
+        f"recall p95 alone {single['p95']} ms · under load ×{result['recall_p95_ratio_loaded_to_single']}"
     )
     if out:
         out.write_text(json.dumps(result, indent=2))

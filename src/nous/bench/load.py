@@ -1,0 +1,164 @@
+"""Load: a real `nous serve` process on loopback under N concurrent clients.
+
+The server runs as its own process (so the load generator does not share its interpreter); each
+client loops over a mix of writes (40%: a new fact through the duplicate check), recalls (40%)
+and context builds (20%: ``pre_turn`` in the client's session) for the given time. Before the
+load, the same recalls are timed from one client alone: the ratio of the loaded recall p95 to it
+is what concurrency costs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from nous.api import Nous
+from nous.bench.stats import percentiles_ms
+from nous.bench.synthetic import synthetic_memories, synthetic_queries
+from nous.config import Settings
+from nous.models import Fact, Provenance
+from nous.server.keys import create_key
+from nous.storage.postgres.store import PostgresStore
+
+MIX = (("write", 0.4), ("recall", 0.4), ("context", 0.2))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient() as client:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"nous serve exited with {proc.returncode}")
+            try:
+                if (await client.get(f"{url}/health")).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.2)
+    raise RuntimeError("nous serve did not become healthy")
+
+
+async def run_load(
+    *,
+    clients: int = 16,
+    seconds: float = 60.0,
+    database_url: str | None = None,
+    seed_facts: int = 500,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Serve a fresh store (SQLite in a temporary folder, or ``database_url``), seed it, measure."""
+    with tempfile.TemporaryDirectory(prefix="nous-load-") as tmp:
+        url_db = database_url or f"sqlite:///{Path(tmp) / 'load.db'}"
+        agent = f"load-{time.time_ns()}"
+        settings = Settings(home=Path(tmp), database_url=url_db, events_worker="off")
+        async with Nous(settings, agent_id=agent) as nous:
+            texts = synthetic_memories(seed_facts)
+            for i in range(0, len(texts), 256):
+                batch = [
+                    Fact(agent_id=agent, content=t, provenance=Provenance(source="bench"))
+                    for t in texts[i : i + 256]
+                ]
+                await nous.add_many(batch, actor="bench")
+            _, key = await create_key(nous.store, agent_id=agent, name="bench load")
+            backend = nous.store.info.backend
+        port = _free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NOUS_")}
+        env |= {"NOUS_HOME": tmp, "NOUS_DATABASE_URL": url_db, "NOUS_EVENTS_WORKER": "off"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "nous", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            await _wait_healthy(base, proc)
+            if progress:
+                progress(f"serving {backend} on {base}; {seed_facts} facts seeded")
+            headers = {"Authorization": f"Bearer {key}"}
+            queries = synthetic_queries(200)
+            async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as http:
+                single: list[float] = []
+                for q in queries[:50]:  # the same recalls from one client, before the load
+                    t0 = time.perf_counter()
+                    (await http.post("/v1/recall", json={"query": q, "limit": 10})).raise_for_status()
+                    single.append(time.perf_counter() - t0)
+            latencies: dict[str, list[float]] = defaultdict(list)
+            errors: dict[str, int] = defaultdict(int)
+            deadline = time.monotonic() + seconds
+
+            async def client(n: int) -> None:
+                rng = random.Random(n)
+                async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as http:
+                    i = 0
+                    while time.monotonic() < deadline:
+                        req: tuple[str, dict[str, Any]]
+                        op = rng.choices([m for m, _ in MIX], weights=[w for _, w in MIX])[0]
+                        if op == "write":
+                            req = (
+                                "/v1/memories",
+                                {"type": "fact", "content": f"Client {n} note {i}: {rng.choice(texts)}"},
+                            )
+                        elif op == "recall":
+                            req = ("/v1/recall", {"query": rng.choice(queries), "limit": 10})
+                        else:
+                            req = (f"/v1/sessions/load-{n}/turns", {"text": rng.choice(queries)})
+                        t0 = time.perf_counter()
+                        try:
+                            response = await http.post(req[0], json=req[1])
+                            ok = response.status_code < 400
+                        except httpx.HTTPError:
+                            ok = False
+                        latencies[op].append(time.perf_counter() - t0)
+                        if not ok:
+                            errors[op] += 1
+                        i += 1
+
+            started = time.perf_counter()
+            await asyncio.gather(*(client(n) for n in range(clients)))
+            elapsed = time.perf_counter() - started
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            if database_url:  # a scratch PostgreSQL schema: drop it
+                async with Nous(settings, agent_id=agent) as nous:
+                    if isinstance(nous.store, PostgresStore):
+                        await nous.store.drop_schema()
+    total = sum(len(v) for v in latencies.values())
+    single_p95 = percentiles_ms(single)["p95"]
+    loaded_recall = percentiles_ms(latencies["recall"]) if latencies["recall"] else {}
+    return {
+        "backend": backend,
+        "clients": clients,
+        "seconds": round(elapsed, 1),
+        "requests": total,
+        "requests_per_s": round(total / elapsed, 1) if elapsed else 0.0,
+        "errors": dict(errors),
+        "error_count": sum(errors.values()),
+        "operations": {op: {"count": len(v), **percentiles_ms(v)} for op, v in latencies.items() if v},
+        "single_client_recall_ms": percentiles_ms(single),
+        "recall_p95_ratio_loaded_to_single": round(loaded_recall.get("p95", 0) / single_p95, 2)
+        if single_p95
+        else None,
+    }
