@@ -426,3 +426,53 @@ def test_organ_routes_and_their_isolation(served: tuple[LiveServer, dict[str, st
         _is_problem(b.post("/v1/import", content=b'{"broken": '), 422)
     with _client(server, keys["a_user"]) as alice:
         _is_problem(alice.get("/v1/export"), 422)
+
+
+def test_the_first_command_serves_sample_data_with_a_fresh_key(tmp_path: Path) -> None:
+    """`nous serve --demo` (what scripts/serve.sh runs) on an empty home: sample data, a key
+    printed once, and the key works."""
+    import os
+    import re
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NOUS_")}
+    env |= {"NOUS_HOME": str(tmp_path / "home"), "NOUS_EVENTS_WORKER": "off", "COLUMNS": "400"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nous", "serve", "--demo", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        output = ""
+        while "MCP:" not in output:
+            line = proc.stdout.readline()
+            assert line, output
+            output += line
+        (key,) = re.findall(
+            r"nous_[0-9a-f]{12}_[A-Za-z0-9_-]{43}", output.split("shown once")[1].split("\n")[0]
+        )
+        assert "/docs" in output and "curl" in output
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                if httpx.get(f"{url}/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        answer = httpx.post(
+            f"{url}/v1/recall",
+            json={"query": "what did we decide?"},
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        assert answer.status_code == 200 and answer.json()["results"]  # the sample data is there
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -48,6 +48,13 @@ def serve(
     no_auth: Annotated[
         bool, typer.Option("--no-auth", help="Serve the default agent without API keys (loopback only).")
     ] = False,
+    demo: Annotated[
+        bool,
+        typer.Option(
+            "--demo",
+            help="First run: store the sample data if the store is empty and create a key if there is none.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) over the configured store.
 
@@ -63,12 +70,41 @@ def serve(
     if no_auth and not _is_loopback(host):
         raise fail("--no-auth only binds a loopback address (127.0.0.1 or ::1)", 2)
     settings = state(ctx).settings.model_copy(update={"agent_id": state(ctx).agent_id})
+    token = _prepare_demo(ctx) if demo else None
     app = create_app(settings, auth=not no_auth)
+    base = f"http://{host}:{port}"
     console.print(
-        f"[green]serving[/green] http://{host}:{port}  ·  docs http://{host}:{port}/docs  ·  "
-        f"health http://{host}:{port}/health" + ("  ·  [yellow]no auth[/yellow]" if no_auth else "")
+        f"[green]serving[/green] {base}  ·  API docs {base}/docs  ·  OpenAPI {base}/openapi.json  ·  "
+        f"health {base}/health" + ("  ·  [yellow]no auth[/yellow]" if no_auth else ""),
+        highlight=False,
+    )
+    auth = "" if no_auth else f' -H "Authorization: Bearer {token or "$KEY"}"'
+    console.print(
+        f'try:  curl -s {base}/v1/recall{auth} -d \'{{"query": "what did we decide?", "limit": 3}}\'\n'
+        f"MCP:  nous --agent {settings.agent_id} mcp   (stdio; see the README for the client config)",
+        highlight=False,
+        markup=False,
     )
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
+
+
+def _prepare_demo(ctx: typer.Context) -> str | None:
+    """Sample data into an empty store, and a key for the agent if the store has none (printed
+    once); returns that key, or None if keys existed already."""
+    from nous.cli.demo import load_sample, store_sample
+
+    async def act(nous: Nous) -> str | None:
+        if not sum((await nous.stats()).active_by_kind.values()):
+            await store_sample(nous, load_sample())
+            console.print("[dim]stored the sample conversation (empty store)[/dim]")
+        if await nous.store.api_keys():
+            console.print("[dim]API keys exist: use yours, or `nous keys create --agent NAME`[/dim]")
+            return None
+        _, token = await create_key(nous.store, agent_id=nous.agent_id, name="quick start")
+        console.print(f"[green]created an API key for agent {nous.agent_id}[/green] (shown once): {token}")
+        return token
+
+    return with_nous(ctx, act)
 
 
 def _is_loopback(host: str) -> bool:
