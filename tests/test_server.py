@@ -476,3 +476,34 @@ def test_the_first_command_serves_sample_data_with_a_fresh_key(tmp_path: Path) -
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+async def test_mcp_over_http_inside_serve_speaks_for_the_keys_agent(
+    served: tuple[LiveServer, dict[str, str]],
+) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    server, keys = served
+
+    def connect(key: str | None) -> Client:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        http = httpx2.AsyncClient(headers=headers, timeout=60)  # the MCP SDK's own httpx
+        return Client(streamable_http_client(f"{server.url}/mcp/", http_client=http))
+
+    async with connect(keys["a"]) as a:
+        tools = {t.name for t in (await a.list_tools()).tools}
+        assert {"remember", "recall", "context", "check_action"} <= tools
+        stored = await a.call_tool("remember", {"content": "The MCP endpoint lives at /mcp/"})
+        assert not stored.is_error
+    async with connect(keys["b"]) as b:
+        found = await b.call_tool("recall", {"query": "where does the MCP endpoint live?"})
+        assert not found.is_error and "/mcp/" not in json.dumps(found.structured_content)
+    with _client(server, keys["a"]) as rest:  # what A stored over MCP is A's memory
+        hits = rest.post("/v1/recall", json={"query": "where does the MCP endpoint live?"}).json()["results"]
+        assert hits and hits[0]["content"] == "The MCP endpoint lives at /mcp/"
+    with _client(server) as anonymous:
+        _is_problem(anonymous.post("/mcp/", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), 401)
+    with _client(server, keys["admin"]) as admin:
+        _is_problem(admin.post("/mcp/", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), 401)

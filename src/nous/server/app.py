@@ -16,16 +16,18 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
+from mcp.server.mcpserver import Context
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from nous.api import Nous
 from nous.config import Settings
-from nous.errors import InvalidInputError, NotFoundError, NousError
+from nous.errors import AuthenticationError, InvalidInputError, NotFoundError, NousError
 from nous.models import Memory, WriteResult, WriteStatus
 from nous.models.keys import ApiKey
 from nous.server import routes as extra_routes
 from nous.server.keys import verify_key
+from nous.server.mcp import create_mcp_server
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 1_000_000
@@ -123,13 +125,15 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     keys (``nous serve --no-auth``, loopback only)."""
     state: dict[str, Any] = {"views": {}, "workers": []}
     metrics = Metrics()
+    resolver: dict[str, Any] = {}
+    mcp_server = create_mcp_server(resolve=lambda ctx: resolver["fn"](ctx))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
         state["stop"] = stop
-        async with Nous(settings) as root:  # runs its own agent's event worker when configured
-            state["root"] = root
+        async with Nous(settings) as root, mcp_server.session_manager.run():
+            state["root"] = root  # the root runs its own agent's event worker when configured
             try:
                 yield
             finally:
@@ -151,6 +155,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
             response = problem(413, "Request body too large", f"the limit is {MAX_BODY_BYTES} bytes")
+        elif auth and request.url.path.startswith("/mcp") and await _agent_key(request) is None:
+            response = problem(401, "Unauthorized", "send an agent's API key: Authorization: Bearer nous_...")
         else:
             response = await call_next(request)
         route = request.scope.get("route")
@@ -225,6 +231,28 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         return view
 
     Who = Annotated[Caller, Depends(caller)]
+
+    async def _agent_key(request: Request) -> ApiKey | None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return None
+        key = await verify_key(state["root"].store, token)
+        return key if key is not None and key.agent_id is not None and not key.admin else None
+
+    async def mcp_caller(ctx: Context) -> Nous:
+        """The agent of an MCP request (streamable HTTP): its key, checked again per call."""
+        if not auth:
+            return nous_for(Caller(agent_id=state["root"].agent_id))
+        headers = ctx.headers or {}
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        key = await verify_key(state["root"].store, token) if scheme.lower() == "bearer" and token else None
+        if key is None or key.agent_id is None or key.admin:
+            raise AuthenticationError("send an agent's API key: Authorization: Bearer nous_...")
+        return nous_for(Caller(agent_id=key.agent_id, user_id=key.user_id))
+
+    resolver["fn"] = mcp_caller
+    # MCP over streamable HTTP at /mcp/ (stateless: each request carries its key).
+    app.mount("/mcp", mcp_server.streamable_http_app(streamable_http_path="/", stateless_http=True))
 
     async def visible(nous: Nous, who: Caller, memory_id: str) -> Memory:
         """The caller's memory (a user key sees its user's and the shared ones); 404 otherwise."""

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from nous.api import Nous
@@ -27,12 +27,22 @@ INSTRUCTIONS = (
 )
 
 
-def create_mcp_server(open_nous: Callable[[], Nous]) -> MCPServer:
-    """An MCP server over the Nous ``open_nous`` builds (opened when the server starts)."""
+Resolver = Callable[[Context], Awaitable[Nous]]
+
+
+def create_mcp_server(
+    open_nous: Callable[[], Nous] | None = None, *, resolve: Resolver | None = None
+) -> MCPServer:
+    """An MCP server over one agent's memory: the Nous ``open_nous`` builds (opened when the
+    server starts; stdio), or, with ``resolve``, the agent each request's API key names
+    (streamable HTTP inside `nous serve`)."""
     holder: dict[str, Nous] = {}
 
     @asynccontextmanager
     async def lifespan(server: MCPServer) -> AsyncIterator[None]:
+        if open_nous is None:
+            yield
+            return
         async with open_nous() as nous:
             holder["nous"] = nous
             yield
@@ -40,21 +50,25 @@ def create_mcp_server(open_nous: Callable[[], Nous]) -> MCPServer:
 
     server = MCPServer(name="nous", instructions=INSTRUCTIONS, lifespan=lifespan)
 
-    async def call(fn: Callable[[Nous], Awaitable[T]]) -> T:
-        nous = holder.get("nous")
-        if nous is None:
-            raise ToolError("the memory store is not open")
+    async def call(ctx: Context, fn: Callable[[Nous], Awaitable[T]]) -> T:
         try:
+            nous = await resolve(ctx) if resolve is not None else holder.get("nous")
+            if nous is None:
+                raise ToolError("the memory store is not open")
             return await fn(nous)
         except NousError as exc:  # a tool error with the reason, as the REST API's 4xx
             raise ToolError(str(exc)) from None
 
     @server.tool(description="Store a lasting fact. Duplicates are recognised and confirm the existing one.")
     async def remember(
-        content: str, subject: str | None = None, category: str | None = None, session_id: str | None = None
+        ctx: Context,
+        content: str,
+        subject: str | None = None,
+        category: str | None = None,
+        session_id: str | None = None,
     ) -> dict[str, Any]:
         result = await call(
-            lambda n: n.learn(content, subject=subject, category=category, session_id=session_id)
+            ctx, lambda n: n.learn(content, subject=subject, category=category, session_id=session_id)
         )
         return {
             "id": result.memory.id,
@@ -64,13 +78,17 @@ def create_mcp_server(open_nous: Callable[[], Nous]) -> MCPServer:
         }
 
     @server.tool(description="Search memory: facts, decisions, procedures, episodes and conversation turns.")
-    async def recall(query: str, limit: int = 10, types: list[str] | None = None) -> list[dict[str, Any]]:
-        hits = await call(lambda n: n.recall(query, limit=limit, kinds=types))
+    async def recall(
+        ctx: Context, query: str, limit: int = 10, types: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        hits = await call(ctx, lambda n: n.recall(query, limit=limit, kinds=types))
         return [{"id": h.id, "type": h.kind.value, "content": h.content, "score": h.score} for h in hits]
 
     @server.tool(description="The most recent memories by time (default: conversations of the last days).")
-    async def recall_recent(limit: int = 10, hours: float | None = None) -> list[dict[str, Any]]:
-        found = await call(lambda n: n.recall_recent(limit=limit, hours=hours))
+    async def recall_recent(
+        ctx: Context, limit: int = 10, hours: float | None = None
+    ) -> list[dict[str, Any]]:
+        found = await call(ctx, lambda n: n.recall_recent(limit=limit, hours=hours))
         return [
             {"id": m.id, "type": m.kind.value, "content": m.content, "at": m.occurred_at.isoformat()}
             for m in found
@@ -78,41 +96,44 @@ def create_mcp_server(open_nous: Callable[[], Nous]) -> MCPServer:
 
     @server.tool(description="Record a decision with its confidence (0-1) and reasons.")
     async def record_decision(
+        ctx: Context,
         description: str,
         confidence: float = 0.5,
         reasons: list[str] | None = None,
         session_id: str | None = None,
     ) -> dict[str, Any]:
         decision = await call(
+            ctx,
             lambda n: n.record_decision(
                 description,
                 confidence=confidence,
                 reasons=[{"type": "analysis", "text": r} for r in reasons or []],
                 session_id=session_id,
-            )
+            ),
         )
         return {"id": decision.id, "flags": decision.flags}
 
     @server.tool(description="What storing this text would find: close memories and a recommendation.")
-    async def check_similar(content: str, type: str = "fact") -> dict[str, Any]:
-        found = await call(lambda n: n.check_similar(content, type))
+    async def check_similar(ctx: Context, content: str, type: str = "fact") -> dict[str, Any]:
+        found = await call(ctx, lambda n: n.check_similar(content, type))
         return found.model_dump(mode="json")
 
     @server.tool(description="Check a planned action against the agent's censors: allow, warn or block.")
-    async def check_action(action: str, session_id: str | None = None) -> dict[str, Any]:
-        verdict = await call(lambda n: n.check_action(action, session_id=session_id))
+    async def check_action(ctx: Context, action: str, session_id: str | None = None) -> dict[str, Any]:
+        verdict = await call(ctx, lambda n: n.check_action(action, session_id=session_id))
         return verdict.model_dump(mode="json")
 
     @server.tool(
-        description="The context for this turn: identity, rules, relevant memories, within a budget."
+        name="context",
+        description="The context for this turn: identity, rules, relevant memories, within a budget.",
     )
-    async def context(session_id: str, user_text: str) -> dict[str, Any]:
-        turn = await call(lambda n: n.pre_turn(session_id, user_text))
+    async def turn_context(ctx: Context, session_id: str, user_text: str) -> dict[str, Any]:
+        turn = await call(ctx, lambda n: n.pre_turn(session_id, user_text))
         return {"frame": turn.frame, "context": turn.text, "tokens": turn.tokens, "budget": turn.budget}
 
     @server.tool(description="Forget a memory (restorable; nothing is deleted for good).")
-    async def forget(memory_id: str) -> dict[str, Any]:
-        memory = await call(lambda n: n.forget(memory_id))
+    async def forget(ctx: Context, memory_id: str) -> dict[str, Any]:
+        memory = await call(ctx, lambda n: n.forget(memory_id))
         return {"id": memory.id, "active": memory.active}
 
     return server
