@@ -169,7 +169,7 @@ def test_bad_requests_are_problem_details_never_500(served: tuple[LiveServer, di
         _is_problem(a.post("/v1/recall", json={"query": "x", "limit": 0}), 422)
         _is_problem(a.post("/v1/recall", json={"query": "x", "preset": "no-such-preset"}), 422)
         _is_problem(
-            a.post("/v1/memories", content=b"x" * 1_100_000, headers={"content-type": "application/json"}),
+            a.post("/v1/memories", content=b"x" * 4_100_000, headers={"content-type": "application/json"}),
             413,
         )
         _is_problem(a.get("/v1/no-such-route"), 404)

@@ -10,14 +10,13 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from mcp.server.mcpserver import Context
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from nous.api import Nous
@@ -26,11 +25,14 @@ from nous.errors import AuthenticationError, InvalidInputError, NotFoundError, N
 from nous.models import Memory, WriteResult, WriteStatus
 from nous.models.keys import ApiKey
 from nous.server import routes as extra_routes
+from nous.server.bodies import IsoDatetime, StrictBody
 from nous.server.keys import verify_key
 from nous.server.mcp import create_mcp_server
 
 log = logging.getLogger(__name__)
-MAX_BODY_BYTES = 1_000_000
+# Large enough for any body the schema allows (a 100,000-character text of escaped characters),
+# small enough that no client can make the server buffer much.
+MAX_BODY_BYTES = 4_000_000
 PROBLEM = "application/problem+json"
 
 
@@ -42,6 +44,34 @@ class Problem(Exception):
         self.status, self.title, self.detail, self.extra = status, title, detail, extra
 
 
+class ProblemBody(BaseModel):
+    """RFC 9457 problem details."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    code: str | None = None
+    field: str | None = None
+    errors: list[dict[str, Any]] | None = None
+
+
+_PROBLEM_SCHEMA = ProblemBody.model_json_schema()
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"description": text, "content": {PROBLEM: {"schema": _PROBLEM_SCHEMA}}}
+    for status, text in (
+        (400, "Malformed request (a body that cannot be parsed)"),
+        (401, "No valid API key"),
+        (403, "The key may not do this"),
+        (404, "No such memory, session or route for this key's agent"),
+        (409, "Conflicts with the current state"),
+        (413, "Request body too large"),
+        (422, "Invalid request"),
+        (503, "The store or a provider failed"),
+    )
+}
+
+
 def problem(status: int, title: str, detail: str, **extra: Any) -> JSONResponse:
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
@@ -49,14 +79,12 @@ def problem(status: int, title: str, detail: str, **extra: Any) -> JSONResponse:
 
 
 # -- request and response models --------------------------------------------------------------
-class CreateMemory(BaseModel):
+class CreateMemory(StrictBody):
     """A memory to store. ``fact`` goes through the duplicate check; so do ``procedure`` and
     ``censor``; a ``decision`` is recorded with its confidence and reasons."""
 
-    model_config = ConfigDict(extra="forbid")
-
     type: Literal["fact", "procedure", "censor", "decision"]
-    content: str = Field(max_length=100_000)
+    content: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
     subject: str | None = None
     category: str | None = None
     tags: list[str] | None = None
@@ -80,14 +108,12 @@ class MemoryOut(BaseModel):
     memory: dict[str, Any]
 
 
-class RecallRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    query: str = Field(max_length=100_000)
+class RecallRequest(StrictBody):
+    query: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
     limit: int = Field(default=10, ge=1, le=1000)
     types: list[str] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: IsoDatetime | None = None
+    until: IsoDatetime | None = None
     session_id: str | None = None
     frame: str | None = None
     preset: str | None = None
@@ -147,6 +173,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         summary="Long-term memory for AI agents",
         lifespan=lifespan,
         openapi_url="/openapi.json",
+        responses=PROBLEM_RESPONSES,
     )
 
     @app.middleware("http")

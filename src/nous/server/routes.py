@@ -6,21 +6,19 @@ import base64
 import io
 import json
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from nous.api import Nous
 from nous.errors import InvalidInputError
 from nous.models import Memory
+from nous.server.bodies import IsoDatetime, StrictBody
 
 
-class UpdateMemory(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class UpdateMemory(StrictBody):
     content: str | None = Field(default=None, max_length=100_000)
     subject: str | None = None
     category: str | None = None
@@ -28,47 +26,35 @@ class UpdateMemory(BaseModel):
     confidence: float | None = Field(default=None, ge=0, le=1)
 
 
-class CheckSimilar(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    content: str = Field(max_length=100_000)
+class CheckSimilar(StrictBody):
+    content: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
     type: Literal["fact", "procedure", "censor"] = "fact"
     subject: str | None = None
 
 
-class RecentRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RecentRequest(StrictBody):
     limit: int = Field(default=10, ge=1, le=1000)
     types: list[str] | None = None
     hours: float | None = Field(default=None, gt=0)
-    since: datetime | None = None
+    since: IsoDatetime | None = None
 
 
-class TurnRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    text: str = Field(max_length=100_000)
+class TurnRequest(StrictBody):
+    text: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
     budget: int | None = Field(default=None, ge=1, le=1_000_000)
 
 
-class ReplyRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    reply: str = Field(max_length=100_000)
+class ReplyRequest(StrictBody):
+    reply: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
     tools_used: list[str] = Field(default_factory=list)
 
 
-class EndRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class EndRequest(StrictBody):
     reflection: str | None = Field(default=None, max_length=20_000)
 
 
-class ActionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    action: str = Field(max_length=100_000)
+class ActionRequest(StrictBody):
+    action: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
     session_id: str | None = None
 
 
@@ -210,43 +196,31 @@ def register(
         return [e.model_dump(mode="json") for e in await nous_for(caller).events(status=status, limit=limit)]
 
 
-class ReviewRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReviewRequest(StrictBody):
     outcome: Literal["success", "partial", "failure", "pending"]
     note: str | None = Field(default=None, max_length=5000)
 
 
-class UseRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class UseRequest(StrictBody):
     success: bool | None = None
 
 
-class CensorEdit(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CensorEdit(StrictBody):
     trigger_pattern: str | None = Field(default=None, max_length=5000)
     action: Literal["warn", "block", "absolute"] | None = None
     reason: str | None = Field(default=None, max_length=5000)
     escalation_threshold: int | None = Field(default=None, ge=1, le=1_000_000)
 
 
-class NoteRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class NoteRequest(StrictBody):
     note: str | None = Field(default=None, max_length=5000)
 
 
-class IdentityRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    content: str = Field(max_length=100_000)
+class IdentityRequest(StrictBody):
+    content: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
 
 
-class LinkRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class LinkRequest(StrictBody):
     target_id: str = Field(max_length=200)
     relation: str = "relates_to"
     weight: float = Field(default=1.0, ge=0, le=1)
@@ -338,7 +312,17 @@ def register_organs(
         report = await nous_for(caller).ingest(json.dumps(body), user_id=caller.user_id)
         return report.model_dump(mode="json")
 
-    @app.get("/v1/export", tags=["conversations"])
+    @app.get(
+        "/v1/export",
+        tags=["conversations"],
+        response_class=StreamingResponse,
+        responses={
+            200: {
+                "description": "JSONL: a header line, then memories and edges",
+                "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+            }
+        },
+    )
     async def export(caller: who) -> StreamingResponse:
         if caller.user_id is not None:
             raise InvalidInputError("export is for an agent's key, not a user-bound one", field="key")
