@@ -17,6 +17,7 @@ class Reply:
     status: int = 200
     delay_s: float = 0.0
     raw: bytes | None = None  # sent as is (a malformed protocol reply)
+    tool_calls: list[tuple[str, dict[str, Any]]] | None = None  # (tool name, arguments) the model asks for
 
 
 class ChatServer:
@@ -57,19 +58,34 @@ class ChatServer:
         self.thread.start()
 
     def _payload(self, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
-        prompt_tokens = sum(len(m["content"].split()) for m in body.get("messages", []))
+        prompt_tokens = sum(len(str(m["content"]).split()) for m in body.get("messages", []))
+        calls = reply.tool_calls or []
         if self.protocol == "openai":
+            message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+            if calls:
+                message["tool_calls"] = [
+                    {
+                        "id": f"call_{i}",
+                        "type": "function",
+                        "function": {"name": n, "arguments": json.dumps(a)},
+                    }
+                    for i, (n, a) in enumerate(calls)
+                ]
             return {
                 "id": "chatcmpl-test",
                 "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text}}],
+                "choices": [{"index": 0, "message": message}],
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(reply.text.split())},
             }
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+        blocks += [
+            {"type": "tool_use", "id": f"toolu_{i}", "name": n, "input": a} for i, (n, a) in enumerate(calls)
+        ]
         return {
             "id": "msg_test",
             "type": "message",
             "model": body["model"],
-            "content": [{"type": "text", "text": reply.text}],
+            "content": blocks,
             "usage": {"input_tokens": prompt_tokens, "output_tokens": len(reply.text.split())},
         }
 

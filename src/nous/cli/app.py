@@ -15,6 +15,7 @@ from nous.cli import (
     admin_commands,
     bench,
     censor_commands,
+    chat_commands,
     cognitive_commands,
     conversation_commands,
     demo,
@@ -67,6 +68,7 @@ admin_commands.register(app)
 event_commands.register(app)
 proposal_commands.register(app)
 server_commands.register(app)
+chat_commands.register(app)
 app.command()(demo.demo)
 app.add_typer(bench.app, name="bench")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nous.config import Settings
 from nous.errors import LLMError
-from nous.llm.base import ChatMessage, Completion, LLMProvider
+from nous.llm.base import ChatMessage, Completion, LLMProvider, ToolCall, ToolSpec
 from nous.llm.http import HTTPChat
 
 DEFAULT_MODEL = "claude-3-5-haiku-latest"
@@ -28,7 +28,12 @@ class AnthropicProvider(LLMProvider):
         )
 
     async def complete(
-        self, messages: list[ChatMessage], *, max_tokens: int = 1024, json_mode: bool = False
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int = 1024,
+        json_mode: bool = False,
+        tools: list[ToolSpec] | None = None,
     ) -> Completion:
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         if json_mode:
@@ -36,18 +41,28 @@ class AnthropicProvider(LLMProvider):
         body: dict[str, object] = {
             "model": self.model,
             "max_tokens": max_tokens,
-            "messages": [m.model_dump() for m in messages if m.role != "system"],
+            "messages": _wire([m for m in messages if m.role != "system"]),
             "temperature": 0,
         }
         if system:
             body["system"] = system
+        if tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+            ]
         data, latency = await self._http.post("/messages", body)
         try:
             blocks = data["content"]
             text = "".join(b["text"] for b in blocks if b.get("type") == "text")
+            calls = [
+                ToolCall(id=b["id"], name=b["name"], arguments=dict(b.get("input") or {}))
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ]
             usage = data.get("usage") or {}
             return Completion(
                 text=text,
+                tool_calls=calls,
                 model=str(data.get("model") or self.model),
                 input_tokens=int(usage.get("input_tokens") or 0),
                 output_tokens=int(usage.get("output_tokens") or 0),
@@ -58,3 +73,26 @@ class AnthropicProvider(LLMProvider):
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def _wire(messages: list[ChatMessage]) -> list[dict[str, object]]:
+    """Messages in the Messages API shape: tool calls as ``tool_use`` blocks of the assistant,
+    tool results as ``tool_result`` blocks of a user message (consecutive results merged)."""
+    out: list[dict[str, object]] = []
+    for m in messages:
+        if m.role == "tool":
+            block = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+            last = out[-1] if out else None
+            if last is not None and last["role"] == "user" and isinstance(last["content"], list):
+                last["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif m.tool_calls:
+            blocks: list[dict[str, object]] = [{"type": "text", "text": m.content}] if m.content else []
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls
+            ]
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out

@@ -3,22 +3,43 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class ToolCall(BaseModel):
+    """A tool the model asked to run."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolSpec(BaseModel):
+    """A tool offered to the model: its name, what it does, its JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
 class ChatMessage(BaseModel):
+    """One message. An assistant message may carry tool calls; a ``tool`` message answers one."""
+
     model_config = ConfigDict(extra="forbid")
 
-    role: Literal["system", "user", "assistant"]
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
 
 
 class Completion(BaseModel):
-    """One model reply and what it cost."""
+    """One model reply and what it cost (and the tools it asked for, when tools were offered)."""
 
     text: str
+    tool_calls: list[ToolCall] = Field(default_factory=list)
     model: str
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
@@ -35,7 +56,12 @@ class LLMProvider(ABC):
 
     @abstractmethod
     async def complete(
-        self, messages: list[ChatMessage], *, max_tokens: int = 1024, json_mode: bool = False
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int = 1024,
+        json_mode: bool = False,
+        tools: list[ToolSpec] | None = None,
     ) -> Completion:
         """The model's reply to ``messages``. Raises LLMError on timeouts, refusals (429, 5xx),
         unreachable servers and malformed protocol replies."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nous.config import Settings
 from nous.errors import LLMError
-from nous.llm.base import ChatMessage, Completion, LLMProvider
+from nous.llm.base import ChatMessage, Completion, LLMProvider, ToolSpec
 
 
 class OfflineProvider(LLMProvider):
@@ -17,6 +17,11 @@ class OfflineProvider(LLMProvider):
         pass
 
     async def complete(
-        self, messages: list[ChatMessage], *, max_tokens: int = 1024, json_mode: bool = False
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int = 1024,
+        json_mode: bool = False,
+        tools: list[ToolSpec] | None = None,
     ) -> Completion:
         raise LLMError("no language model is configured (NOUS_LLM_PROVIDER=offline)")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 from nous.config import Settings
 from nous.errors import LLMError
-from nous.llm.base import ChatMessage, Completion, LLMProvider
+from nous.llm.base import ChatMessage, Completion, LLMProvider, ToolCall, ToolSpec
 from nous.llm.http import HTTPChat
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -27,24 +29,47 @@ class OpenAIChatProvider(LLMProvider):
         )
 
     async def complete(
-        self, messages: list[ChatMessage], *, max_tokens: int = 1024, json_mode: bool = False
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int = 1024,
+        json_mode: bool = False,
+        tools: list[ToolSpec] | None = None,
     ) -> Completion:
         body: dict[str, object] = {
             "model": self.model,
-            "messages": [m.model_dump() for m in messages],
+            "messages": [_wire(m) for m in messages],
             "max_tokens": max_tokens,
             "temperature": 0,
         }
         if json_mode:
             body["response_format"] = {"type": "json_object"}
+        if tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in tools
+            ]
         data, latency = await self._http.post("/chat/completions", body)
         try:
-            text = data["choices"][0]["message"]["content"]
+            message = data["choices"][0]["message"]
+            text = message.get("content") or ""
             usage = data.get("usage") or {}
             if not isinstance(text, str):
                 raise TypeError("content is not text")
+            calls = [
+                ToolCall(
+                    id=c["id"],
+                    name=c["function"]["name"],
+                    arguments=_arguments(c["function"].get("arguments")),
+                )
+                for c in message.get("tool_calls") or []
+            ]
             return Completion(
                 text=text,
+                tool_calls=calls,
                 model=str(data.get("model") or self.model),
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),
@@ -55,3 +80,32 @@ class OpenAIChatProvider(LLMProvider):
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def _wire(m: ChatMessage) -> dict[str, object]:
+    """A message in the chat-completions shape (tool calls and tool results included)."""
+    out: dict[str, object] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+            }
+            for c in m.tool_calls
+        ]
+    if m.tool_call_id:
+        out["tool_call_id"] = m.tool_call_id
+    return out
+
+
+def _arguments(raw: object) -> dict[str, object]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"tool arguments are not JSON: {exc}") from exc
+    if not isinstance(parsed, dict):
+        raise ValueError("tool arguments are not a JSON object")
+    return parsed
