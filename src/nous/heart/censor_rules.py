@@ -10,9 +10,10 @@ expression) or, failing that, when the action means nearly the same as the censo
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import regex
@@ -22,10 +23,9 @@ from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
 from nous.models import Censor, CensorAction
 
-try:  # the stdlib's own parser: the only full reading of Python regex syntax there is
-    from re import _parser as _sre  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python < 3.11
-    import sre_parse as _sre
+# The stdlib's own regex parser: the only full reading of Python regex syntax there is. Imported
+# by name (a private module: whether type checkers know it depends on what else is checked).
+_sre: Any = importlib.import_module("re._parser")
 
 # Cosine (all-MiniLM-L6-v2) between an action text and a censor's stored embedding at or above which
 # the censor fires although its pattern does not match. Chosen on the hand-written pairs in
