@@ -101,3 +101,39 @@ async def test_nous_mcp_over_stdio(tmp_path: Path) -> None:
         assert hits and hits[0]["id"] == stored["id"]
     async with Nous(Settings(home=tmp_path / "home", events_worker="off"), agent_id="desk") as nous:
         assert [m.content for m in await nous.memories("fact")] == ["Prefers answers as bullet points"]
+
+
+async def test_every_tool_of_agent_b_is_blind_to_agent_a(
+    database_url: str, settings: Settings, provider: EmbeddingProvider
+) -> None:
+    """One table over every MCP tool: B's tools never read, find, infer or change A's memory."""
+
+    def open_for(agent: str) -> Nous:
+        return Nous(settings, database_url=database_url, agent_id=agent, embedding_provider=provider)
+
+    secret = "Agent A's launch code name is Bluebird"
+    async with Client(create_mcp_server(lambda: open_for("agent-a"))) as a:
+        stored = _data(await a.call_tool("remember", {"content": secret}))
+        await a.call_tool("record_decision", {"description": "Launch Bluebird on Friday", "confidence": 0.9})
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("recall", {"query": "launch code name"}),
+        ("recall_recent", {"limit": 20}),
+        ("check_similar", {"content": secret}),
+        ("context", {"session_id": "b1", "user_text": "What is the launch code name?"}),
+        ("check_action", {"action": "announce the Bluebird launch"}),
+        ("forget", {"memory_id": stored["id"]}),
+        ("remember", {"content": "Agent B keeps its own notes"}),
+        ("record_decision", {"description": "B decides alone", "confidence": 0.5}),
+    ]
+    async with Client(create_mcp_server(lambda: open_for("agent-b"))) as b:
+        assert {name for name, _ in calls} == TOOLS
+        for name, args in calls:
+            result = await b.call_tool(name, args)
+            shown = json.dumps(result.structured_content) + _text(result)
+            assert ("Bluebird" not in shown and stored["id"] not in shown) or result.is_error, name
+            if name == "check_similar":
+                assert _data(result)["recommendation"] == "unique"
+            if name == "forget":
+                assert result.is_error  # A's memory is not B's to forget
+    async with open_for("agent-a") as nous:
+        assert (await nous.get(stored["id"])).active  # untouched
