@@ -40,6 +40,17 @@ class ChatServer:
                 reply = outer.script.pop(0) if len(outer.script) > 1 else outer.script[0]
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
+                if body.get("stream") and reply.status == 200 and reply.raw is None:
+                    events = outer._stream_events(reply, body)
+                    raw_sse = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+                    if outer.protocol == "openai":
+                        raw_sse += b"data: [DONE]\n\n"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Content-Length", str(len(raw_sse)))
+                    self.end_headers()
+                    self.wfile.write(raw_sse)
+                    return
                 raw = reply.raw if reply.raw is not None else json.dumps(outer._payload(reply, body)).encode()
                 if reply.status != 200 and reply.raw is None:
                     raw = b'{"error": {"message": "scripted failure"}}'
@@ -88,6 +99,57 @@ class ChatServer:
             "content": blocks,
             "usage": {"input_tokens": prompt_tokens, "output_tokens": len(reply.text.split())},
         }
+
+    def _stream_events(self, reply: Reply, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The reply as the protocol's stream: text word by word, tool arguments in two pieces."""
+        words = [w + " " for w in reply.text.split(" ")] if reply.text else []
+        if words:
+            words[-1] = words[-1].rstrip(" ")
+        calls = reply.tool_calls or []
+        if self.protocol == "openai":
+            out: list[dict[str, Any]] = [
+                {"model": body["model"], "choices": [{"index": 0, "delta": {"content": w}}]} for w in words
+            ]
+            for i, (name, args) in enumerate(calls):
+                raw = json.dumps(args)
+                half = len(raw) // 2
+                first = {"index": i, "id": f"call_{i}", "function": {"name": name, "arguments": raw[:half]}}
+                out.append(
+                    {"model": body["model"], "choices": [{"index": 0, "delta": {"tool_calls": [first]}}]}
+                )
+                rest = {"index": i, "function": {"arguments": raw[half:]}}
+                out.append(
+                    {"model": body["model"], "choices": [{"index": 0, "delta": {"tool_calls": [rest]}}]}
+                )
+            out.append(
+                {
+                    "model": body["model"],
+                    "choices": [],
+                    "usage": {"prompt_tokens": 7, "completion_tokens": len(words)},
+                }
+            )
+            return out
+        out = [{"type": "message_start", "message": {"model": body["model"], "usage": {"input_tokens": 7}}}]
+        if words:
+            out.append(
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+            )
+            out += [
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": w}}
+                for w in words
+            ]
+            out.append({"type": "content_block_stop", "index": 0})
+        for i, (name, args) in enumerate(calls, start=1):
+            raw = json.dumps(args)
+            half = len(raw) // 2
+            block = {"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": {}}
+            out.append({"type": "content_block_start", "index": i, "content_block": block})
+            for piece in (raw[:half], raw[half:]):
+                delta = {"type": "input_json_delta", "partial_json": piece}
+                out.append({"type": "content_block_delta", "index": i, "delta": delta})
+            out.append({"type": "content_block_stop", "index": i})
+        out += [{"type": "message_delta", "usage": {"output_tokens": len(words)}}, {"type": "message_stop"}]
+        return out
 
     def close(self) -> None:
         self.server.shutdown()

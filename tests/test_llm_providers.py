@@ -119,3 +119,27 @@ async def test_unreachable_server_and_unknown_provider_are_typed_errors() -> Non
     assert offline.available is False
     with pytest.raises(LLMError, match="offline"):
         await offline.complete(MESSAGES)
+
+
+async def test_streaming_hands_over_text_as_it_comes_and_assembles_tool_calls(server: ChatServer) -> None:
+    from nous.llm import ToolSpec
+
+    server.script = [
+        Reply(
+            "Kafka keeps a replayable log.", tool_calls=[("recall", {"query": "billing broker", "limit": 3})]
+        )
+    ]
+    pieces: list[str] = []
+
+    async def sink(piece: str) -> None:
+        pieces.append(piece)
+
+    provider = provider_for(server)
+    tool = ToolSpec(name="recall", description="search", parameters={"type": "object", "properties": {}})
+    done = await provider.complete(MESSAGES, tools=[tool], on_text=sink)
+    assert len(pieces) > 1 and "".join(pieces) == done.text == "Kafka keeps a replayable log."
+    assert [(c.name, c.arguments) for c in done.tool_calls] == [
+        ("recall", {"query": "billing broker", "limit": 3})
+    ]
+    assert server.requests[0]["body"]["stream"] is True
+    await provider.aclose()

@@ -129,7 +129,9 @@ class AgentRunner:
         ]
         outcome = TurnOutcome(reply="", frame=ctx.frame)
         for _ in range(MAX_STEPS):
-            answer = await self.llm.complete(messages, max_tokens=1024, tools=offered or None)
+            answer = await self.llm.complete(
+                messages, max_tokens=1024, tools=offered or None, on_text=on_text
+            )
             if not answer.tool_calls:
                 outcome.reply = answer.text
                 break
@@ -139,8 +141,6 @@ class AgentRunner:
                 messages.append(ChatMessage(role="tool", content=result, tool_call_id=call.id))
         else:
             outcome.reply = answer.text or "(stopped after too many tool calls)"
-        if on_text is not None:
-            await on_text(outcome.reply)
         self.history += [
             ChatMessage(role="user", content=user_text),
             ChatMessage(role="assistant", content=outcome.reply),

@@ -42,6 +42,10 @@ def chat(
     session_id = session or f"chat-{uuid.uuid4().hex[:8]}"
     interactive = sys.stdin.isatty()
 
+    async def stream(piece: str) -> None:  # the reply as it arrives
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
     async def go() -> None:
         llm = create_llm_provider(st.settings)
         async with Nous(st.settings, agent_id=st.agent_id, llm_provider=llm) as nous:
@@ -59,12 +63,11 @@ def chat(
                         break
                     if not line.strip():
                         continue
-                    outcome = await runner.turn(line.strip())
-                    tools = f" [dim]({', '.join(outcome.tools_used)})[/dim]" if outcome.tools_used else ""
                     if interactive:
-                        console.print(f"[bold cyan]nous>[/bold cyan] {outcome.reply}{tools}", highlight=False)
-                    else:
-                        print(outcome.reply, flush=True)
+                        console.print("[bold cyan]nous>[/bold cyan] ", end="")
+                    outcome = await runner.turn(line.strip(), on_text=stream)
+                    tools = f" [dim]({', '.join(outcome.tools_used)})[/dim]" if outcome.tools_used else ""
+                    console.print(tools if interactive else "", highlight=False)
             finally:  # leaving ends the session, so the pipeline summarises it
                 if await _exists(nous, session_id) and not (await nous.session(session_id)).ended:
                     await nous.end_session(session_id)

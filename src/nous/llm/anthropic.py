@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import time
+from typing import Any
+
 from nous.config import Settings
 from nous.errors import LLMError
-from nous.llm.base import ChatMessage, Completion, LLMProvider, ToolCall, ToolSpec
+from nous.llm.base import ChatMessage, Completion, LLMProvider, TextSink, ToolCall, ToolSpec
 from nous.llm.http import HTTPChat
 
 DEFAULT_MODEL = "claude-3-5-haiku-latest"
@@ -34,6 +38,7 @@ class AnthropicProvider(LLMProvider):
         max_tokens: int = 1024,
         json_mode: bool = False,
         tools: list[ToolSpec] | None = None,
+        on_text: TextSink | None = None,
     ) -> Completion:
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         if json_mode:
@@ -50,6 +55,8 @@ class AnthropicProvider(LLMProvider):
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
             ]
+        if on_text is not None:
+            return await self._stream(body, on_text)
         data, latency = await self._http.post("/messages", body)
         try:
             blocks = data["content"]
@@ -70,6 +77,55 @@ class AnthropicProvider(LLMProvider):
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise LLMError(f"Messages API at {self._http.base_url} sent an unexpected reply: {exc}") from exc
+
+    async def _stream(self, body: dict[str, object], on_text: TextSink) -> Completion:
+        """``stream: true``: text deltas go to ``on_text``; tool inputs are put together from their
+        JSON pieces per content block."""
+        started = time.perf_counter()
+        text: list[str] = []
+        blocks: dict[int, dict[str, Any]] = {}
+        model, tokens_in, tokens_out = self.model, 0, 0
+        try:
+            async for event in self._http.events("/messages", {**body, "stream": True}):
+                kind = event.get("type")
+                if kind == "message_start":
+                    message = event.get("message") or {}
+                    model = str(message.get("model") or model)
+                    tokens_in = int((message.get("usage") or {}).get("input_tokens") or 0)
+                elif kind == "content_block_start":
+                    blocks[int(event["index"])] = {**event["content_block"], "partial": ""}
+                elif kind == "content_block_delta":
+                    delta = event["delta"]
+                    if delta.get("type") == "text_delta":
+                        text.append(delta["text"])
+                        await on_text(delta["text"])
+                    elif delta.get("type") == "input_json_delta":
+                        blocks[int(event["index"])]["partial"] += delta.get("partial_json") or ""
+                elif kind == "message_delta":
+                    tokens_out = int((event.get("usage") or {}).get("output_tokens") or tokens_out)
+                elif kind == "error":
+                    raise LLMError(
+                        f"Messages API at {self._http.base_url} streamed an error: {event.get('error')}"
+                    )
+            calls = [
+                ToolCall(
+                    id=b["id"], name=b["name"], arguments=json.loads(b["partial"]) if b["partial"] else {}
+                )
+                for _, b in sorted(blocks.items())
+                if b.get("type") == "tool_use"
+            ]
+            return Completion(
+                text="".join(text),
+                tool_calls=calls,
+                model=model,
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LLMError(
+                f"Messages API at {self._http.base_url} streamed an unexpected reply: {exc}"
+            ) from exc
 
     async def aclose(self) -> None:
         await self._http.aclose()

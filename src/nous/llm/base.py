@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +47,9 @@ class Completion(BaseModel):
     latency_ms: float = Field(default=0.0, ge=0)
 
 
+TextSink = Callable[[str], Awaitable[None]]  # receives the reply's text as it streams
+
+
 class LLMProvider(ABC):
     """A chat model. ``available`` is False for the offline provider: callers then use their
     deterministic path instead of calling ``complete``."""
@@ -62,8 +66,10 @@ class LLMProvider(ABC):
         max_tokens: int = 1024,
         json_mode: bool = False,
         tools: list[ToolSpec] | None = None,
+        on_text: TextSink | None = None,
     ) -> Completion:
-        """The model's reply to ``messages``. Raises LLMError on timeouts, refusals (429, 5xx),
+        """The model's reply to ``messages`` (with ``on_text``, streamed: each piece of text is
+        handed over as it arrives, and the whole reply is still returned). Raises LLMError on timeouts, refusals (429, 5xx),
         unreachable servers and malformed protocol replies."""
 
     async def aclose(self) -> None:  # noqa: B027 - providers without connections need nothing

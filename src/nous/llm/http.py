@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -41,6 +43,32 @@ class HTTPChat:
         if not isinstance(data, dict):
             raise LLMError(f"{self.label} at {self.base_url} sent an unexpected body")
         return data, latency
+
+    async def events(self, path: str, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """The JSON payloads of a server-sent-events reply (``data: {...}`` lines), in order."""
+        try:
+            async with self.client.stream("POST", path, json=body) as response:
+                if response.status_code != 200:
+                    text = (await response.aread()).decode("utf-8", "replace")[:200]
+                    raise LLMError(f"{self.label} at {self.base_url} answered {response.status_code}: {text}")
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    payload = line[5:].strip()
+                    if payload == "[DONE]":
+                        return
+                    try:
+                        event = json.loads(payload)
+                    except ValueError as exc:
+                        raise LLMError(
+                            f"{self.label} at {self.base_url} streamed a line that is not JSON"
+                        ) from exc
+                    if isinstance(event, dict):
+                        yield event
+        except httpx.TimeoutException as exc:
+            raise LLMError(f"{self.label} at {self.base_url} timed out: {exc}") from exc
+        except httpx.HTTPError as exc:
+            raise LLMError(f"{self.label} at {self.base_url} is unreachable: {exc}") from exc
 
     async def aclose(self) -> None:
         await self.client.aclose()

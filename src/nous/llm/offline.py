@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nous.config import Settings
 from nous.errors import LLMError
-from nous.llm.base import ChatMessage, Completion, LLMProvider, ToolSpec
+from nous.llm.base import ChatMessage, Completion, LLMProvider, TextSink, ToolSpec
 
 
 class OfflineProvider(LLMProvider):
@@ -23,5 +23,6 @@ class OfflineProvider(LLMProvider):
         max_tokens: int = 1024,
         json_mode: bool = False,
         tools: list[ToolSpec] | None = None,
+        on_text: TextSink | None = None,
     ) -> Completion:
         raise LLMError("no language model is configured (NOUS_LLM_PROVIDER=offline)")

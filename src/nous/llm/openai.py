@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
+from typing import Any
 
 from nous.config import Settings
 from nous.errors import LLMError
-from nous.llm.base import ChatMessage, Completion, LLMProvider, ToolCall, ToolSpec
+from nous.llm.base import ChatMessage, Completion, LLMProvider, TextSink, ToolCall, ToolSpec
 from nous.llm.http import HTTPChat
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -35,6 +37,7 @@ class OpenAIChatProvider(LLMProvider):
         max_tokens: int = 1024,
         json_mode: bool = False,
         tools: list[ToolSpec] | None = None,
+        on_text: TextSink | None = None,
     ) -> Completion:
         body: dict[str, object] = {
             "model": self.model,
@@ -52,6 +55,8 @@ class OpenAIChatProvider(LLMProvider):
                 }
                 for t in tools
             ]
+        if on_text is not None:
+            return await self._stream(body, on_text)
         data, latency = await self._http.post("/chat/completions", body)
         try:
             message = data["choices"][0]["message"]
@@ -77,6 +82,46 @@ class OpenAIChatProvider(LLMProvider):
             )
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise LLMError(f"chat API at {self._http.base_url} sent an unexpected reply: {exc}") from exc
+
+    async def _stream(self, body: dict[str, object], on_text: TextSink) -> Completion:
+        """``stream: true``: text deltas go to ``on_text``; tool-call pieces are put together by index."""
+        started = time.perf_counter()
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        usage: dict[str, Any] = {}
+        model = self.model
+        try:
+            async for event in self._http.events(
+                "/chat/completions", {**body, "stream": True, "stream_options": {"include_usage": True}}
+            ):
+                model = str(event.get("model") or model)
+                usage = event.get("usage") or usage
+                for choice in event.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        text.append(delta["content"])
+                        await on_text(delta["content"])
+                    for piece in delta.get("tool_calls") or []:
+                        call = calls.setdefault(
+                            int(piece.get("index", 0)), {"id": "", "name": "", "arguments": ""}
+                        )
+                        call["id"] = piece.get("id") or call["id"]
+                        function = piece.get("function") or {}
+                        call["name"] += function.get("name") or ""
+                        call["arguments"] += function.get("arguments") or ""
+            return Completion(
+                text="".join(text),
+                tool_calls=[
+                    ToolCall(id=c["id"], name=c["name"], arguments=_arguments(c["arguments"]))
+                    for _, c in sorted(calls.items())
+                ],
+                model=model,
+                input_tokens=int(usage.get("prompt_tokens") or 0),
+                output_tokens=int(usage.get("completion_tokens") or 0),
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LLMError(f"chat API at {self._http.base_url} streamed an unexpected reply: {exc}") from exc
 
     async def aclose(self) -> None:
         await self._http.aclose()
