@@ -27,6 +27,7 @@ class LiveServer:
     """The app served by uvicorn on an ephemeral loopback port, in a thread of its own."""
 
     def __init__(self, settings: Settings, *, auth: bool = True) -> None:
+        self.settings = settings
         config = uvicorn.Config(
             create_app(settings, auth=auth), host="127.0.0.1", port=0, log_level="warning"
         )
@@ -507,3 +508,39 @@ async def test_mcp_over_http_inside_serve_speaks_for_the_keys_agent(
         _is_problem(anonymous.post("/mcp/", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), 401)
     with _client(server, keys["admin"]) as admin:
         _is_problem(admin.post("/mcp/", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}), 401)
+
+
+def test_shutdown_finishes_the_write_in_flight(served: tuple[LiveServer, dict[str, str]]) -> None:
+    """Asked to stop while an ingest is being written, the server finishes it: the client gets
+    its answer and every turn is stored."""
+    server, keys = served
+    messages = [
+        {
+            "id": f"m{i}",
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"Message {i} about the Kafka migration plan, step {i}.",
+        }
+        for i in range(400)
+    ]
+    conversation = {"sessions": [{"id": "s1", "started_at": "2026-03-01T10:00:00Z", "messages": messages}]}
+    answer: dict[str, Any] = {}
+
+    def send() -> None:
+        with _client(server, keys["a"]) as a:
+            answer["response"] = a.post("/v1/ingest", json=conversation)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    time.sleep(0.3)  # the ingest is embedding and writing now
+    server.server.should_exit = True
+    sender.join(timeout=120)
+    server.thread.join(timeout=120)
+    response = answer["response"]
+    assert response.status_code == 200 and response.json()["turns"] == 400
+
+    async def count() -> int:
+        settings = server.settings
+        async with Nous(settings, agent_id="agent-a") as nous:
+            return len(await nous.memories("turn", limit=1000))
+
+    assert asyncio.run(count()) == 400
