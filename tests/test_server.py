@@ -325,7 +325,7 @@ def test_the_server_runs_each_agents_events(database_url: str, settings: Setting
                 "/v1/memories", json={"type": "fact", "content": "The release train leaves every Thursday"}
             )
             for _ in range(100):
-                events = b.get("/v1/events").json()
+                events = b.get("/v1/events").json()["items"]
                 if events and all(e["status"] == "done" for e in events):
                     break
                 time.sleep(0.05)
@@ -347,7 +347,7 @@ def test_organ_routes_and_their_isolation(served: tuple[LiveServer, dict[str, st
         _is_problem(b.post(f"/v1/decisions/{decision['id']}/review", json={"outcome": "failure"}), 404)
         assert a.get("/v1/calibration").json()["overall"]["resolved"] == 1
         assert b.get("/v1/calibration").json()["overall"]["resolved"] == 0
-        assert a.get("/v1/proposals").json() == []
+        assert a.get("/v1/proposals").json() == {"items": [], "next_cursor": None}
         procedure = a.post(
             "/v1/memories",
             json={"type": "procedure", "name": "Deploy", "content": "Run migrations, then roll out"},
@@ -359,9 +359,8 @@ def test_organ_routes_and_their_isolation(served: tuple[LiveServer, dict[str, st
             "/v1/memories",
             json={"type": "censor", "content": r"rm\s+-rf", "action": "warn", "reason": "destructive"},
         ).json()
-        assert [c["id"] for c in a.get("/v1/censors").json()] == [censor["id"]] and b.get(
-            "/v1/censors"
-        ).json() == []
+        assert [c["id"] for c in a.get("/v1/censors").json()["items"]] == [censor["id"]]
+        assert b.get("/v1/censors").json()["items"] == []
         assert a.patch(f"/v1/censors/{censor['id']}", json={"action": "block"}).json()["action"] == "block"
         assert (
             a.post(f"/v1/censors/{censor['id']}/false-positive", json={}).json()["false_positive_count"] == 1

@@ -83,6 +83,13 @@ def _offset(cursor: str | None) -> int:
         raise InvalidInputError("cursor is not one this API gave out", field="cursor") from None
 
 
+def _page(rows: list[dict[str, Any]], offset: int, limit: int) -> Page:
+    """One page of ``rows`` (fetched from the start, one more than the page to know if more follow)."""
+    window = rows[offset : offset + limit]
+    more = len(rows) > offset + limit
+    return Page(items=window, next_cursor=_cursor(offset + limit) if more else None)
+
+
 def register(
     app: FastAPI,
     who: Any,
@@ -187,13 +194,16 @@ def register(
             "events": {k.value: v for k, v in counts.items()},
         }
 
-    @app.get("/v1/events", response_model=list[dict[str, Any]], tags=["service"])
+    @app.get("/v1/events", response_model=Page, tags=["service"])
     async def events(
         caller: who,
         status: str | None = None,
         limit: int = Query(default=50, ge=1, le=1000),
-    ) -> list[dict[str, Any]]:
-        return [e.model_dump(mode="json") for e in await nous_for(caller).events(status=status, limit=limit)]
+        cursor: str | None = None,
+    ) -> Page:
+        offset = _offset(cursor)
+        found = await nous_for(caller).events(status=status, limit=min(offset + limit + 1, 1000))
+        return _page([e.model_dump(mode="json") for e in found], offset, limit)
 
 
 class ReviewRequest(StrictBody):
@@ -245,9 +255,13 @@ def register_organs(
     async def calibration(caller: who) -> dict[str, Any]:
         return (await nous_for(caller).calibration()).model_dump(mode="json")
 
-    @app.get("/v1/proposals", response_model=list[dict[str, Any]], tags=["decisions"])
-    async def proposals(caller: who) -> list[dict[str, Any]]:
-        return [_dump(d) for d in await nous_for(caller).outcome_proposals()]
+    @app.get("/v1/proposals", response_model=Page, tags=["decisions"])
+    async def proposals(
+        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: str | None = None
+    ) -> Page:
+        offset = _offset(cursor)
+        found = await nous_for(caller).outcome_proposals(limit=offset + limit + 1)
+        return _page([_dump(d) for d in found], offset, limit)
 
     @app.post("/v1/proposals/{decision_id}/{verdict}", response_model=dict[str, Any], tags=["decisions"])
     async def settle(decision_id: str, verdict: Literal["accept", "reject"], caller: who) -> dict[str, Any]:
@@ -264,9 +278,13 @@ def register_organs(
         memory = await visible(nous, caller, procedure_id)
         return _dump(await nous.heart.procedures.record_use(memory.id, success=body.success))
 
-    @app.get("/v1/censors", response_model=list[dict[str, Any]], tags=["censors"])
-    async def censors(caller: who, limit: int = Query(default=200, ge=1, le=10_000)) -> list[dict[str, Any]]:
-        return [_dump(c) for c in await nous_for(caller).censors(limit=limit)]
+    @app.get("/v1/censors", response_model=Page, tags=["censors"])
+    async def censors(
+        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: str | None = None
+    ) -> Page:
+        offset = _offset(cursor)
+        found = await nous_for(caller).censors(limit=offset + limit + 1)
+        return _page([_dump(c) for c in found], offset, limit)
 
     @app.patch("/v1/censors/{censor_id}", response_model=dict[str, Any], tags=["censors"])
     async def edit_censor(censor_id: str, body: CensorEdit, caller: who) -> dict[str, Any]:
