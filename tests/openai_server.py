@@ -62,4 +62,5 @@ def openai_settings(server: FakeOpenAI, tmp_path: Path) -> Settings:
         embedding_api_base=server.url,
         embedding_api_key="sk-test",
         embedding_batch_size=2,
+        events_worker="off",  # no background sweep of this test's back-dated sessions
     )

@@ -247,13 +247,19 @@ async def test_guardrails_are_configurable(
     tmp_path: Path, database_url: str, provider: EmbeddingProvider
 ) -> None:
     rails = [Guardrail(name="no-low-confidence", action="block", min_confidence=0.2, message="too unsure")]
-    settings = Settings(home=tmp_path, decision_guardrails=[r.model_dump() for r in rails])
+    settings = Settings(
+        home=tmp_path, events_worker="off", decision_guardrails=[r.model_dump() for r in rails]
+    )
     async with Nous(settings, database_url=database_url, embedding_provider=provider) as nous:
         with pytest.raises(GuardrailError, match="too unsure"):
             await nous.record_decision("Pick the vendor by coin flip", confidence=0.1)
         ok = await nous.record_decision("Pick the cheaper vendor for now", confidence=0.6)
         assert ok.flags == []  # the defaults are replaced
-    bad = Settings(home=tmp_path, decision_guardrails=[{"name": "x", "action": "explode", "message": "m"}])
+    bad = Settings(
+        home=tmp_path,
+        events_worker="off",
+        decision_guardrails=[{"name": "x", "action": "explode", "message": "m"}],
+    )
     with pytest.raises(InvalidInputError, match="NOUS_DECISION_GUARDRAILS"):
         async with Nous(bad, database_url=database_url, embedding_provider=provider):
             pass

@@ -95,7 +95,9 @@ async def test_large_store_keyword_search_skips_very_common_terms(
 
     monkeypatch.setattr(sqlite_store, "LARGE_STORE", 10)
     async with Nous(
-        Settings(home=tmp_path), database_url=f"sqlite:///{tmp_path / 'k.db'}", embedding_provider=provider
+        Settings(home=tmp_path, events_worker="off"),
+        database_url=f"sqlite:///{tmp_path / 'k.db'}",
+        embedding_provider=provider,
     ) as nous:
         for i in range(40):
             await nous.learn(f"Team note {i}: the team met about topic {i}")
@@ -122,7 +124,7 @@ async def test_reduced_space_first_pass_matches_exact_search(
     texts = list(dict.fromkeys(t for p in pairs for t in (p["a"], p["b"])))
     queries = ["Which server runs Ubuntu?", "what does the user like to eat", "trading rules about risk"]
     url = f"sqlite:///{tmp_path / 'v.db'}"
-    settings = Settings(home=tmp_path)
+    settings = Settings(home=tmp_path, events_worker="off")
 
     async def search_all() -> list[list[tuple[str, float]]]:
         async with Nous(settings, database_url=url, embedding_provider=provider) as nous:

@@ -9,7 +9,7 @@ from nous.embeddings.base import EmbeddingProvider
 
 
 def test_sync_wrapper_round_trip(tmp_path: Path, provider: EmbeddingProvider) -> None:
-    settings = Settings(home=tmp_path, database_url=f"sqlite:///{tmp_path / 's.db'}")
+    settings = Settings(home=tmp_path, database_url=f"sqlite:///{tmp_path / 's.db'}", events_worker="off")
     with SyncNous(settings, embedding_provider=provider) as nous:
         result = nous.learn("Sync callers can store facts")
         assert result.status is WriteStatus.CREATED
@@ -21,7 +21,7 @@ def test_sync_wrapper_round_trip(tmp_path: Path, provider: EmbeddingProvider) ->
 
 
 def test_sync_turn_loop(tmp_path: Path, provider: EmbeddingProvider) -> None:
-    settings = Settings(home=tmp_path, database_url=f"sqlite:///{tmp_path / 's.db'}")
+    settings = Settings(home=tmp_path, database_url=f"sqlite:///{tmp_path / 's.db'}", events_worker="off")
     with SyncNous(settings, embedding_provider=provider) as nous:
         nous.learn("The team standup is at 9:30 every weekday.")
         ctx = nous.pre_turn("s1", "When is the team standup?")
