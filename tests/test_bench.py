@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
+
+import pytest
 
 from nous import Settings
 from nous.bench.context import run_context
@@ -98,3 +101,20 @@ async def test_bench_load_against_a_real_server() -> None:
     assert result["error_count"] == 0 and result["requests"] > 0
     assert set(result["operations"]) <= {"write", "recall", "context"} and "recall" in result["operations"]
     assert result["single_client_recall_ms"]["p95"] > 0 and result["recall_p95_ratio_loaded_to_single"] > 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_bench_crash_loses_nothing(backend: str) -> None:
+    """A few SIGKILLs of a real writer process: every acknowledged write survives."""
+    from nous.bench.crash import run_crash
+    from tests.conftest import PG_URL
+
+    url = (
+        f"{PG_URL}{'&' if '?' in PG_URL else '?'}nous_schema=crash_{uuid.uuid4().hex[:8]}"
+        if backend == "postgres"
+        else None
+    )
+    result = await run_crash(kills=3, database_url=url)
+    assert result["lost"] == 0 and result["problems"] == [], result["problems"]
+    assert result["kills"] == 3 and result["writes_acknowledged"] > 0
+    assert result["writes_verified"] == result["writes_acknowledged"]
