@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from nous.api import Nous
-from nous.bench.crash_child import AGENT, conversation
+from nous.bench.crash_child import AGENT, LEASE_SECONDS, conversation
 from nous.config import Settings
 from nous.models import Fact, MemoryKind
 from nous.models.events import EventStatus
@@ -138,7 +138,7 @@ async def _check(
 async def _final(settings: Settings) -> list[str]:
     """The interrupted ingestion run again, then the pipeline drained."""
     problems: list[str] = []
-    async with Nous(settings.model_copy(update={"event_lease_seconds": 1.0}), agent_id=AGENT) as nous:
+    async with Nous(settings, agent_id=AGENT) as nous:
         await nous.ingest(conversation(0))
         turns = await nous.memories(MemoryKind.TURN, limit=10_000, include_inactive=True)
         ids = Counter(t.provenance.turn_ids[0] for t in turns if t.provenance.turn_ids)
@@ -146,7 +146,7 @@ async def _final(settings: Settings) -> list[str]:
             problems.append(
                 f"ingestion: {len(ids)} messages stored, duplicates {sum(n - 1 for n in ids.values())}"
             )
-        await asyncio.sleep(1.2)  # the killed workers' leases run out
+        await asyncio.sleep(LEASE_SECONDS + 0.5)  # the killed workers' leases run out
         await nous.process_events()
         counts = await nous.event_counts()
         if counts.get(EventStatus.DEAD) or counts.get(EventStatus.RUNNING) or counts.get(EventStatus.PENDING):

@@ -23,6 +23,7 @@ from nous.models import WriteStatus
 from nous.storage.codec import content_hash
 
 AGENT = "crash"
+LEASE_SECONDS = 2.0
 
 
 def conversation(seed: int) -> str:
