@@ -96,7 +96,7 @@ async def run_crash(
         "backend": "postgres" if database_url else "sqlite",
         "kills": kills,
         "writes_acknowledged": writes,
-        "writes_verified": writes if not problems else writes - len(problems),
+        "writes_verified": writes - len([p for p in problems if p.startswith("lost")]),
         "memories_verified": len(acked),
         "lost": len([p for p in problems if p.startswith("lost")]),
         "problems": problems[:50],
