@@ -44,7 +44,11 @@ def conversation(seed: int) -> str:
 
 async def main(url: str, home: str, seed: int) -> None:
     settings = Settings(
-        home=Path(home), database_url=url, events_worker="in-process", event_poll_seconds=0.05
+        home=Path(home),
+        database_url=url,
+        events_worker="in-process",
+        event_poll_seconds=0.05,
+        event_lease_seconds=LEASE_SECONDS,  # short, so the harness can wait out a killed worker's leases
     )
     rng = random.Random(seed)
     async with Nous(settings, agent_id=AGENT) as nous:
