@@ -146,3 +146,45 @@ async def test_a_lost_postgres_connection_is_a_typed_error_and_the_store_recover
             pytest.fail(f"the store did not recover: {errors}")
         assert errors and all("PostgreSQL" in e and "\n" not in e.strip() for e in errors)
         assert hits and "eu-west-1" in hits[0].content
+
+
+async def test_a_full_disk_fails_the_write_cleanly_and_the_store_recovers(
+    tmp_path: Path, provider: EmbeddingProvider
+) -> None:
+    """SQLite's page-count limit stands in for a full disk: the write fails with a clear error,
+    nothing of it is stored, everything acknowledged before is intact, and once there is room
+    again writes succeed."""
+    settings = Settings(home=tmp_path, database_url=f"sqlite:///{tmp_path / 'nous.db'}", events_worker="off")
+    async with Nous(settings, embedding_provider=provider) as nous:
+        kept = [(await nous.learn(f"Service {i} listens on port {8000 + i}")).memory.id for i in range(5)]
+        writer = nous.store._w()  # type: ignore[attr-defined]  # fault injection on the writer
+        (pages,) = await writer.run(lambda c: c.execute("PRAGMA page_count").fetchone())
+        await writer.run(lambda c: c.execute(f"PRAGMA max_page_count = {pages}"))
+        before = (await nous.stats()).history_rows
+        with pytest.raises(StorageError, match="disk full") as caught:
+            await nous.learn(
+                "A long runbook that no longer fits: " + "restart the workers one zone at a time. " * 400
+            )
+        assert "\n" not in str(caught.value)
+        assert (await nous.stats()).history_rows == before  # nothing of the failed write landed
+        assert set(kept) <= set((await nous.store.get_many(nous.agent_id, kept)).keys())
+        await writer.run(lambda c: c.execute("PRAGMA max_page_count = 1073741823"))  # room again
+        after = await nous.learn("Backups are kept for 35 days in the eu-west bucket")
+        assert after.memory.id in (await nous.store.get_many(nous.agent_id, [after.memory.id]))
+
+
+async def test_a_read_only_store_refuses_writes_clearly_and_still_reads(
+    tmp_path: Path, provider: EmbeddingProvider
+) -> None:
+    """The writer's connection made read-only (as a read-only file or mount would): writes fail
+    with a one-line error naming it, reads go on."""
+    settings = Settings(home=tmp_path, database_url=f"sqlite:///{tmp_path / 'nous.db'}", events_worker="off")
+    async with Nous(settings, embedding_provider=provider) as nous:
+        fact = (await nous.learn("The staging cluster runs in eu-west-1")).memory
+        writer = nous.store._w()  # type: ignore[attr-defined]  # fault injection on the writer
+        await writer.run(lambda c: c.execute("PRAGMA query_only = ON"))
+        with pytest.raises(StorageError, match="read-only"):
+            await nous.learn("Backups are kept for 35 days")
+        hits = await nous.recall("where does staging run?", limit=3)
+        assert hits and hits[0].id == fact.id
+        await writer.run(lambda c: c.execute("PRAGMA query_only = OFF"))
