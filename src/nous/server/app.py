@@ -26,7 +26,7 @@ from nous.models import Memory, WriteResult, WriteStatus
 from nous.models.keys import ApiKey
 from nous.server import routes as extra_routes
 from nous.server.bodies import IsoDatetime, StrictBody
-from nous.server.keys import verify_key
+from nous.server.keys import key_from_header
 from nous.server.mcp import create_mcp_server
 
 log = logging.getLogger(__name__)
@@ -193,10 +193,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     @app.get("/metrics", response_class=PlainTextResponse, include_in_schema=False)
     async def prometheus(request: Request) -> str:
         """Request metrics (no memory content), for any valid key, admin keys included."""
-        if auth:
-            _, _, token = request.headers.get("authorization", "").partition(" ")
-            if not token or await verify_key(state["root"].store, token) is None:
-                raise Problem(401, "Unauthorized", "send a valid API key: Authorization: Bearer nous_...")
+        if auth and await key_from_header(state["root"].store, request.headers.get("authorization")) is None:
+            raise Problem(401, "Unauthorized", "send a valid API key: Authorization: Bearer nous_...")
         return metrics.render()
 
     @app.exception_handler(Problem)
@@ -234,11 +232,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         root: Nous = state["root"]
         if not auth:
             return Caller(agent_id=root.agent_id)
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        key: ApiKey | None = None
-        if scheme.lower() == "bearer" and token:
-            key = await verify_key(root.store, token)
+        key = await key_from_header(root.store, request.headers.get("authorization"))
         if key is None:
             raise Problem(401, "Unauthorized", "send a valid API key: Authorization: Bearer nous_...")
         if key.admin or key.agent_id is None:
@@ -260,19 +254,14 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     Who = Annotated[Caller, Depends(caller)]
 
     async def _agent_key(request: Request) -> ApiKey | None:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            return None
-        key = await verify_key(state["root"].store, token)
+        key = await key_from_header(state["root"].store, request.headers.get("authorization"))
         return key if key is not None and key.agent_id is not None and not key.admin else None
 
     async def mcp_caller(ctx: Context) -> Nous:
         """The agent of an MCP request (streamable HTTP): its key, checked again per call."""
         if not auth:
             return nous_for(Caller(agent_id=state["root"].agent_id))
-        headers = ctx.headers or {}
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        key = await verify_key(state["root"].store, token) if scheme.lower() == "bearer" and token else None
+        key = await key_from_header(state["root"].store, (ctx.headers or {}).get("authorization"))
         if key is None or key.agent_id is None or key.admin:
             raise AuthenticationError("send an agent's API key: Authorization: Bearer nous_...")
         return nous_for(Caller(agent_id=key.agent_id, user_id=key.user_id))

@@ -55,3 +55,11 @@ async def verify_key(store: Store, token: str) -> ApiKey | None:
     if not hmac.compare_digest(stored, _hash(match.group(2))) or not key.active:
         return None
     return key
+
+
+async def key_from_header(store: Store, authorization: str | None) -> ApiKey | None:
+    """The active key an ``Authorization: Bearer <key>`` header carries, or None."""
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return None
+    return await verify_key(store, token)
