@@ -20,7 +20,7 @@ from nous.events.summary import decision_context
 from nous.events.transcript import OMITTED, truncate_transcript
 from nous.ingest import parse_conversation
 from nous.llm import create_llm_provider
-from nous.models import Episode, Fact
+from nous.models import Decision, Episode, Fact
 from tests.llm_servers import ChatServer, Reply
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo" / "26.json"
@@ -329,7 +329,11 @@ async def test_reviewer_proposes_an_outcome_that_is_only_applied_when_accepted(
         assert pending.proposal is not None and pending.proposal.outcome.value == "failure"
         assert "rolled it back" in pending.proposal.reason and pending.proposal.source == "rules"
         assert pending.episode_id is not None  # linked to the conversation it was made in
-        accepted = await nous.accept_proposal(decision_id)
+        both = await asyncio.gather(
+            nous.accept_proposal(decision_id), nous.accept_proposal(decision_id), return_exceptions=True
+        )  # settled once: the second finds no proposal left
+        (accepted,) = [r for r in both if isinstance(r, Decision)]
+        assert [type(r).__name__ for r in both if not isinstance(r, Decision)] == ["NotFoundError"]
         assert accepted.outcome.value == "failure" and accepted.proposal is None
         assert "rolled it back" in (accepted.outcome_note or "")
         assert await nous.outcome_proposals() == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,12 +20,14 @@ from nous.models import (
     Edge,
     EdgeRelation,
     Episode,
+    Memory,
     MemoryKind,
     Outcome,
     Provenance,
     Reason,
     Stakes,
 )
+from nous.models.brain import OutcomeProposal
 from nous.storage.base import PutEdge
 
 log = logging.getLogger(__name__)
@@ -156,31 +158,33 @@ class Decisions:
 
     async def accept_proposal(self, decision_id: str, *, actor: str = "api") -> Decision:
         """Resolve a decision with its proposed outcome (the proposal's reason becomes the note)."""
-        decision = await self.repo.get_typed(decision_id, Decision)
-        if decision.proposal is None:
-            raise NotFoundError(f"decision {decision.id} has no outcome proposal")
-        proposal = decision.proposal
-        updated = await self.repo.update(
-            decision.id,
-            {
+
+        def accepted(current: Memory) -> dict[str, Any]:  # from the fresh read of each attempt
+            proposal = _proposal_of(current)
+            return {
                 "outcome": proposal.outcome,
                 "outcome_note": f"{proposal.reason} ({proposal.source})",
                 "proposal": None,
-            },
-            actor=actor,
-            kind=MemoryKind.DECISION,
-        )
-        assert isinstance(updated, Decision)
-        return updated
+            }
+
+        return await self._settle(decision_id, accepted, actor)
 
     async def reject_proposal(self, decision_id: str, *, actor: str = "api") -> Decision:
         """Drop a decision's proposed outcome; the decision stays pending (the audit row keeps it)."""
+
+        def rejected(current: Memory) -> dict[str, Any]:
+            _proposal_of(current)
+            return {"proposal": None}
+
+        return await self._settle(decision_id, rejected, actor)
+
+    async def _settle(
+        self, decision_id: str, change: Callable[[Memory], dict[str, Any]], actor: str
+    ) -> Decision:
+        """Accept or reject the proposal as one compare-and-swap step: a proposal settled by
+        someone else in between is not settled twice."""
         decision = await self.repo.get_typed(decision_id, Decision)
-        if decision.proposal is None:
-            raise NotFoundError(f"decision {decision.id} has no outcome proposal")
-        updated = await self.repo.update(
-            decision.id, {"proposal": None}, actor=actor, kind=MemoryKind.DECISION
-        )
+        updated = await self.repo.update(decision.id, change, actor=actor, kind=MemoryKind.DECISION)
         assert isinstance(updated, Decision)
         return updated
 
@@ -200,3 +204,9 @@ class Decisions:
         if wanted is not None:
             decisions = [d for d in decisions if d.outcome == wanted][:limit]
         return decisions
+
+
+def _proposal_of(memory: Memory) -> OutcomeProposal:
+    if not isinstance(memory, Decision) or memory.proposal is None:
+        raise NotFoundError(f"decision {memory.id} has no outcome proposal")
+    return memory.proposal
