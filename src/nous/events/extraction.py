@@ -284,22 +284,8 @@ def _day(t: datetime) -> str:
 
 def resolve_dates(text: str, at: datetime) -> str:
     """Relative dates ("yesterday", "last year", "next month") as absolute ones, from ``at``."""
-    months = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ]
     last_month = at.replace(day=1) - timedelta(days=1)
-    next_month_year, next_month = (at.year + (at.month == 12), at.month % 12 + 1)
+    next_month = (at.replace(day=28) + timedelta(days=4)).replace(day=1)
     rules = [
         (r"\byesterday\b", f"on {_day(at - timedelta(days=1))}"),
         (r"\btoday\b", f"on {_day(at)}"),
@@ -307,9 +293,9 @@ def resolve_dates(text: str, at: datetime) -> str:
         (r"\blast night\b", f"on the night of {_day(at - timedelta(days=1))}"),
         (r"\blast week(end)?\b", f"the week before {_day(at)}"),
         (r"\bnext week(end)?\b", f"the week after {_day(at)}"),
-        (r"\blast month\b", f"in {months[last_month.month - 1]} {last_month.year}"),
-        (r"\bnext month\b", f"in {months[next_month - 1]} {next_month_year}"),
-        (r"\bthis month\b", f"in {months[at.month - 1]} {at.year}"),
+        (r"\blast month\b", f"in {last_month:%B %Y}"),
+        (r"\bnext month\b", f"in {next_month:%B %Y}"),
+        (r"\bthis month\b", f"in {at:%B %Y}"),
         (r"\blast year\b", f"in {at.year - 1}"),
         (r"\bthis year\b", f"in {at.year}"),
         (r"\bnext year\b", f"in {at.year + 1}"),

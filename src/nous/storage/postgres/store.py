@@ -179,7 +179,7 @@ class PostgresStore(Store):
                         yield
                     finally:
                         await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (self._lock_space, slot))
-            except psycopg.Error as exc:
+            except (psycopg.Error, PoolTimeout) as exc:
                 raise StorageError(f"PostgreSQL lock for {key!r} failed: {exc}") from exc
 
     async def _migrate(self, conn: psycopg.AsyncConnection, dimensions: int) -> None:
