@@ -113,14 +113,19 @@ def transcript_of(turns: list[Turn]) -> str:
 
 
 async def session_turns(ctx: PipelineContext, episode: Episode) -> list[Turn]:
-    """The episode's turns, in order (those of its session, or linked to it)."""
-    repo = ctx.repo
-    query = MemoryQuery(agent_id=repo.agent_id, kinds=(MemoryKind.TURN,), limit=10_000, include_inactive=True)
-    if episode.session_id:
-        query.session_id = episode.session_id
-    else:
+    """The episode's turns (those of its session), in order; none for an episode of no session."""
+    if not episode.session_id:
         return []
-    found = await repo.store.query(query)
+    repo = ctx.repo
+    found = await repo.store.query(
+        MemoryQuery(
+            agent_id=repo.agent_id,
+            kinds=(MemoryKind.TURN,),
+            session_id=episode.session_id,
+            limit=10_000,
+            include_inactive=True,
+        )
+    )
     return sorted((t for t in found if isinstance(t, Turn)), key=lambda t: t.occurred_at)
 
 
