@@ -425,7 +425,7 @@ def test_organ_routes_and_their_isolation(served: tuple[LiveServer, dict[str, st
         )
         _is_problem(b.post("/v1/import", content=b'{"broken": '), 422)
     with _client(server, keys["a_user"]) as alice:
-        _is_problem(alice.get("/v1/export"), 422)
+        _is_problem(alice.get("/v1/export"), 403)  # agent-wide: the agent's key only
 
 
 def test_the_first_command_serves_sample_data_with_a_fresh_key(tmp_path: Path) -> None:

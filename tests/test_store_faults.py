@@ -4,6 +4,7 @@ a read-only store; bookkeeping never turns a successful read into a failure."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import subprocess
 import sys
@@ -188,3 +189,78 @@ async def test_a_read_only_store_refuses_writes_clearly_and_still_reads(
         hits = await nous.recall("where does staging run?", limit=3)
         assert hits and hits[0].id == fact.id
         await writer.run(lambda c: c.execute("PRAGMA query_only = OFF"))
+
+
+def _pg_ctl(action: str) -> None:
+    version = sorted(p.name for p in Path("/etc/postgresql").iterdir())[-1]
+    cmd = ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", action]
+    subprocess.run([*cmd, *(["-m", "fast"] if action == "stop" else [])], check=True, timeout=120)
+
+
+def _can_restart_postgres() -> str | None:
+    from tests.conftest import PG_URL
+
+    if not Path("/etc/postgresql").is_dir() or not Path("/usr/bin/pg_ctlcluster").exists():
+        return "no local PostgreSQL cluster to restart (pg_ctlcluster)"
+    if "127.0.0.1" not in PG_URL and "localhost" not in PG_URL:
+        return "the test PostgreSQL is not on this machine"
+    if hasattr(os, "geteuid") and os.geteuid() != 0:
+        return "restarting PostgreSQL needs root"
+    return None
+
+
+@pytest.mark.postgres
+async def test_postgres_restarted_mid_run_loses_no_acknowledged_write(
+    tmp_path: Path, provider: EmbeddingProvider, pg_schema: str
+) -> None:
+    """PostgreSQL is stopped and started while a writer runs: writes during the outage fail with a
+    typed error, the pool reconnects by itself, and every acknowledged write is there, whole."""
+    from tests.conftest import pg_url
+
+    reason = _can_restart_postgres()
+    if reason:
+        pytest.skip(reason)
+    settings = Settings(
+        home=tmp_path, database_url=pg_url(pg_schema), events_worker="off", connect_timeout_s=2
+    )
+    acknowledged: dict[str, str] = {}
+    failures: list[str] = []
+    async with Nous(settings, embedding_provider=provider) as nous:
+        stop = asyncio.Event()
+
+        async def writer() -> None:
+            n = 0
+            while not stop.is_set():
+                n += 1
+                text = f"Maintenance note {n}: checked rack {n * 7919 % 1000} and replaced fan {n}"
+                try:
+                    result = await nous.learn(text, category="event")
+                    acknowledged[result.memory.id] = text
+                except StorageError as exc:
+                    failures.append(str(exc))
+                    await asyncio.sleep(0.2)
+
+        task = asyncio.create_task(writer())
+        await asyncio.sleep(1.5)
+        before_outage = len(acknowledged)
+        await asyncio.to_thread(_pg_ctl, "stop")
+        try:
+            await asyncio.sleep(1.5)
+        finally:
+            await asyncio.to_thread(_pg_ctl, "start")
+        deadline = time.monotonic() + 60
+        after_restart = len(acknowledged)
+        while len(acknowledged) < after_restart + 5 and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)  # the writer succeeds again without anyone reopening the store
+        stop.set()
+        await task
+        assert before_outage > 0 and len(acknowledged) >= after_restart + 5, (
+            before_outage,
+            len(acknowledged),
+        )
+        assert failures and all("\n" not in f.strip() for f in failures)  # typed, one line each
+        stored = await nous.store.get_many(nous.agent_id, list(acknowledged))
+        assert set(stored) == set(acknowledged)
+        assert all(stored[i].content == text for i, text in acknowledged.items())
+        for memory_id in list(acknowledged)[:: max(1, len(acknowledged) // 20)]:
+            assert await nous.history(memory_id)  # the write and its audit row went in together

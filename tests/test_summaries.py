@@ -254,6 +254,16 @@ async def test_bad_llm_output_is_retried_then_dead_lettered(
     ]
     usage = await llm_nous.llm_usage()  # every failed call was counted
     assert sum(u.failed for u in usage) == sum(u.calls for u in usage) >= 2
+    server.script = [Reply(summary_json())]  # the model is back: the dead letter is revived
+    await llm_nous.retry_event(dead.id)
+    for _ in range(40):
+        await worker.drain()
+        if not await llm_nous.events(status="pending"):
+            break
+        await asyncio.sleep(0.02)
+    revived = await llm_nous.get(episode_id)
+    assert isinstance(revived, Episode) and revived.title == "Choosing Kafka for billing events"
+    assert not await llm_nous.events(status="dead")
 
 
 # -- the offline path on real LoCoMo sessions ----------------------------------------------------

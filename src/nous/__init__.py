@@ -16,6 +16,7 @@ from nous.errors import (
     LeaseLostError,
     NotFoundError,
     NousError,
+    PermissionDeniedError,
     StaleWriteError,
     StorageError,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "NotFoundError",
     "Nous",
     "NousError",
+    "PermissionDeniedError",
     "PipelineContext",
     "Procedure",
     "Reason",

@@ -64,6 +64,12 @@ class Settings(BaseSettings):
         default=5.0, gt=0, le=600, description="How long opening a PostgreSQL store may wait for the server."
     )
     sqlite_readers: int = Field(default=4, ge=1, le=32)
+    request_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="nous serve: how long a client may take to send a request's headers, and its body.",
+    )
     lock_timeout_s: float = Field(
         default=30.0,
         gt=0,

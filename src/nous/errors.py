@@ -76,10 +76,18 @@ class StepDoneError(ConflictError):
 
 
 class AuthenticationError(NousError):
-    """The request carried no valid API key, or a key that may not do this."""
+    """The request carried no valid API key."""
 
     code = "unauthorized"
     http_status = 401
+
+
+class PermissionDeniedError(NousError):
+    """The key is valid but may not do this (a user-bound key changing the agent's shared memory,
+    or asking for an agent-wide view)."""
+
+    code = "forbidden"
+    http_status = 403
 
 
 class LLMError(NousError):

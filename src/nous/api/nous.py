@@ -14,8 +14,15 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from nous._text import validate_content
-from nous._time import utcnow
-from nous.api.transfer import export_lines, import_records, parse_lines, read_lines
+from nous._time import as_utc, shifted, utcnow
+from nous.api.transfer import (
+    export_lines,
+    import_records,
+    memory_ids,
+    parse_records,
+    read_lines,
+    read_records,
+)
 from nous.brain import DEFAULT_GUARDRAILS, Brain, Guardrail
 from nous.cognitive import CognitiveLayer, SessionEnd, TurnContext, TurnResult, check_frame
 from nous.config import Settings
@@ -67,6 +74,7 @@ def parse_kinds(kinds: Sequence[str | MemoryKind] | str | MemoryKind | None) -> 
 
 
 log = logging.getLogger(__name__)
+MAX_OFFSET = 1_000_000_000  # paging further than any store holds (a bigger int overflows the drivers)
 
 
 class Nous:
@@ -298,6 +306,7 @@ class Nous:
 
     async def sessions(self, *, ended: bool | None = None, limit: int = 100) -> list[SessionState]:
         """Sessions by last activity, newest first."""
+        validate_limit_and_window(limit, None, None)
         return await self.heart.sessions.recent(ended=ended, limit=limit)
 
     async def identity(self) -> list[IdentitySection]:
@@ -349,6 +358,7 @@ class Nous:
 
     async def censors(self, *, limit: int = 200) -> list[Censor]:
         """The censors in force, newest first."""
+        validate_limit_and_window(limit, None, None)
         return await self.heart.censors.active(limit=limit)
 
     async def report_false_positive(self, censor_id: str, note: str | None = None) -> Censor:
@@ -388,6 +398,7 @@ class Nous:
 
     async def outcome_proposals(self, *, limit: int = 100) -> list[Decision]:
         """Pending decisions whose outcome the reviewer proposed from later conversations."""
+        validate_limit_and_window(limit, None, None)
         return await self.brain.decisions.proposals(limit=limit)
 
     async def accept_proposal(self, decision_id: str) -> Decision:
@@ -463,6 +474,7 @@ class Nous:
         self._need()
         assert self._retriever is not None
         validate_content(text, field="text", max_bytes=self.settings.max_content_bytes)
+        validate_limit_and_window(limit, None, None)
         hits = await self._retriever.similar(text, kinds=parse_kinds(kinds), limit=limit)
         found = await self.store.get_many(self.agent_id, [h.id for h in hits])
         return [(found[h.id], h.score) for h in hits if h.id in found]
@@ -479,16 +491,20 @@ class Nous:
         offset: int = 0,
         include_inactive: bool = False,
         include_superseded: bool = False,
+        user_id: str | None = None,
     ) -> list[Memory]:
-        """Memories, most recent first."""
-        if not 1 <= limit <= 100_000 or offset < 0:
-            raise InvalidInputError("limit must be 1..100000 and offset >= 0", field="limit")
+        """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones."""
+        for name, value, low, high in (("limit", limit, 1, 100_000), ("offset", offset, 0, MAX_OFFSET)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InvalidInputError(f"{name} must be an integer from {low} to {high}", field=name)
         return await self._need().query(
             kinds=parse_kinds(kinds),
             limit=limit,
             offset=offset,
             include_inactive=include_inactive,
             include_superseded=include_superseded,
+            user_id=user_id,
+            shared=user_id is not None,
         )
 
     async def update(self, memory_id: str, **changes: Any) -> Memory:
@@ -577,7 +593,7 @@ class Nous:
         minutes = self.settings.session_timeout_minutes
         if not minutes:
             return []
-        cutoff = (now or utcnow()) - timedelta(minutes=minutes)
+        cutoff = shifted(as_utc(now) if now is not None else utcnow(), -timedelta(minutes=minutes))
         ended: list[SessionEnd] = []
         for state in await self.store.sessions(self.agent_id, ended=False, idle_before=cutoff, limit=1000):
             done = await self.cognitive.end_session(
@@ -693,6 +709,8 @@ class Nous:
                     raise InvalidInputError(f"cannot read {source}: {exc.strerror}") from None
                 except UnicodeDecodeError as exc:
                     raise InvalidInputError(f"{source} is not valid UTF-8: {exc}") from None
+                except ValueError as exc:  # a path with a NUL character
+                    raise InvalidInputError(f"cannot read {source!r}: {exc}") from None
             conversation = parse_conversation(str(text), fmt=fmt)
         if on_parsed:
             on_parsed(conversation)
@@ -727,9 +745,15 @@ class Nous:
                     lines = read_lines(stream)
             except OSError as exc:
                 raise InvalidInputError(f"cannot read {source}: {exc.strerror}") from None
+            except InvalidInputError:  # not UTF-8
+                raise
+            except ValueError as exc:  # a path with a NUL character
+                raise InvalidInputError(f"cannot read {source!r}: {exc}") from None
         else:
             lines = read_lines(source)
-        memories, edges = parse_lines(lines, self.agent_id)
+        records = read_records(lines)
+        foreign = await self._need().store.foreign_ids(self.agent_id, memory_ids(records))
+        memories, edges = parse_records(records, self.agent_id, foreign)
         if on_parsed:
             on_parsed(len(memories))
         await import_records(self._need(), memories, edges, progress)

@@ -58,13 +58,16 @@ def _remap(data: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
     return data
 
 
-def parse_lines(lines: Iterable[str], agent_id: str) -> tuple[list[Memory], list[Edge]]:
-    """Validate every line of an export; the memories and edges, re-scoped to ``agent_id``.
+Record = tuple[int, str, dict[str, Any]]  # line number, "memory" or "edge", the object
 
-    Memories exported from another agent get new, deterministic ids (so importing
-    twice is still idempotent), and references between them follow.
-    """
-    raw: list[tuple[int, str, dict[str, Any]]] = []
+
+def memory_ids(records: list[Record]) -> list[str]:
+    return [d["id"] for _, kind, d in records if kind == "memory" and isinstance(d.get("id"), str)]
+
+
+def read_records(lines: Iterable[str]) -> list[Record]:
+    """Every line of an export parsed (the header checked); InvalidInputError names a bad line."""
+    raw: list[Record] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -82,10 +85,25 @@ def parse_lines(lines: Iterable[str], agent_id: str) -> tuple[list[Memory], list
             raw.append((number, kind, dict(record[kind])))
         except ValueError as exc:
             raise InvalidInputError(f"line {number}: {exc}", field=f"line {number}") from None
+    return raw
+
+
+def parse_records(
+    raw: list[Record], agent_id: str, foreign: set[str] | frozenset[str] = frozenset()
+) -> tuple[list[Memory], list[Edge]]:
+    """Validate the records; the memories and edges, re-scoped to ``agent_id``.
+
+    Memories exported from another agent, and ids ``foreign`` names (another agent's memories in
+    this store), get new, deterministic ids (so importing twice is still idempotent), and
+    references between them follow. So an import never fails on, nor tells of, an id it does
+    not own.
+    """
     mapping = {
         data["id"]: _remapped_id(agent_id, data["id"])
         for _, kind, data in raw
-        if kind == "memory" and isinstance(data.get("id"), str) and data.get("agent_id", agent_id) != agent_id
+        if kind == "memory"
+        and isinstance(data.get("id"), str)
+        and (data.get("agent_id", agent_id) != agent_id or data["id"] in foreign)
     }
     memories: list[Memory] = []
     edges: list[Edge] = []

@@ -132,8 +132,17 @@ async def run_load(
                             errors[op] += 1
                         i += 1
 
+            rss: list[tuple[float, float]] = []  # (seconds into the load, server RSS in MB)
+
+            async def sample_rss() -> None:
+                while time.monotonic() < deadline:
+                    mb = _rss_mb(proc.pid)
+                    if mb is not None:
+                        rss.append((time.perf_counter() - started, mb))
+                    await asyncio.sleep(1.0)
+
             started = time.perf_counter()
-            await asyncio.gather(*(client(n) for n in range(clients)))
+            await asyncio.gather(sample_rss(), *(client(n) for n in range(clients)))
             elapsed = time.perf_counter() - started
         finally:
             proc.terminate()
@@ -161,4 +170,30 @@ async def run_load(
         "recall_p95_ratio_loaded_to_single": round(loaded_recall.get("p95", 0) / single_p95, 2)
         if single_p95
         else None,
+        "server_rss_mb": _rss_summary(rss, elapsed),
+    }
+
+
+def _rss_mb(pid: int) -> float | None:
+    """A process's resident memory in MB (Linux /proc), or None where it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _rss_summary(samples: list[tuple[float, float]], elapsed: float) -> dict[str, float] | None:
+    """RSS after warm-up (the first quarter of the run) and at the end: a leak shows as growth."""
+    if not samples:
+        return None
+    warm = [mb for t, mb in samples if t >= elapsed / 4] or [samples[-1][1]]
+    after_warmup, end = warm[0], samples[-1][1]
+    return {
+        "after_warmup": round(after_warmup, 1),
+        "end": round(end, 1),
+        "max": round(max(mb for _, mb in samples), 1),
+        "growth_after_warmup": round((end - after_warmup) / after_warmup, 3),
     }

@@ -357,7 +357,8 @@ def load(
 ) -> None:
     """Load a real `nous serve` on loopback: N clients writing facts (40%), recalling (40%) and
     building turn contexts (20%) for S seconds. Prints requests/s, p50/p95/p99 per operation,
-    errors, and the recall p95 under load beside one client's alone (same run).
+    errors, the recall p95 under load beside one client's alone (same run), and the server's
+    memory (RSS) after warm-up and at the end: a soak (`--clients 8 --seconds 600`) shows a leak.
 
     Example: nous bench load --clients 16 --seconds 60
     """
@@ -383,6 +384,12 @@ def load(
     console.print(
         f"recall p95 alone {single['p95']} ms · under load ×{result['recall_p95_ratio_loaded_to_single']}"
     )
+    rss = result["server_rss_mb"]
+    if rss:
+        console.print(
+            f"server RSS {rss['after_warmup']} MB after warm-up → {rss['end']} MB at the end "
+            f"({rss['growth_after_warmup']:+.1%}; max {rss['max']} MB)"
+        )
     if out:
         out.write_text(json.dumps(result, indent=2))
         console.print(f"wrote {out}")

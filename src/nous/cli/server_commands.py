@@ -66,6 +66,7 @@ def serve(
     import uvicorn
 
     from nous.server import create_app
+    from nous.server.guards import guarded_protocol
 
     if no_auth and not _is_loopback(host):
         raise fail("--no-auth only binds a loopback address (127.0.0.1 or ::1)", 2)
@@ -85,7 +86,14 @@ def serve(
         highlight=False,
         markup=False,
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=30,
+        http=guarded_protocol(settings.request_timeout_s),  # slow clients are cut off
+    )
 
 
 def _prepare_demo(ctx: typer.Context) -> str | None:

@@ -20,7 +20,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from nous._text import validate_content
-from nous._time import utcnow
+from nous._time import as_utc, utcnow
 from nous.brain import Brain
 from nous.cognitive.context import Context, ContextInputs, build_context
 from nous.cognitive.frames import Budget, get_frame
@@ -45,7 +45,7 @@ from nous.models import (
 from nous.models.session import SessionState
 from nous.retrieval import RecallQuery, Retriever
 from nous.retrieval.timeparse import parse_time_expression
-from nous.storage.base import PutEdge, WriteOp
+from nous.storage.base import NoteReply, PutEdge, WriteOp
 
 RETRIEVE_LIMIT = 40  # memories one recall brings for the retrieved sections to choose from
 ALREADY_SAID_TURNS = 4  # the session's last turns: the agent has them, the context leaves them out
@@ -112,9 +112,11 @@ class CognitiveLayer:
     ) -> TurnContext:
         """Everything before the agent answers; returns the context to give it."""
         session_id = _session_id(session_id)
+        user_id = _user_id(user_id)
         text = validate_content(user_text)
+        _fits_as_turn("user", text, self.repo.max_content_bytes, "user_text")
         forced = get_frame(frame) if frame is not None else None
-        now = at or utcnow()
+        now = as_utc(at) if at is not None else utcnow()  # a naive time is UTC
         # Reads that decide the frame, together; then the session write and every read for the
         # context at once (the recall does not depend on the session row).
         prior, identity, censors = await asyncio.gather(
@@ -225,19 +227,23 @@ class CognitiveLayer:
         session_id = _session_id(session_id)
         outcome = TurnResult(reply=result) if isinstance(result, str) else result
         reply = validate_content(outcome.reply)
-        now = at or utcnow()
+        _fits_as_turn("assistant", reply, self.repo.max_content_bytes, "reply")
+        now = as_utc(at) if at is not None else utcnow()  # a naive time is UTC
         before = await self.heart.sessions.get(session_id)
-        state = await self.heart.sessions.note_reply(session_id, reply, outcome.tools_used, at=now)
-        episode_id = state.episode_id
+        episode_id = before.episode_id
         turns = [
-            self._turn(state, role, content, episode_id, at)
+            self._turn(before, role, content, episode_id, at)
             for role, content, at in (
                 ("user", before.last_user_text, before.last_active_at),
                 ("assistant", reply, now),
             )
             if content
         ]
-        ops: list[WriteOp] = []
+        # The reply is counted in the transaction that stores the turns: a turn that cannot be
+        # stored (a reply too long with its "assistant: " prefix) left a turn counted, unwritten.
+        ops: list[WriteOp] = [
+            NoteReply(self.repo.agent_id, session_id, len(reply), sorted(set(outcome.tools_used)), now)
+        ]
         if episode_id is not None:
             for memory_id in [*(t.id for t in turns), *outcome.decision_ids, *outcome.fact_ids]:
                 ops.append(
@@ -262,7 +268,7 @@ class CognitiveLayer:
                 )
             )
         await self.repo.create_many(turns, actor=actor, extra_ops=ops)
-        return state
+        return await self.heart.sessions.get(session_id)
 
     def _turn(
         self, state: SessionState, role: str, content: str, episode_id: str | None, at: datetime
@@ -292,7 +298,7 @@ class CognitiveLayer:
         """End the session; each line of ``reflection`` becomes a lesson fact (deduplicated)."""
         session_id = _session_id(session_id)
         state, episode, ended_now = await self.heart.sessions.end(
-            session_id, reflection=reflection, at=at, actor=actor
+            session_id, reflection=reflection, at=None if at is None else as_utc(at), actor=actor
         )
         facts: list[WriteResult] = []
         for line in _lines(reflection) if ended_now else []:
@@ -323,13 +329,38 @@ def _session_id(session_id: str) -> str:
         raise InvalidInputError(
             "session_id must be a non-empty string of at most 200 characters", field="session_id"
         )
-    return session_id.strip()
+    # Checked before the session row is written: a control character or a lone surrogate was
+    # refused only by the episode written after it, leaving a session no later turn could use.
+    return validate_content(session_id, field="session_id")
+
+
+def _fits_as_turn(role: str, text: str, max_bytes: int, field: str) -> None:
+    """Refuse a message that could not be stored as its turn ("role: text"): accepted, it made
+    every later post_turn of the session fail."""
+    size = len(f"{role}: {text}".encode())
+    if size > max_bytes:
+        raise InvalidInputError(
+            f"{field} is {size} bytes as a turn (with '{role}: '); the limit is {max_bytes}", field=field
+        )
+
+
+def _user_id(user_id: str | None) -> str | None:
+    """The user id as a memory would accept it (checked before anything is written)."""
+    if user_id is None:
+        return None
+    if not isinstance(user_id, str) or len(user_id) > 200:
+        raise InvalidInputError("user_id must be a string of at most 200 characters", field="user_id")
+    if user_id:
+        validate_content(user_id, field="user_id")
+    return user_id
 
 
 def _budget(frame_budget: Budget, total: int | None) -> Budget:
     """The frame's budgets, with the total overridden if asked (never below the fixed sections)."""
     if total is None:
         return frame_budget
+    if isinstance(total, bool) or not isinstance(total, int):
+        raise InvalidInputError("budget must be a whole number of tokens", field="budget")
     if total < frame_budget.fixed:
         raise InvalidInputError(
             f"budget {total} is below the fixed sections' {frame_budget.fixed} tokens "

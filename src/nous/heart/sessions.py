@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from nous._time import utcnow
+from nous._time import shifted, utcnow
 from nous.errors import ConflictError, EmbeddingError, NotFoundError
 from nous.heart.episodes import Episodes
 from nous.memory import MemoryRepository
@@ -166,8 +166,8 @@ class Sessions:
             agent_id=self.repo.agent_id,
             kinds=(MemoryKind.EPISODE,),
             user_id=user_id,
-            since=around - DUPLICATE_EPISODE_WINDOW,
-            until=around + DUPLICATE_EPISODE_WINDOW,
+            since=shifted(around, -DUPLICATE_EPISODE_WINDOW),
+            until=shifted(around, DUPLICATE_EPISODE_WINDOW),
         )
         hits = await self.repo.store.vector_search(scope, vector, 1, chunks=False)  # whole episodes
         if hits and hits[0].score > DUPLICATE_EPISODE_COSINE:

@@ -131,6 +131,8 @@ def _parse_native(data: dict[str, Any], digest: str) -> Conversation:
                 first = exc.errors()[0]
                 field = ".".join(str(p) for p in first["loc"])
                 raise _bad(m_where, f"{field}: {first['msg']}") from None
+            if not parsed[-1].content.strip():  # as in LoCoMo files: a blank turn is no turn
+                raise _bad(m_where, "content: empty text")
         try:
             sessions.append(
                 ConversationSession(
@@ -148,6 +150,8 @@ def _parse_native(data: dict[str, Any], digest: str) -> Conversation:
     participants = data.get("participants") or sorted(
         {m.name for s in sessions for m in s.messages if m.name}
     )
+    if not isinstance(participants, list) or not all(isinstance(p, str) for p in participants):
+        raise _bad("participants", "expected a list of names")
     return Conversation(
         id=str(data.get("id") or f"conv-{digest}"),
         participants=participants,
@@ -160,15 +164,21 @@ def parse_conversation(raw: str | bytes, *, fmt: str = "auto") -> Conversation:
     """Parse a conversation file's text; ``fmt`` is ``auto``, ``native`` or ``locomo``."""
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        text.encode("utf-8")  # a str given directly may hold lone surrogates
         data = json.loads(text)
+        json.dumps(data, ensure_ascii=False).encode("utf-8")  # so may "\ud800" escapes, decoded
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"file is not valid UTF-8: {exc}") from None
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"file is not valid Unicode text: {exc.reason}") from None
     except json.JSONDecodeError as exc:
         raise InvalidInputError(
             f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except RecursionError:
         raise InvalidInputError("JSON nested too deeply to be a conversation file") from None
+    except ValueError as exc:  # JSON Python will not read, e.g. an integer of over 4,300 digits
+        raise InvalidInputError(f"not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise InvalidInputError("expected a JSON object at the top level")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

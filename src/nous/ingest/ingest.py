@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from nous._time import utcnow
+from nous._time import shifted, utcnow
 from nous.heart.sessions import Sessions, state_of
-from nous.ingest.formats import Conversation, ConversationMessage
+from nous.ingest.formats import Conversation, ConversationMessage, ConversationSession
 from nous.memory import MemoryRepository
 from nous.memory.outbox import session_ended_event
+from nous.memory.repository import invalid_from_pydantic
 from nous.models import Edge, EdgeRelation, Episode, EpisodeOutcome, Provenance, Turn
 from nous.storage.base import PutEdge, PutSession, WriteOp
 
@@ -67,42 +68,28 @@ def _id(agent_id: str, *parts: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, "\x1f".join((agent_id, *parts))))
 
 
-async def ingest_conversation(
+def _session_memories(
     repo: MemoryRepository,
     conversation: Conversation,
-    *,
-    sessions: Sessions | None = None,
-    user_id: str | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> IngestReport:
-    """Store every session of the conversation that is not stored yet."""
+    session: ConversationSession,
+    episode_id: str,
+    link_to: str,
+    scope: tuple[str, ...],
+    user_id: str | None,
+    started: datetime,
+) -> tuple[Episode, list[Turn], list[WriteOp]]:
+    """A session's episode and turns (linked to ``link_to``) and the edges between them; an
+    InvalidInputError names a field no memory may hold."""
     agent = repo.agent_id
-    episode_ids = [_id(agent, conversation.id, s.id) for s in conversation.sessions]
-    existing = await repo.store.get_many(agent, episode_ids)
-    stored_sessions = stored_turns = skipped = merged = trivial = 0
-    base_time = utcnow()
-    for session, episode_id in zip(conversation.sessions, episode_ids, strict=True):
-        if episode_id in existing:
-            skipped += 1
-            if progress:
-                progress(len(session.messages))
-            continue
-        started = session.started_at or base_time
-        session_key = f"{conversation.id}:{session.id}"
-        opening = session.messages[0].content if session.messages else ""
-        duplicate = (
-            await sessions.find_duplicate_episode(opening, around=started, user_id=user_id)
-            if sessions is not None and opening
-            else None
-        )
-        link_to = duplicate[0] if duplicate else episode_id
+    session_key = f"{conversation.id}:{session.id}"
+    try:
         speakers = list(dict.fromkeys(m.name or m.role for m in session.messages))
         turns: list[Turn] = []
         ops: list[WriteOp] = []
         for i, message in enumerate(session.messages):
             speaker = message.name or message.role
             turn = Turn(
-                id=_id(agent, conversation.id, session.id, message.id),
+                id=_id(*scope, conversation.id, session.id, message.id),
                 agent_id=agent,
                 user_id=user_id,
                 session_id=session_key,
@@ -111,7 +98,7 @@ async def ingest_conversation(
                 speaker=speaker,
                 episode_id=link_to,
                 context=_neighbours(session.messages, i),
-                occurred_at=message.occurred_at or started + i * TURN_SPACING,
+                occurred_at=message.occurred_at or shifted(started, i * TURN_SPACING),
                 provenance=Provenance(
                     source=f"ingest:{conversation.source_format}",
                     session_id=session_key,
@@ -151,6 +138,56 @@ async def ingest_conversation(
             participants=speakers,
             trigger="conversation ingestion",
             provenance=Provenance(source=f"ingest:{conversation.source_format}", session_id=session_key),
+        )
+    except ValidationError as exc:
+        raise invalid_from_pydantic(exc) from None
+    return episode, turns, ops
+
+
+async def ingest_conversation(
+    repo: MemoryRepository,
+    conversation: Conversation,
+    *,
+    sessions: Sessions | None = None,
+    user_id: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> IngestReport:
+    """Store every session of the conversation that is not stored yet."""
+    agent = repo.agent_id
+    # A user's conversation ids are its own: two users of one agent may both ingest "c1", and
+    # neither is skipped as a re-run of the other's (the ids of the agent's own are unchanged).
+    scope = (agent, f"user\x1e{user_id}") if user_id is not None else (agent,)
+    episode_ids = [_id(*scope, conversation.id, s.id) for s in conversation.sessions]
+    existing = await repo.store.get_many(agent, episode_ids)
+    stored_sessions = stored_turns = skipped = merged = trivial = 0
+    base_time = utcnow()
+    # Every memory the file makes is checked before any is written: a bad message in a late
+    # session must not leave the earlier sessions stored (a bad file stores nothing).
+    for session, episode_id in zip(conversation.sessions, episode_ids, strict=True):
+        if episode_id not in existing:
+            started = session.started_at or base_time
+            episode, turns, _ = _session_memories(
+                repo, conversation, session, episode_id, episode_id, scope, user_id, started
+            )
+            for memory in (episode, *turns):
+                repo.validate(memory)
+    for session, episode_id in zip(conversation.sessions, episode_ids, strict=True):
+        if episode_id in existing:
+            skipped += 1
+            if progress:
+                progress(len(session.messages))
+            continue
+        started = session.started_at or base_time
+        session_key = f"{conversation.id}:{session.id}"
+        opening = session.messages[0].content if session.messages else ""
+        duplicate = (
+            await sessions.find_duplicate_episode(opening, around=started, user_id=user_id)
+            if sessions is not None and opening
+            else None
+        )
+        link_to = duplicate[0] if duplicate else episode_id
+        episode, turns, ops = _session_memories(
+            repo, conversation, session, episode_id, link_to, scope, user_id, started
         )
         # The session ends exactly as a live one does: its row is written ended, for the event
         # pipeline to pick up; a trivial one has its episode kept but out of recall.

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from nous._text import validate_content
-from nous._time import utcnow
+from nous._time import as_utc, utcnow
 from nous.embeddings import Embedded, Embedder
 from nous.errors import (
     ConflictError,
@@ -423,7 +423,7 @@ class MemoryRepository:
         Reviews are bookkeeping, not content changes: they write no history rows and touch
         only the lifecycle columns.
         """
-        now = now or utcnow()
+        now = as_utc(now) if now is not None else utcnow()
         found = await self.store.get_many(self.agent_id, list(ids))
         ops: list[WriteOp] = [self._lifecycle_op(m, lifecycle.reviewed(m, now)) for m in found.values()]
         if ops:
@@ -453,7 +453,7 @@ class MemoryRepository:
 
         Returns how many memories entered each state.
         """
-        now = now or utcnow()
+        now = as_utc(now) if now is not None else utcnow()  # a naive time is UTC, as stored
         policies = policies or lifecycle.DEFAULT_POLICIES
         moved: dict[str, int] = {}
         ops: list[WriteOp] = []

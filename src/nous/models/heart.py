@@ -6,9 +6,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from nous._time import utcnow
+from nous._time import as_utc, utcnow
 from nous.models.base import Memory, MemoryKind
 
 
@@ -64,6 +64,11 @@ class Episode(Memory):
     lessons: list[str] = Field(default_factory=list)
     participants: list[str] = Field(default_factory=list)
     compression_tier: CompressionTier = CompressionTier.RAW
+
+    @field_validator("started_at", "ended_at")
+    @classmethod
+    def _utc_times(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value) if value is not None else None  # naive is UTC, as for every memory time
 
     def embedding_text(self) -> str:
         parts = [self.title or "", self.summary or "", self.content]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from nous._time import as_utc
 
 # A session that stayed this small (one turn at most, no tools, no "remember this") is trivial:
 # its episode is discarded when it ends.
@@ -33,6 +35,11 @@ class SessionState(BaseModel):
     started_at: datetime
     last_active_at: datetime
     ended_at: datetime | None = None
+
+    @field_validator("started_at", "last_active_at", "ended_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value) if value is not None else None  # naive is UTC, as stored
 
     @property
     def total_chars(self) -> int:

@@ -13,11 +13,12 @@ import asyncio
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 
 from nous._text import keyword_terms, validate_content
+from nous._time import as_utc, shifted, utcnow
 from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
 from nous.memory.lifecycle import rank_factor
@@ -91,7 +92,7 @@ def validate_limit_and_window(limit: object, since: object, until: object) -> No
     for name, value in (("since", since), ("until", until)):
         if value is not None and not isinstance(value, datetime):
             raise InvalidInputError(f"{name} must be a datetime", field=name)
-    if since and until and since >= until:  # type: ignore[operator]
+    if isinstance(since, datetime) and isinstance(until, datetime) and as_utc(since) >= as_utc(until):
         raise InvalidInputError("since must be before until", field="since")
 
 
@@ -150,8 +151,15 @@ class Retriever:
     async def _collect(self, q: RecallQuery, *, keep_features: bool = False) -> _Run:
         """Validate, search, fuse and re-rank: everything before the context multipliers."""
         text = self._validate(q)
+        # Naive times are UTC, as everywhere in Nous (a naive ``since`` next to a parsed window's
+        # aware one was a TypeError; a naive ``now`` was read as local time).
+        q = replace(
+            q,
+            since=None if q.since is None else as_utc(q.since),
+            until=None if q.until is None else as_utc(q.until),
+        )
         w = preset(q.preset) if q.preset is not None else self.weights
-        now = (q.now or datetime.now(UTC)).astimezone(UTC)
+        now = as_utc(q.now or utcnow())
         parsed = parse_time_expression(text, now) if q.parse_time else ParsedQuery(text, None, False)
         window = await self._resolve_window(parsed.window, q, now)
         scope = self._scope(q, window)
@@ -409,7 +417,7 @@ class Retriever:
         w = self.weights
         if q.kinds is not None and MemoryKind.EPISODE not in q.kinds:
             return
-        since = window.since if window and window.since else now - timedelta(days=w.recap_days)
+        since = window.since if window and window.since else shifted(now, -timedelta(days=w.recap_days))
         until = window.until if window and window.until else None
         recent = await self.repo.store.query(
             MemoryQuery(

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+
+from nous._time import as_utc
 
 MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
@@ -169,23 +172,28 @@ def _rules(now: datetime) -> list[tuple[re.Pattern[str], object]]:
         }
         return now - spans[unit], now + timedelta(seconds=1)
 
-    fixed = {
-        r"the day before yesterday": (today - timedelta(days=2), today - timedelta(days=1)),
-        r"yesterday|last night": (today - timedelta(days=1), today),
-        r"(?:earlier )?today|this morning|this afternoon|tonight|this evening": (
+    # Resolved only when matched: near year 1 or 9999 a window can overflow, and that must spoil
+    # only the expression that needs it (it is then not a time window), not every query.
+    fixed: dict[str, Callable[[], tuple[datetime, datetime]]] = {
+        r"the day before yesterday": lambda: (today - timedelta(days=2), today - timedelta(days=1)),
+        r"yesterday|last night": lambda: (today - timedelta(days=1), today),
+        r"(?:earlier )?today|this morning|this afternoon|tonight|this evening": lambda: (
             today,
             today + timedelta(days=1),
         ),
-        r"last week|the previous week": (week_start - timedelta(weeks=1), week_start),
-        r"this week": (week_start, week_start + timedelta(weeks=1)),
-        r"last month|the previous month": _month_window(*divmod_month(today, -1)),
-        r"this month": _month_window(today.year, today.month),
-        r"last year|the previous year": (
+        r"last week|the previous week": lambda: (week_start - timedelta(weeks=1), week_start),
+        r"this week": lambda: (week_start, week_start + timedelta(weeks=1)),
+        r"last month|the previous month": lambda: _month_window(*divmod_month(today, -1)),
+        r"this month": lambda: _month_window(today.year, today.month),
+        r"last year|the previous year": lambda: (
             datetime(now.year - 1, 1, 1, tzinfo=UTC),
             datetime(now.year, 1, 1, tzinfo=UTC),
         ),
-        r"this year": (datetime(now.year, 1, 1, tzinfo=UTC), datetime(now.year + 1, 1, 1, tzinfo=UTC)),
-        r"recently|lately|these days": (now - timedelta(days=7), now + timedelta(seconds=1)),
+        r"this year": lambda: (
+            datetime(now.year, 1, 1, tzinfo=UTC),
+            datetime(now.year + 1, 1, 1, tzinfo=UTC),
+        ),
+        r"recently|lately|these days": lambda: (now - timedelta(days=7), now + timedelta(seconds=1)),
     }
     rules: list[tuple[re.Pattern[str], object]] = [
         (re.compile(r"\b(?:in |on |during )?(\d{4})-(\d{2})-(\d{2})\b"), iso_date),
@@ -202,7 +210,7 @@ def _rules(now: datetime) -> list[tuple[re.Pattern[str], object]]:
             re.compile(r"\b(?:on |last )(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"),
             last_weekday,
         ),
-        *[(re.compile(rf"\b(?:{p})\b"), window) for p, window in fixed.items()],
+        *[(re.compile(rf"\b(?:{p})\b"), lambda _m, w=window: w()) for p, window in fixed.items()],
         (re.compile(rf"\b(?:in|during) {_MONTH}\b"), month_only),
         (re.compile(r"\b(?:in|during) ((?:19|20)\d{2})\b"), year_only),
     ]
@@ -222,7 +230,7 @@ _ANCHOR = re.compile(
 
 def parse_time_expression(query: str, now: datetime | None = None) -> ParsedQuery:
     """Find the first time expression in ``query`` and resolve it against ``now``."""
-    now = (now or datetime.now(UTC)).astimezone(UTC)
+    now = as_utc(now or datetime.now(UTC))
     lower = query.lower()
     recap = any(p in lower for p in RECAP_PATTERNS)
     for pattern, resolve in _rules(now):
@@ -231,7 +239,7 @@ def parse_time_expression(query: str, now: datetime | None = None) -> ParsedQuer
             continue
         try:
             window = resolve(match) if callable(resolve) else resolve
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, OverflowError):  # no such date, or beyond years 1..9999
             continue
         since, until = window  # type: ignore[misc]
         text = _strip(query, match.start(), match.end())

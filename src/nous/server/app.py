@@ -21,13 +21,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from nous.api import Nous
 from nous.config import Settings
-from nous.errors import AuthenticationError, InvalidInputError, NotFoundError, NousError
-from nous.models import Memory, WriteResult, WriteStatus
+from nous.errors import AuthenticationError, InvalidInputError, NousError
+from nous.models import WriteResult, WriteStatus
 from nous.models.keys import ApiKey
 from nous.server import routes as extra_routes
 from nous.server.bodies import IsoDatetime, StrictBody
+from nous.server.guards import BodyTimeout
 from nous.server.keys import key_from_header
 from nous.server.mcp import create_mcp_server
+from nous.server.scope import Caller, visible
 
 log = logging.getLogger(__name__)
 # Large enough for any body the schema allows (a 100,000-character text of escaped characters),
@@ -139,13 +141,6 @@ class Health(BaseModel):
 
 
 # -- the app ---------------------------------------------------------------------------------
-class Caller(BaseModel):
-    """Who a request speaks for."""
-
-    agent_id: str
-    user_id: str | None = None
-
-
 def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     """The API over the store ``settings`` name. ``auth=False`` serves the default agent without
     keys (``nous serve --no-auth``, loopback only)."""
@@ -175,6 +170,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         openapi_url="/openapi.json",
         responses=PROBLEM_RESPONSES,
     )
+
+    app.add_middleware(BodyTimeout, timeout=settings.request_timeout_s)
 
     @app.middleware("http")
     async def cap_body(request: Request, call_next: Any) -> Any:
@@ -257,40 +254,41 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         key = await key_from_header(state["root"].store, request.headers.get("authorization"))
         return key if key is not None and key.agent_id is not None and not key.admin else None
 
-    async def mcp_caller(ctx: Context) -> Nous:
-        """The agent of an MCP request (streamable HTTP): its key, checked again per call."""
+    async def mcp_caller(ctx: Context) -> tuple[Nous, Caller]:
+        """The agent (and user) of an MCP request (streamable HTTP): its key, checked per call."""
         if not auth:
-            return nous_for(Caller(agent_id=state["root"].agent_id))
+            who = Caller(agent_id=state["root"].agent_id)
+            return nous_for(who), who
         key = await key_from_header(state["root"].store, (ctx.headers or {}).get("authorization"))
         if key is None or key.agent_id is None or key.admin:
             raise AuthenticationError("send an agent's API key: Authorization: Bearer nous_...")
-        return nous_for(Caller(agent_id=key.agent_id, user_id=key.user_id))
+        who = Caller(agent_id=key.agent_id, user_id=key.user_id)
+        return nous_for(who), who
 
     resolver["fn"] = mcp_caller
     # MCP over streamable HTTP at /mcp/ (stateless: each request carries its key).
     app.mount("/mcp", mcp_server.streamable_http_app(streamable_http_path="/", stateless_http=True))
-
-    async def visible(nous: Nous, who: Caller, memory_id: str) -> Memory:
-        """The caller's memory (a user key sees its user's and the shared ones); 404 otherwise."""
-        try:
-            memory = await nous.get(memory_id)
-        except NotFoundError:
-            raise Problem(404, "Not found", f"no memory {memory_id!r}") from None
-        if who.user_id is not None and memory.user_id not in (None, who.user_id):
-            raise Problem(404, "Not found", f"no memory {memory_id!r}")
-        return memory
 
     @app.get("/health", response_model=Health, tags=["service"])
     async def health() -> Health:
         root: Nous = state["root"]
         return Health(status="ok", backend=root.store.info.backend, version=_version())
 
-    @app.post("/v1/memories", status_code=201, response_model=MemoryOut, tags=["memories"])
+    @app.post(
+        "/v1/memories",
+        status_code=201,
+        response_model=MemoryOut,
+        tags=["memories"],
+        responses=extra_routes.links(201, *extra_routes.LINKED),
+    )
     async def create_memory(body: CreateMemory, who: Who) -> MemoryOut:
         nous = nous_for(who)
         user_id = who.user_id or body.user_id
         if who.user_id is not None and body.user_id not in (None, who.user_id):
             raise Problem(403, "Forbidden", "this key writes only its own user's memories")
+        if body.type in ("procedure", "censor"):
+            who.require_agent_key(f"a {body.type} (the agent's shared memory)")
+        session_id = who.session_keys(body.session_id)
         result: WriteResult
         if body.type == "fact":
             result = await nous.learn(
@@ -299,13 +297,13 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
                 category=body.category,
                 tags=body.tags,
                 user_id=user_id,
-                session_id=body.session_id,
+                session_id=session_id,
                 confidence=1.0 if body.confidence is None else body.confidence,
             )
         elif body.type == "procedure":
             if not body.name:
                 raise InvalidInputError("a procedure needs a name", field="name")
-            result = await nous.add_procedure(body.name, body.content, session_id=body.session_id)
+            result = await nous.add_procedure(body.name, body.content, session_id=session_id)
         elif body.type == "censor":
             result = await nous.add_censor(
                 body.content, action=body.action or "warn", reason=body.reason or ""
@@ -318,12 +316,17 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
                 reasons=body.reasons,
                 tags=body.tags,
                 user_id=user_id,
-                session_id=body.session_id,
+                session_id=session_id,
             )
             result = WriteResult(status=WriteStatus.CREATED, memory=decision)
         return _out(result)
 
-    @app.get("/v1/memories/{memory_id}", response_model=dict[str, Any], tags=["memories"])
+    @app.get(
+        "/v1/memories/{memory_id}",
+        response_model=dict[str, Any],
+        tags=["memories"],
+        responses=extra_routes.links(200, "UpdateMemory", "ForgetMemory", "MemoryHistory"),
+    )
     async def get_memory(memory_id: str, who: Who) -> dict[str, Any]:
         memory = await visible(nous_for(who), who, memory_id)
         return {"type": memory.kind.value, **memory.model_dump(mode="json")}
@@ -335,7 +338,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
             limit=body.limit,
             kinds=body.types,
             user_id=who.user_id,
-            session_id=body.session_id,
+            session_id=who.session_keys(body.session_id),
             since=body.since,
             until=body.until,
             frame=body.frame,
@@ -355,8 +358,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
             ]
         )
 
-    extra_routes.register(app, Who, nous_for, visible)
-    extra_routes.register_organs(app, Who, nous_for, visible)
+    extra_routes.register(app, Who, nous_for)
+    extra_routes.register_organs(app, Who, nous_for)
     return app
 
 

@@ -3,7 +3,9 @@ Cursor and other MCP clients. ``nous mcp --agent NAME`` serves one agent over st
 
 Tools: remember (a fact through the duplicate check), recall, recall_recent, record_decision,
 check_similar, check_action, context (the turn's assembled context) and forget. A refused or
-invalid call is a tool error with the reason, never a crash of the server.
+invalid call is a tool error with the reason, never a crash of the server. Inside `nous serve`,
+each call speaks for its API key: a user-bound key's tools see and change only what that key
+may over REST (``nous.server.scope``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from nous.api import Nous
 from nous.errors import NousError
+from nous.server.scope import Caller, owned
 
 T = TypeVar("T")
 INSTRUCTIONS = (
@@ -27,7 +30,7 @@ INSTRUCTIONS = (
 )
 
 
-Resolver = Callable[[Context], Awaitable[Nous]]
+Resolver = Callable[[Context], Awaitable[tuple[Nous, Caller]]]
 
 
 def create_mcp_server(
@@ -50,12 +53,16 @@ def create_mcp_server(
 
     server = MCPServer(name="nous", instructions=INSTRUCTIONS, lifespan=lifespan)
 
-    async def call(ctx: Context, fn: Callable[[Nous], Awaitable[T]]) -> T:
+    async def call(ctx: Context, fn: Callable[[Nous, Caller], Awaitable[T]]) -> T:
         try:
-            nous = await resolve(ctx) if resolve is not None else holder.get("nous")
-            if nous is None:
-                raise ToolError("the memory store is not open")
-            return await fn(nous)
+            if resolve is not None:
+                nous, who = await resolve(ctx)
+            else:
+                if "nous" not in holder:
+                    raise ToolError("the memory store is not open")
+                nous = holder["nous"]
+                who = Caller(agent_id=nous.agent_id)
+            return await fn(nous, who)
         except NousError as exc:  # a tool error with the reason, as the REST API's 4xx
             raise ToolError(str(exc)) from None
 
@@ -68,7 +75,14 @@ def create_mcp_server(
         session_id: str | None = None,
     ) -> dict[str, Any]:
         result = await call(
-            ctx, lambda n: n.learn(content, subject=subject, category=category, session_id=session_id)
+            ctx,
+            lambda n, who: n.learn(
+                content,
+                subject=subject,
+                category=category,
+                user_id=who.user_id,
+                session_id=who.session_keys(session_id),
+            ),
         )
         return {
             "id": result.memory.id,
@@ -81,14 +95,14 @@ def create_mcp_server(
     async def recall(
         ctx: Context, query: str, limit: int = 10, types: list[str] | None = None
     ) -> list[dict[str, Any]]:
-        hits = await call(ctx, lambda n: n.recall(query, limit=limit, kinds=types))
+        hits = await call(ctx, lambda n, who: n.recall(query, limit=limit, kinds=types, user_id=who.user_id))
         return [{"id": h.id, "type": h.kind.value, "content": h.content, "score": h.score} for h in hits]
 
     @server.tool(description="The most recent memories by time (default: conversations of the last days).")
     async def recall_recent(
         ctx: Context, limit: int = 10, hours: float | None = None
     ) -> list[dict[str, Any]]:
-        found = await call(ctx, lambda n: n.recall_recent(limit=limit, hours=hours))
+        found = await call(ctx, lambda n, who: n.recall_recent(limit=limit, hours=hours, user_id=who.user_id))
         return [
             {"id": m.id, "type": m.kind.value, "content": m.content, "at": m.occurred_at.isoformat()}
             for m in found
@@ -104,23 +118,26 @@ def create_mcp_server(
     ) -> dict[str, Any]:
         decision = await call(
             ctx,
-            lambda n: n.record_decision(
+            lambda n, who: n.record_decision(
                 description,
                 confidence=confidence,
                 reasons=[{"type": "analysis", "text": r} for r in reasons or []],
-                session_id=session_id,
+                user_id=who.user_id,
+                session_id=who.session_keys(session_id),
             ),
         )
         return {"id": decision.id, "flags": decision.flags}
 
     @server.tool(description="What storing this text would find: close memories and a recommendation.")
     async def check_similar(ctx: Context, content: str, type: str = "fact") -> dict[str, Any]:
-        found = await call(ctx, lambda n: n.check_similar(content, type))
+        found = await call(ctx, lambda n, who: n.check_similar(content, type, user_id=who.user_id))
         return found.model_dump(mode="json")
 
     @server.tool(description="Check a planned action against the agent's censors: allow, warn or block.")
     async def check_action(ctx: Context, action: str, session_id: str | None = None) -> dict[str, Any]:
-        verdict = await call(ctx, lambda n: n.check_action(action, session_id=session_id))
+        verdict = await call(
+            ctx, lambda n, who: n.check_action(action, session_id=who.session_keys(session_id))
+        )
         return verdict.model_dump(mode="json")
 
     @server.tool(
@@ -128,12 +145,17 @@ def create_mcp_server(
         description="The context for this turn: identity, rules, relevant memories, within a budget.",
     )
     async def turn_context(ctx: Context, session_id: str, user_text: str) -> dict[str, Any]:
-        turn = await call(ctx, lambda n: n.pre_turn(session_id, user_text))
+        turn = await call(
+            ctx, lambda n, who: n.pre_turn(who.session_key(session_id), user_text, user_id=who.user_id)
+        )
         return {"frame": turn.frame, "context": turn.text, "tokens": turn.tokens, "budget": turn.budget}
 
     @server.tool(description="Forget a memory (restorable; nothing is deleted for good).")
     async def forget(ctx: Context, memory_id: str) -> dict[str, Any]:
-        memory = await call(ctx, lambda n: n.forget(memory_id))
+        async def forget_owned(n: Nous, who: Caller) -> Any:
+            return await n.forget((await owned(n, who, memory_id)).id)
+
+        memory = await call(ctx, forget_owned)
         return {"id": memory.id, "active": memory.active}
 
     return server

@@ -5,8 +5,9 @@ check-action, events and stats. Every route works on the caller's agent only."""
 import base64
 import io
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Literal
+from urllib.parse import quote
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import StreamingResponse
@@ -16,6 +17,7 @@ from nous.api import Nous
 from nous.errors import InvalidInputError
 from nous.models import Memory
 from nous.server.bodies import IsoDatetime, StrictBody
+from nous.server.scope import owned, visible
 
 
 class UpdateMemory(StrictBody):
@@ -90,11 +92,44 @@ def _page(rows: list[dict[str, Any]], offset: int, limit: int) -> Page:
     return Page(items=window, next_cursor=_cursor(offset + limit) if more else None)
 
 
+# OpenAPI links: the operations that take the ``id`` of a memory an answer returns as a path
+# parameter. They document a memory's life (create, read, update, forget, restore, history) and
+# the organs' own operations, and let a stateful client or fuzzer follow them.
+LINKED: dict[str, tuple[str, str, str]] = {
+    "GetMemory": ("get", "/v1/memories/{memory_id}", "memory_id"),
+    "UpdateMemory": ("patch", "/v1/memories/{memory_id}", "memory_id"),
+    "ForgetMemory": ("delete", "/v1/memories/{memory_id}", "memory_id"),
+    "RestoreMemory": ("post", "/v1/memories/{memory_id}/restore", "memory_id"),
+    "MemoryHistory": ("get", "/v1/memories/{memory_id}/history", "memory_id"),
+    "LinkMemory": ("post", "/v1/memories/{memory_id}/links", "memory_id"),
+    "ReviewDecision": ("post", "/v1/decisions/{decision_id}/review", "decision_id"),
+    "SettleProposal": ("post", "/v1/proposals/{decision_id}/{verdict}", "decision_id"),
+    "UseProcedure": ("post", "/v1/procedures/{procedure_id}/use", "procedure_id"),
+    "EditCensor": ("patch", "/v1/censors/{censor_id}", "censor_id"),
+    "CensorFalsePositive": ("post", "/v1/censors/{censor_id}/false-positive", "censor_id"),
+    "RetireCensor": ("post", "/v1/censors/{censor_id}/retire", "censor_id"),
+}
+
+
+def links(status: int, *names: str) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` for a route: links from its ``status`` answer's ``id`` to the ``LINKED``
+    operations named (by ``operationRef``: the path and method, not a generated operation id)."""
+
+    def link(method: str, path: str, parameter: str) -> dict[str, Any]:
+        # A JSON pointer in a URI fragment: "~" and "/" escaped, then "{" and "}" percent-encoded.
+        pointer = quote(path.replace("~", "~0").replace("/", "~1"), safe="~")
+        return {
+            "operationRef": f"#/paths/{pointer}/{method}",
+            "parameters": {parameter: "$response.body#/id"},
+        }
+
+    return {status: {"links": {name: link(*LINKED[name]) for name in names}}}
+
+
 def register(
     app: FastAPI,
     who: Any,
     nous_for: Callable[[Any], Nous],
-    visible: Callable[[Nous, Any, str], Awaitable[Memory]],
 ) -> None:
     """Add the routes to ``app``; ``who`` is the caller dependency (an ``Annotated`` type)."""
 
@@ -106,31 +141,44 @@ def register(
         cursor: str | None = None,
     ) -> Page:
         nous, offset = nous_for(caller), _offset(cursor)
-        found = await nous.memories(types, limit=limit + 1, offset=offset)
-        if caller.user_id is not None:  # a user key pages through what it may see
-            found = [m for m in found if m.user_id in (None, caller.user_id)]
+        found = await nous.memories(types, limit=limit + 1, offset=offset, user_id=caller.user_id)
         more = len(found) > limit
         return Page(
             items=[_dump(m) for m in found[:limit]], next_cursor=_cursor(offset + limit) if more else None
         )
 
-    @app.patch("/v1/memories/{memory_id}", response_model=dict[str, Any], tags=["memories"])
+    @app.patch(
+        "/v1/memories/{memory_id}",
+        response_model=dict[str, Any],
+        tags=["memories"],
+        responses=links(200, "GetMemory", "ForgetMemory", "MemoryHistory"),
+    )
     async def update_memory(memory_id: str, body: UpdateMemory, caller: who) -> dict[str, Any]:
         nous = nous_for(caller)
-        memory = await visible(nous, caller, memory_id)
+        memory = await owned(nous, caller, memory_id)
         changes = body.model_dump(exclude_none=True)
         return _dump(await nous.update(memory.id, **changes))
 
-    @app.delete("/v1/memories/{memory_id}", response_model=dict[str, Any], tags=["memories"])
+    @app.delete(
+        "/v1/memories/{memory_id}",
+        response_model=dict[str, Any],
+        tags=["memories"],
+        responses=links(200, "RestoreMemory", "GetMemory", "MemoryHistory"),
+    )
     async def forget_memory(memory_id: str, caller: who, hard: bool = False) -> dict[str, Any]:
         nous = nous_for(caller)
-        memory = await visible(nous, caller, memory_id)
+        memory = await owned(nous, caller, memory_id)
         return _dump(await nous.forget(memory.id, hard=hard))
 
-    @app.post("/v1/memories/{memory_id}/restore", response_model=dict[str, Any], tags=["memories"])
+    @app.post(
+        "/v1/memories/{memory_id}/restore",
+        response_model=dict[str, Any],
+        tags=["memories"],
+        responses=links(200, "GetMemory", "UpdateMemory", "ForgetMemory", "MemoryHistory"),
+    )
     async def restore_memory(memory_id: str, caller: who) -> dict[str, Any]:
         nous = nous_for(caller)
-        memory = await visible(nous, caller, memory_id)
+        memory = await owned(nous, caller, memory_id)
         return _dump(await nous.restore(memory.id))
 
     @app.get("/v1/memories/{memory_id}/history", response_model=list[dict[str, Any]], tags=["memories"])
@@ -162,31 +210,35 @@ def register(
     @app.post("/v1/sessions/{session_id}/turns", response_model=dict[str, Any], tags=["sessions"])
     async def pre_turn(session_id: str, body: TurnRequest, caller: who) -> dict[str, Any]:
         turn = await nous_for(caller).pre_turn(
-            session_id, body.text, user_id=caller.user_id, budget=body.budget
+            caller.session_key(session_id), body.text, user_id=caller.user_id, budget=body.budget
         )
-        return {"context": turn.text, **turn.model_dump(mode="json", exclude={"text"})}
+        answer = {"context": turn.text, **turn.model_dump(mode="json", exclude={"text"})}
+        return caller.outside(answer, session_id)
 
     @app.post("/v1/sessions/{session_id}/reply", response_model=dict[str, Any], tags=["sessions"])
     async def post_turn(session_id: str, body: ReplyRequest, caller: who) -> dict[str, Any]:
         from nous.cognitive import TurnResult
 
         state = await nous_for(caller).post_turn(
-            session_id, TurnResult(reply=body.reply, tools_used=body.tools_used)
+            caller.session_key(session_id), TurnResult(reply=body.reply, tools_used=body.tools_used)
         )
-        return state.model_dump(mode="json")
+        return caller.outside(state.model_dump(mode="json"), session_id)
 
     @app.post("/v1/sessions/{session_id}/end", response_model=dict[str, Any], tags=["sessions"])
     async def end_session(session_id: str, body: EndRequest, caller: who) -> dict[str, Any]:
-        done = await nous_for(caller).end_session(session_id, reflection=body.reflection)
-        return done.model_dump(mode="json")
+        done = await nous_for(caller).end_session(caller.session_key(session_id), reflection=body.reflection)
+        return caller.outside(done.model_dump(mode="json"), session_id)
 
     @app.post("/v1/check-action", response_model=dict[str, Any], tags=["censors"])
     async def check_action(body: ActionRequest, caller: who) -> dict[str, Any]:
-        verdict = await nous_for(caller).check_action(body.action, session_id=body.session_id)
+        verdict = await nous_for(caller).check_action(
+            body.action, session_id=caller.session_keys(body.session_id)
+        )
         return verdict.model_dump(mode="json")
 
     @app.get("/v1/stats", response_model=dict[str, Any], tags=["service"])
     async def stats(caller: who) -> dict[str, Any]:
+        caller.require_agent_key("stats")
         nous = nous_for(caller)
         counts = await nous.event_counts()
         return {
@@ -201,6 +253,7 @@ def register(
         limit: int = Query(default=50, ge=1, le=1000),
         cursor: str | None = None,
     ) -> Page:
+        caller.require_agent_key("the event queue")
         offset = _offset(cursor)
         found = await nous_for(caller).events(status=status, limit=min(offset + limit + 1, 1000))
         return _page([e.model_dump(mode="json") for e in found], offset, limit)
@@ -240,7 +293,6 @@ def register_organs(
     app: FastAPI,
     who: Any,
     nous_for: Callable[[Any], Nous],
-    visible: Callable[[Nous, Any, str], Awaitable[Memory]],
 ) -> None:
     """Routes for decisions, procedures, censors, episodes, identity, working memory, links,
     proposals, ingest and export / import."""
@@ -248,23 +300,26 @@ def register_organs(
     @app.post("/v1/decisions/{decision_id}/review", response_model=dict[str, Any], tags=["decisions"])
     async def review(decision_id: str, body: ReviewRequest, caller: who) -> dict[str, Any]:
         nous = nous_for(caller)
-        memory = await visible(nous, caller, decision_id)
+        memory = await owned(nous, caller, decision_id)
         return _dump(await nous.review_decision(memory.id, body.outcome, note=body.note))
 
     @app.get("/v1/calibration", response_model=dict[str, Any], tags=["decisions"])
     async def calibration(caller: who) -> dict[str, Any]:
+        caller.require_agent_key("calibration")
         return (await nous_for(caller).calibration()).model_dump(mode="json")
 
     @app.get("/v1/proposals", response_model=Page, tags=["decisions"])
     async def proposals(
         caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: str | None = None
     ) -> Page:
+        caller.require_agent_key("outcome proposals")
         offset = _offset(cursor)
         found = await nous_for(caller).outcome_proposals(limit=offset + limit + 1)
         return _page([_dump(d) for d in found], offset, limit)
 
     @app.post("/v1/proposals/{decision_id}/{verdict}", response_model=dict[str, Any], tags=["decisions"])
     async def settle(decision_id: str, verdict: Literal["accept", "reject"], caller: who) -> dict[str, Any]:
+        caller.require_agent_key("settling an outcome proposal")
         nous = nous_for(caller)
         memory = await visible(nous, caller, decision_id)
         settled = await (
@@ -275,7 +330,7 @@ def register_organs(
     @app.post("/v1/procedures/{procedure_id}/use", response_model=dict[str, Any], tags=["procedures"])
     async def use_procedure(procedure_id: str, body: UseRequest, caller: who) -> dict[str, Any]:
         nous = nous_for(caller)
-        memory = await visible(nous, caller, procedure_id)
+        memory = await owned(nous, caller, procedure_id)
         return _dump(await nous.heart.procedures.record_use(memory.id, success=body.success))
 
     @app.get("/v1/censors", response_model=Page, tags=["censors"])
@@ -289,25 +344,25 @@ def register_organs(
     @app.patch("/v1/censors/{censor_id}", response_model=dict[str, Any], tags=["censors"])
     async def edit_censor(censor_id: str, body: CensorEdit, caller: who) -> dict[str, Any]:
         nous = nous_for(caller)
-        memory = await visible(nous, caller, censor_id)
+        memory = await owned(nous, caller, censor_id)
         return _dump(await nous.edit_censor(memory.id, **body.model_dump(exclude_none=True)))
 
     @app.post("/v1/censors/{censor_id}/false-positive", response_model=dict[str, Any], tags=["censors"])
     async def false_positive(censor_id: str, body: NoteRequest, caller: who) -> dict[str, Any]:
         nous = nous_for(caller)
-        memory = await visible(nous, caller, censor_id)
+        memory = await owned(nous, caller, censor_id)
         return _dump(await nous.report_false_positive(memory.id, body.note))
 
     @app.post("/v1/censors/{censor_id}/retire", response_model=dict[str, Any], tags=["censors"])
     async def retire(censor_id: str, body: NoteRequest, caller: who) -> dict[str, Any]:
         nous = nous_for(caller)
-        memory = await visible(nous, caller, censor_id)
+        memory = await owned(nous, caller, censor_id)
         return _dump(await nous.retire_censor(memory.id, body.note))
 
     @app.post("/v1/memories/{memory_id}/links", response_model=dict[str, bool], tags=["memories"])
     async def link(memory_id: str, body: LinkRequest, caller: who) -> dict[str, bool]:
         nous = nous_for(caller)
-        source = await visible(nous, caller, memory_id)
+        source = await owned(nous, caller, memory_id)
         target = await visible(nous, caller, body.target_id)
         return {"created": await nous.link(source.id, target.id, body.relation, weight=body.weight)}
 
@@ -317,13 +372,14 @@ def register_organs(
 
     @app.put("/v1/identity/{section}", response_model=dict[str, Any], tags=["identity"])
     async def set_identity(section: str, body: IdentityRequest, caller: who) -> dict[str, Any]:
+        caller.require_agent_key("the agent's identity")
         return (await nous_for(caller).set_identity(section, body.content)).model_dump(mode="json")
 
     @app.get("/v1/sessions/{session_id}/working-memory", response_model=dict[str, Any], tags=["sessions"])
     async def working_memory(session_id: str, caller: who) -> dict[str, Any]:
-        nous = nous_for(caller)
-        await nous.session(session_id)  # 404 for a session this agent does not have
-        return (await nous.heart.working_memory.get(session_id)).model_dump(mode="json")
+        nous, key = nous_for(caller), caller.session_key(session_id)
+        await nous.session(key)  # 404 for a session this caller does not have
+        return caller.outside((await nous.heart.working_memory.get(key)).model_dump(mode="json"), session_id)
 
     @app.post("/v1/ingest", response_model=dict[str, Any], tags=["conversations"])
     async def ingest(body: dict[str, Any], caller: who) -> dict[str, Any]:
@@ -342,8 +398,7 @@ def register_organs(
         },
     )
     async def export(caller: who) -> StreamingResponse:
-        if caller.user_id is not None:
-            raise InvalidInputError("export is for an agent's key, not a user-bound one", field="key")
+        caller.require_agent_key("export")
         nous = nous_for(caller)
 
         async def lines() -> Any:
@@ -355,8 +410,7 @@ def register_organs(
     @app.post("/v1/import", response_model=dict[str, int], tags=["conversations"])
     async def import_(request: Request, caller: who) -> dict[str, int]:
         """An export's JSONL lines (validated whole first; nothing is written if a line is bad)."""
-        if caller.user_id is not None:
-            raise InvalidInputError("import is for an agent's key, not a user-bound one", field="key")
+        caller.require_agent_key("import")
         try:
             text = (await request.body()).decode("utf-8")
         except UnicodeDecodeError:

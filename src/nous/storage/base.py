@@ -15,6 +15,8 @@ from datetime import datetime
 
 import numpy as np
 
+from nous._time import as_utc
+from nous.errors import InvalidInputError
 from nous.models import Edge, HistoryEntry, LifecycleState, Memory, MemoryKind, StoreStats, WorkingMemory
 from nous.models.events import Event, EventStatus
 from nous.models.keys import ApiKey
@@ -314,6 +316,13 @@ INDEX_NEUTRAL_OPS = (
 KEY_OPS = (PutApiKey, RevokeApiKey)
 
 
+def unencodable(exc: UnicodeEncodeError) -> InvalidInputError:
+    """A text parameter the driver cannot encode (a lone surrogate, e.g. from undecodable bytes in
+    an id or a filter) is a bad input, not a storage failure."""
+    bad = exc.object[exc.start : exc.end]
+    return InvalidInputError(f"text is not valid Unicode ({bad!r}: {exc.reason})")
+
+
 @dataclass(slots=True)
 class MemoryQuery:
     """Which memories a read concerns. ``None`` means no constraint. With ``shared``, a ``user_id``
@@ -334,6 +343,14 @@ class MemoryQuery:
     newest_first: bool = True
     limit: int = 100
     offset: int = 0
+
+    def __post_init__(self) -> None:
+        # Stored times are UTC: a naive bound is UTC too (it was compared to aware times, a
+        # TypeError, and read as local time by PostgreSQL and by astimezone).
+        if isinstance(self.since, datetime):
+            self.since = as_utc(self.since)
+        if isinstance(self.until, datetime):
+            self.until = as_utc(self.until)
 
     def narrows_beyond_kind(self) -> bool:
         """True when the query filters on more than agent, kind and activity."""
@@ -440,6 +457,11 @@ class Store(ABC):
     @abstractmethod
     async def get_many(self, agent_id: str, ids: list[str]) -> dict[str, Memory]:
         """Memories by id (active or not) within an agent; unknown ids are absent."""
+
+    @abstractmethod
+    async def foreign_ids(self, agent_id: str, ids: list[str]) -> set[str]:
+        """Those of ``ids`` that name another agent's memories (an import re-ids them, so a
+        client-chosen id neither collides with nor reveals another agent's memory)."""
 
     @abstractmethod
     async def resolve_prefix(self, agent_id: str, prefix: str) -> list[str]:

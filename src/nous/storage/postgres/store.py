@@ -17,7 +17,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from nous.errors import ConflictError, StaleWriteError, StorageError
+from nous.errors import ConflictError, InvalidInputError, StaleWriteError, StorageError
 from nous.models import (
     Edge,
     EdgeRelation,
@@ -57,6 +57,7 @@ from nous.storage.base import (
     StoreInfo,
     WriteOp,
     selective_terms,
+    unencodable,
 )
 from nous.storage.codec import JSON_COLUMNS, MODEL_COLUMNS, memory_to_row, row_to_candidate, row_to_memory
 from nous.storage.filters import where_clause
@@ -238,8 +239,14 @@ class PostgresStore(Store):
             ) from exc
         except psycopg.OperationalError as exc:
             raise StorageError(f"lost the connection to PostgreSQL at {self.info.location}: {exc}") from exc
+        except psycopg.DataError as exc:
+            if "NUL (0x00)" in str(exc):  # psycopg refuses to send it: the caller's text, not a fault
+                raise InvalidInputError("text contains a NUL (0x00) character") from None
+            raise StorageError(f"PostgreSQL error at {self.info.location}: {exc}") from exc
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL error at {self.info.location}: {exc}") from exc
+        except UnicodeEncodeError as exc:  # adapting a parameter: the caller's text
+            raise unencodable(exc) from None
 
     async def _fetch(self, query: str, params: Any = ()) -> list[dict[str, Any]]:
         async with self._conn() as conn, conn.cursor(row_factory=dict_row) as cur:
@@ -397,6 +404,15 @@ class PostgresStore(Store):
             (agent_id, list(dict.fromkeys(ids))),
         )
         return {r["id"]: row_to_memory(r) for r in rows}
+
+    async def foreign_ids(self, agent_id: str, ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        rows = await self._fetch(
+            "SELECT id FROM memories WHERE id = ANY(%s) AND agent_id <> %s",
+            (list(dict.fromkeys(ids)), agent_id),
+        )
+        return {r["id"] for r in rows}
 
     async def resolve_prefix(self, agent_id: str, prefix: str) -> list[str]:
         rows = await self._fetch(

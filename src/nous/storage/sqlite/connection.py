@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nous.errors import StorageError
+from nous.storage.base import unencodable
 
 T = TypeVar("T")
 
@@ -95,6 +96,8 @@ class WriterThread:
                 reply(fn(conn), None)
             except sqlite3.Error as exc:
                 reply(None, storage_error(exc, self._path))
+            except UnicodeEncodeError as exc:  # binding a parameter: the caller's text
+                reply(None, unencodable(exc))
             except BaseException as exc:
                 reply(None, exc)
         conn.close()
@@ -153,6 +156,8 @@ class ReaderPool:
                 return fn(self._conn())
             except sqlite3.Error as exc:
                 raise storage_error(exc, self._path) from exc
+            except UnicodeEncodeError as exc:  # binding a parameter: the caller's text
+                raise unencodable(exc) from None
 
         return await loop.run_in_executor(self._executor, call)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from nous._time import as_utc
 from nous.errors import ConflictError, StaleWriteError, StorageError
 from nous.models import (
     Edge,
@@ -78,8 +79,11 @@ CHUNK = 500
 
 
 def fmt_time(value: datetime) -> str:
-    """Fixed-width UTC text, so string order is time order."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    """Fixed-width UTC text, so string order is time order (a naive time is taken as UTC).
+
+    ``isoformat`` pads the year to four digits; ``strftime("%Y")`` wrote year 1 as "1-01-01...",
+    which ``fromisoformat`` cannot read back (and which sorted after every later year)."""
+    return as_utc(value).isoformat(timespec="microseconds")
 
 
 def _encode(row: dict[str, Any]) -> dict[str, Any]:
@@ -380,6 +384,19 @@ class SQLiteStore(Store):
             return {row["id"]: row_to_memory(row) for row in cur_rows}
 
         return await self._r().run(read) if ids else {}
+
+    async def foreign_ids(self, agent_id: str, ids: list[str]) -> set[str]:
+        def read(conn: sqlite3.Connection) -> set[str]:
+            found: set[str] = set()
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                cur = conn.execute(
+                    f"SELECT id FROM memories WHERE id IN ({_marks(len(chunk))}) AND agent_id != ?",
+                    [*chunk, agent_id],
+                )
+                found.update(row[0] for row in cur.fetchall())
+            return found
+
+        return await self._r().run(read) if ids else set()
 
     async def resolve_prefix(self, agent_id: str, prefix: str) -> list[str]:
         def read(conn: sqlite3.Connection) -> list[str]:

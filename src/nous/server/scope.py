@@ -1,0 +1,68 @@
+"""Who a request speaks for, and what its key may reach.
+
+An agent's key reaches all of that agent's memory. A user-bound key (an agent's key made for one
+of its users) is narrower: it reads its user's memories and the agent's shared ones, changes only
+its user's own, and its sessions are its user's alone. Agent-wide views (stats, events,
+calibration, proposals, export, import) and the agent's shared organs (identity, censors,
+procedures) are for the agent's key. Another agent's or user's memory answers 404 exactly as a
+missing id does, so no answer tells one caller what another has.
+"""
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from nous.api import Nous
+from nous.errors import NotFoundError, PermissionDeniedError
+from nous.models import Memory
+
+
+class Caller(BaseModel):
+    """Who a request speaks for: an agent, and for a user-bound key, one of its users."""
+
+    agent_id: str
+    user_id: str | None = None
+
+    def session_key(self, session_id: str) -> str:
+        """The stored id of this caller's session ``session_id``. A user-bound key's sessions are
+        kept under its user, so two users of one agent may both use "s1" and neither reaches the
+        other's (the length prefix keeps any user id and session id apart)."""
+        if self.user_id is None:
+            return session_id
+        return f"~{len(self.user_id)}:{self.user_id}:{session_id}"
+
+    def session_keys(self, session_id: str | None) -> str | None:
+        return None if session_id is None else self.session_key(session_id)
+
+    def outside(self, answer: dict[str, Any], session_id: str) -> dict[str, Any]:
+        """``answer`` with the caller's own session id in place of the stored one."""
+        if "session_id" in answer:
+            answer["session_id"] = session_id
+        return answer
+
+    def require_agent_key(self, what: str) -> None:
+        """PermissionDeniedError for a user-bound key asking for an agent-wide ``what``."""
+        if self.user_id is not None:
+            raise PermissionDeniedError(
+                f"{what} is for the agent's key; a user-bound key reaches only its user's memories"
+            )
+
+
+async def visible(nous: Nous, caller: Caller, memory_id: str) -> Memory:
+    """The caller's memory (a user-bound key sees its user's and the shared ones); NotFoundError
+    (404) otherwise, worded as for a missing id."""
+    memory = await nous.get(memory_id)
+    if caller.user_id is not None and memory.user_id not in (None, caller.user_id):
+        raise NotFoundError(f"no memory with id {memory_id!r}")
+    return memory
+
+
+async def owned(nous: Nous, caller: Caller, memory_id: str) -> Memory:
+    """The caller's memory to change: as ``visible``, and a user-bound key may not change the
+    agent's shared memory (403; it can read that memory, so the answer reveals nothing)."""
+    memory = await visible(nous, caller, memory_id)
+    if caller.user_id is not None and memory.user_id is None:
+        raise PermissionDeniedError(
+            f"memory {memory_id!r} is the agent's shared memory; a user-bound key changes only its user's"
+        )
+    return memory

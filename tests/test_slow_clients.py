@@ -1,0 +1,103 @@
+"""Slow clients against a real uvicorn server with the guards `nous serve` uses: a client that
+trickles its headers is disconnected, one whose body stalls gets 408, and neither stops the
+server answering everyone else."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from nous import Nous, Settings
+from nous.server import create_app, create_key
+from nous.server.guards import guarded_protocol
+
+TIMEOUT = 1.0
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    settings = Settings(
+        home=tmp_path,
+        database_url=f"sqlite:///{tmp_path / 'nous.db'}",
+        events_worker="off",
+        request_timeout_s=TIMEOUT,
+    )
+
+    async def make_key() -> str:
+        async with Nous(settings) as nous:
+            return (await create_key(nous.store, agent_id="agent-a"))[1]
+
+    key = asyncio.run(make_key())
+    config = uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=0, log_level="warning", http=guarded_protocol(TIMEOUT)
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"127.0.0.1:{port}", key
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    sock.settimeout(seconds)
+    try:
+        return sock.recv(1024) == b""
+    except TimeoutError:
+        return False
+
+
+def test_a_client_trickling_its_headers_is_disconnected(guarded: tuple[str, str]) -> None:
+    address, _ = guarded
+    host, port = address.split(":")
+    silent = socket.create_connection((host, int(port)))
+    trickling = socket.create_connection((host, int(port)))
+    trickling.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+    started = time.monotonic()
+    for _ in range(3):  # a byte now and then does not extend the deadline
+        time.sleep(TIMEOUT / 3)
+        try:
+            trickling.sendall(b"X")
+        except OSError:
+            break
+    assert _closed_within(silent, TIMEOUT * 5)
+    assert _closed_within(trickling, TIMEOUT * 5)
+    assert time.monotonic() - started < TIMEOUT * 6
+    assert httpx.get(f"http://{address}/health").status_code == 200  # everyone else is served
+
+
+def test_a_stalled_body_gets_408_and_nothing_is_stored(guarded: tuple[str, str]) -> None:
+    address, key = guarded
+    host, port = address.split(":")
+    body = b'{"type": "fact", "content": "The stalled upload never finishes"}'
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(
+            b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {key}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body[:20]
+        )
+        sock.settimeout(TIMEOUT * 10)
+        answer = sock.recv(4096).decode()
+    assert answer.startswith("HTTP/1.1 408"), answer
+    assert "application/problem+json" in answer and "did not arrive" in answer
+    listed = httpx.get(f"http://{address}/v1/memories", headers={"Authorization": f"Bearer {key}"})
+    assert listed.status_code == 200 and listed.json()["items"] == []
+    quick = httpx.post(
+        f"http://{address}/v1/memories",
+        headers={"Authorization": f"Bearer {key}"},
+        json={"type": "fact", "content": "A prompt client is served as usual"},
+    )
+    assert quick.status_code == 201
