@@ -10,8 +10,9 @@ fi
 extra=""
 [ "${1:-}" = "dev" ] && extra="[dev]"
 stamp=".venv/.nous-installed${extra}"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extra}"
+  # requirements.lock pins every dependency's version (see SECURITY.md).
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e ".${extra}"
   touch "$stamp"
 fi
