@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from nous import Nous, Settings
 from nous.cli.app import app as cli_app
 from nous.server import create_app, create_key
-from tests.test_server import LiveServer
+from tests.test_server import LiveServer, live
 
 MARK = re.compile(r"zorblax|quillon|7419", re.IGNORECASE)  # words only the owner's memories hold
 FACT = "The vault combination for Zorblax Industries is 7419"
@@ -246,13 +246,8 @@ async def _keys(settings: Settings) -> dict[str, str]:
 
 @pytest.fixture
 def served(database_url: str, settings: Settings) -> Iterator[tuple[LiveServer, dict[str, str]]]:
-    run = settings.model_copy(update={"database_url": database_url})
-    keys = asyncio.run(_keys(run))
-    server = LiveServer(run)
-    try:
-        yield server, keys
-    finally:
-        server.close()
+    with live(settings.model_copy(update={"database_url": database_url}), _keys) as pair:
+        yield pair
 
 
 def _client(server: LiveServer, key: str) -> httpx.Client:
@@ -309,7 +304,7 @@ def test_every_route_keeps_the_owners_memory_from_the_intruder(
     served: tuple[LiveServer, dict[str, str]], pair: str
 ) -> None:
     server, keys = served
-    spec = create_app(Settings(), auth=True).openapi()
+    spec = create_app(server.settings).openapi()
     routes = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops}
     assert routes - NOT_AGENT_DATA == set(ROUTES), "a route without an isolation row"
     owner_key, intruder_key = (keys["alice"], keys["bob"]) if pair == "users" else (keys["a"], keys["b"])
@@ -576,32 +571,24 @@ def test_keys_are_hashed_at_rest_refused_once_revoked_and_never_logged(
     from nous.server import revoke_key
 
     run = settings.model_copy(update={"database_url": database_url})
-    keys = asyncio.run(_keys(run))
     caplog.set_level(logging.DEBUG)
-    server = LiveServer(run)
-    try:
-        with _client(server, keys["a"]) as a:
-            assert (
-                a.post("/v1/memories", json={"type": "fact", "content": "Keys stay secret"}).status_code
-                == 201
-            )
-            assert a.post("/v1/memories", json={"type": "nonsense"}).status_code == 422
-            assert a.get("/v1/memories/not-a-real-id").status_code == 404
-            for bad in (keys["a"][:-2] + "zz", keys["a"] + "x", "Bearer " + keys["a"]):
-                with _client(server, bad) as wrong:
-                    assert wrong.get("/v1/stats").status_code == 401
+    with live(run, _keys) as (server, keys), _client(server, keys["a"]) as a:
+        assert a.post("/v1/memories", json={"type": "fact", "content": "Keys stay secret"}).status_code == 201
+        assert a.post("/v1/memories", json={"type": "nonsense"}).status_code == 422
+        assert a.get("/v1/memories/not-a-real-id").status_code == 404
+        for bad in (keys["a"][:-2] + "zz", keys["a"] + "x", "Bearer " + keys["a"]):
+            with _client(server, bad) as wrong:
+                assert wrong.get("/v1/stats").status_code == 401
 
-            async def revoke() -> None:
-                async with Nous(run) as nous:
-                    key_id = keys["b"].split("_")[1]
-                    assert await revoke_key(nous.store, key_id)
+        async def revoke() -> None:
+            async with Nous(run) as nous:
+                key_id = keys["b"].split("_")[1]
+                assert await revoke_key(nous.store, key_id)
 
-            with _client(server, keys["b"]) as b:
-                assert b.get("/v1/stats").status_code == 200
-                asyncio.run(revoke())
-                assert b.get("/v1/stats").status_code == 401  # the very next request
-    finally:
-        server.close()
+        with _client(server, keys["b"]) as b:
+            assert b.get("/v1/stats").status_code == 200
+            asyncio.run(revoke())
+            assert b.get("/v1/stats").status_code == 401  # the very next request
     secrets = [k.split("_", 2)[2] for k in keys.values()]
     logged = "\n".join(f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
     assert not any(s in logged or k in logged for s, k in zip(secrets, keys.values(), strict=True))

@@ -7,7 +7,8 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,10 @@ PROBLEM = "application/problem+json"
 class LiveServer:
     """The app served by uvicorn on an ephemeral loopback port, in a thread of its own."""
 
-    def __init__(self, settings: Settings, *, auth: bool = True) -> None:
+    def __init__(self, settings: Settings, *, auth: bool = True, http: Any = "auto") -> None:
         self.settings = settings
         config = uvicorn.Config(
-            create_app(settings, auth=auth), host="127.0.0.1", port=0, log_level="warning"
+            create_app(settings, auth=auth), host="127.0.0.1", port=0, log_level="warning", http=http
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -64,15 +65,23 @@ async def _keys(settings: Settings) -> dict[str, str]:
         return keys
 
 
+@contextmanager
+def live(
+    run: Settings, make_keys: Callable[[Settings], Coroutine[Any, Any, dict[str, str]]], **server: Any
+) -> Iterator[tuple[LiveServer, dict[str, str]]]:
+    """Keys made by ``make_keys`` in the store ``run`` names, and the app serving it."""
+    keys = asyncio.run(make_keys(run))
+    live_server = LiveServer(run, **server)
+    try:
+        yield live_server, keys
+    finally:
+        live_server.close()
+
+
 @pytest.fixture
 def served(database_url: str, settings: Settings) -> Iterator[tuple[LiveServer, dict[str, str]]]:
-    run = settings.model_copy(update={"database_url": database_url})
-    keys = asyncio.run(_keys(run))
-    server = LiveServer(run)
-    try:
-        yield server, keys
-    finally:
-        server.close()
+    with live(settings.model_copy(update={"database_url": database_url}), _keys) as pair:
+        yield pair
 
 
 def _client(server: LiveServer, key: str | None = None) -> httpx.Client:

@@ -4,20 +4,18 @@ server answering everyone else."""
 
 from __future__ import annotations
 
-import asyncio
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from nous import Nous, Settings
-from nous.server import create_app, create_key
+from nous.server import create_key
 from nous.server.guards import guarded_protocol
+from tests.test_server import live
 
 TIMEOUT = 1.0
 
@@ -31,25 +29,12 @@ def guarded(tmp_path: Path) -> Iterator[tuple[str, str]]:
         request_timeout_s=TIMEOUT,
     )
 
-    async def make_key() -> str:
-        async with Nous(settings) as nous:
-            return (await create_key(nous.store, agent_id="agent-a"))[1]
+    async def make_key(run: Settings) -> dict[str, str]:
+        async with Nous(run) as nous:
+            return {"a": (await create_key(nous.store, agent_id="agent-a"))[1]}
 
-    key = asyncio.run(make_key())
-    config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=0, log_level="warning", http=guarded_protocol(TIMEOUT)
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"127.0.0.1:{port}", key
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with live(settings, make_key, http=guarded_protocol(TIMEOUT)) as (server, keys):
+        yield server.url.removeprefix("http://"), keys["a"]
 
 
 def _closed_within(sock: socket.socket, seconds: float) -> bool:
@@ -90,7 +75,10 @@ def test_a_stalled_body_gets_408_and_nothing_is_stored(guarded: tuple[str, str])
             + body[:20]
         )
         sock.settimeout(TIMEOUT * 10)
-        answer = sock.recv(4096).decode()
+        received = b""
+        while chunk := sock.recv(4096):  # the server closes the connection after its answer
+            received += chunk
+        answer = received.decode()
     assert answer.startswith("HTTP/1.1 408"), answer
     assert "application/problem+json" in answer and "did not arrive" in answer
     listed = httpx.get(f"http://{address}/v1/memories", headers={"Authorization": f"Bearer {key}"})

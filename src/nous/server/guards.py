@@ -78,8 +78,10 @@ class BodyTimeout:
 
         async def guarded_receive() -> dict[str, Any]:
             nonlocal body_done, answered
-            if body_done or answered:
-                return dict(await receive()) if not answered else {"type": "http.disconnect"}
+            if answered:  # the 408 has gone out: the handler is told the client left
+                return {"type": "http.disconnect"}
+            if body_done:  # unguarded from here: disconnect detection may wait indefinitely
+                return dict(await receive())
             try:
                 message = dict(await asyncio.wait_for(receive(), self.timeout))
             except TimeoutError:
@@ -108,6 +110,11 @@ class BodyTimeout:
             "status": 408,
             "detail": f"the request body did not arrive within {self.timeout:g} s",
         }
-        headers = [(b"content-type", PROBLEM.encode()), (b"connection", b"close")]
+        payload = json.dumps(body).encode()
+        headers = [
+            (b"content-type", PROBLEM.encode()),
+            (b"content-length", str(len(payload)).encode()),
+            (b"connection", b"close"),
+        ]
         await send({"type": "http.response.start", "status": 408, "headers": headers})
-        await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+        await send({"type": "http.response.body", "body": payload})
