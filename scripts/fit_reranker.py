@@ -4,7 +4,8 @@
     .venv/bin/python scripts/fit_reranker.py fit OUT.npz                   # LOO table + weights
 
 ``dump`` ingests every conversation of each folder (LoCoMo files or labelled conversations) into
-a fresh store and records, per question, the re-ranker features of the head of the base ranking
+a fresh store (the event pipeline off, as in ``nous bench retrieval``: with it on, facts extracted
+in the background while the questions run made the dump depend on timing) and records, per question, the re-ranker features of the head of the base ranking
 and which evidence groups each candidate covers. ``fit`` trains an L2-regularised logistic
 regression on all conversations but one, scores the held-out one (recall_all@10 / recall_any@5
 when the head is re-ordered by the model), for each conversation in turn, and prints the per-fold
@@ -43,7 +44,9 @@ async def dump(out: Path, directories: list[Path]) -> None:
     for directory in directories:
         for item in _load(directory):
             with tempfile.TemporaryDirectory() as tmp:
-                settings = Settings(home=Path(tmp), database_url=f"sqlite:///{tmp}/fit.db")
+                settings = Settings(
+                    home=Path(tmp), database_url=f"sqlite:///{tmp}/fit.db", events_worker="off"
+                )
                 async with Nous(settings, agent_id="fit", embedding_provider=provider) as nous:
                     await nous.ingest(item.conversation)
                     retriever = nous._retriever

@@ -18,9 +18,13 @@ from nous.bench.labelled import Scores, from_locomo, load_labelled
 from nous.embeddings.local import LocalEmbeddingProvider
 
 FORMATS = {
-    "speaker: text": lambda who, text: f"{who}: {text}",
-    'speaker said, "text"': lambda who, text: f'{who} said, "{text}"',
-    "text alone": lambda who, text: text,
+    "speaker: text": lambda name, role, text: f"{name or role}: {text}",
+    'speaker said, "text"': lambda name, role, text: f'{name or role} said, "{text}"',
+    "text alone": lambda name, role, text: text,
+    # What Turn.embedding_text does: a named speaker is said, a bare role is left out.
+    'named: said, "text"; role only: text': lambda name, role, text: (
+        f'{name} said, "{text}"' if name else text
+    ),
 }
 
 
@@ -34,7 +38,7 @@ def main(directories: list[Path]) -> None:
             messages = [m for s in item.conversation.sessions for m in s.messages]
             queries = provider.embed([q.question for q in item.questions])
             for name, fmt in FORMATS.items():
-                matrix = provider.embed([fmt(m.name or m.role, m.content) for m in messages])
+                matrix = provider.embed([fmt(m.name, m.role, m.content) for m in messages])
                 for q, vec in zip(item.questions, queries, strict=True):
                     order = np.argsort(-(matrix @ vec))[:10]
                     scores[name].add(q, [[messages[i].id] for i in order])

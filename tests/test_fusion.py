@@ -117,3 +117,22 @@ async def test_unknown_preset_is_a_typed_error(nous: Nous) -> None:
     assert hits and all("dense" not in h.signals for h in hits)
     hits = await nous.recall("when are deploys?", preset="dense-only")
     assert hits and all("keyword" not in h.signals for h in hits)
+
+
+def test_keyword_cover_counts_query_words_that_occur_together() -> None:
+    from nous.retrieval.rerank import PASSAGE_CHARS, coverage, stem
+
+    terms = {stem(w) for w in ("invoice", "currency", "rounding")}
+    filler = "Unrelated notes about the weather and the garden. " * 10
+    together = filler + "The invoice shows a currency rounding error of one cent. " + filler
+    scattered = "The invoice arrived. " + filler + "The currency changed. " + filler + "Rounding was off."
+    assert len(scattered) > PASSAGE_CHARS * 2
+    found, share = coverage(together, terms)
+    assert found == terms and share == pytest.approx(1.0)
+    found, share = coverage(scattered, terms)
+    assert found == terms and share == pytest.approx(1 / 3)
+    short = "Rounding the invoice currency."  # a short text is one window
+    assert coverage(short, terms)[1] == pytest.approx(1.0)
+    assert coverage(short, set()) == (set(), 0.0)
+    huge = "q" * (PASSAGE_CHARS + 50)  # one word longer than the window still counts alone
+    assert coverage(filler + huge + " invoice", {*terms, stem(huge)})[1] == pytest.approx(1 / 4)

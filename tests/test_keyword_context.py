@@ -167,3 +167,15 @@ async def test_postgres_store_at_0002_upgrades_with_the_context_moved(
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         row = conn.execute(f"SELECT search_text, search_context FROM {pg_schema}.memories").fetchone()
     assert row == (ANSWER, context)
+
+
+def test_turn_embedding_text_names_a_speaker_but_not_a_bare_role() -> None:
+    named = Turn(agent_id="a", role="user", speaker="Caroline", content="Caroline: I went hiking.")
+    assert named.embedding_text() == 'Caroline said, "I went hiking."'
+    assert named.keyword_text() == "Caroline: I went hiking."
+    role_only = Turn(
+        agent_id="a", role="assistant", speaker="assistant", content="assistant: Use a debounce."
+    )
+    assert role_only.embedding_text() == "Use a debounce."
+    unprefixed = Turn(agent_id="a", role="user", speaker="Sam", content="no prefix here")
+    assert unprefixed.embedding_text() == "no prefix here"

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -25,7 +27,7 @@ FEATURES: tuple[str, ...] = (
     "rrf",  # fused reciprocal-rank score / the best one
     "rank",  # 1 - rank / depth in the fused ranking
     "cosine",  # cosine to the query (best chunk)
-    "cover_own",  # keyword evidence of its own text: the share of query terms it holds
+    "cover_passage",  # keyword evidence of its own text: the share of query terms in its best passage
     "cover_context",  # keyword evidence of its context: the share of query terms found only there
     "session",  # strength of its session / the strongest session's
     "graph",  # evidence from edges to the best memories (0..1)
@@ -37,16 +39,22 @@ FEATURES: tuple[str, ...] = (
 # Chosen by leave-one-conversation-out over LoCoMo dev and the long user-assistant chats together
 # (scripts/fit_reranker.py; docs/retrieval.md has the per-fold figures).
 WEIGHTS = np.array(
-    [2.032, 0.501, 2.879, 3.008, 1.323, 2.138, 0.851, 2.154, 0.063, -0.154],
+    [2.079, 0.439, 2.96, 3.224, 1.503, 2.24, 0.617, 1.963, 0.254, -0.129],
     dtype=np.float64,
 )
-BIAS = -11.535
+BIAS = -11.672
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
 _SUFFIXES = ("ing", "ed", "es", "ly", "s")
+# Query terms count where they occur together: a long reply holds many of a question's words by
+# chance, scattered over thousands of characters. Its term share is that of its best window of
+# this many characters (a short text is one window). 300-500 measured the same held out
+# (docs/retrieval.md).
+PASSAGE_CHARS = 400
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A light stemmer for coverage features: lower-case, without a common suffix."""
     w = word.lower().strip("'-")
@@ -60,6 +68,28 @@ def stem(word: str) -> str:
 
 def stems(text: str) -> set[str]:
     return {stem(w) for w in _WORD.findall(text)}
+
+
+def coverage(text: str, query_terms: set[str]) -> tuple[set[str], float]:
+    """The query terms ``text`` holds, and the largest share of them found together within one
+    window of PASSAGE_CHARS characters (for a short text, simply the share it holds)."""
+    if not query_terms:
+        return set(), 0.0
+    hits = [(m.start(), m.end(), s) for m in _WORD.finditer(text) if (s := stem(m.group())) in query_terms]
+    found = {s for _, _, s in hits}
+    if len(text) <= PASSAGE_CHARS or len(found) <= 1:
+        return found, len(found) / len(query_terms)
+    best, left, inside = 0, 0, Counter[str]()
+    for right, (_, end, term) in enumerate(hits):  # slide a window, right edge at each match
+        inside[term] += 1
+        while left < right and end - hits[left][0] > PASSAGE_CHARS:
+            gone = hits[left][2]
+            inside[gone] -= 1
+            if not inside[gone]:
+                del inside[gone]
+            left += 1
+        best = max(best, len(inside))
+    return found, best / len(query_terms)
 
 
 def first_person(query: str) -> bool:
@@ -93,7 +123,7 @@ def feature_matrix(
     n_terms = len(query_terms) or 1
     rows = []
     for f in facts:
-        own = stems(f.content) & query_terms
+        own, passage = coverage(f.content, query_terms)
         around = (stems(f.context) & query_terms) - own if f.context else set()
         named = f.speaker is not None and re.search(rf"\b{re.escape(f.speaker.lower())}\b", lower) is not None
         speaker = 1.0 if named or (asks_first_person and f.role == "user") else 0.0
@@ -102,7 +132,7 @@ def feature_matrix(
                 f.rrf / best_rrf,
                 max(0.0, 1.0 - f.rank / depth),
                 f.cosine,
-                len(own) / n_terms,
+                passage,
                 len(around) / n_terms,
                 f.session_strength,
                 f.graph,
