@@ -24,7 +24,7 @@ from nous.api.transfer import (
     read_records,
 )
 from nous.brain import DEFAULT_GUARDRAILS, Brain, Guardrail
-from nous.cognitive import CognitiveLayer, SessionEnd, TurnContext, TurnResult, check_frame
+from nous.cognitive import CognitiveLayer, Context, SessionEnd, TurnContext, TurnResult, check_frame
 from nous.config import Settings
 from nous.embeddings import Embedder, EmbeddingProvider, create_provider
 from nous.errors import ConflictError, InvalidInputError, NousError
@@ -286,6 +286,32 @@ class Nous:
             session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at
         )
 
+    async def preview_turn(
+        self,
+        user_text: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        frame: str | None = None,
+        budget: int | None = None,
+        at: datetime | None = None,
+        as_of: datetime | None = None,
+    ) -> Context:
+        """The context ``pre_turn`` would build for ``user_text``, writing nothing (no session,
+        turn, episode or recall review): for inspecting what the agent would see. With
+        ``session_id`` of an existing session, its topic, working memory and last turns count;
+        ``at`` is when the message is sent; ``as_of`` shows the store as it stood then."""
+        validate_content(user_text, field="user_text", max_bytes=self.settings.max_content_bytes)
+        return await self.cognitive.preview(
+            user_text,
+            session_id=session_id,
+            user_id=user_id,
+            frame=frame,
+            budget=budget,
+            at=at,
+            as_of=as_of,
+        )
+
     async def post_turn(
         self, session_id: str, result: TurnResult | str, *, at: datetime | None = None
     ) -> SessionState:
@@ -428,6 +454,7 @@ class Nous:
         frame: str | None = None,
         active_censors: Sequence[str] | None = None,
         now: datetime | None = None,
+        as_of: datetime | None = None,
         reinforce: bool = True,
         preset: str | None = None,
     ) -> list[RecallHit]:
@@ -441,7 +468,8 @@ class Nous:
         ``preset`` picks a named retrieval recipe: ``default``, ``dense-only``, ``keyword-only``
         or ``no-boosts`` (see ``nous.PRESETS``); an unknown name is an InvalidInputError, as is an
         unknown ``frame``. ``user_id`` scopes the search to that user's memories and the agent's
-        memories that belong to no user.
+        memories that belong to no user. ``as_of`` recalls the store as it stood at that time:
+        memories from after it are unseen, and a fact superseded after it is still current.
         """
         repo = self._need()
         assert self._retriever is not None
@@ -460,6 +488,7 @@ class Nous:
                 frame=frame,
                 active_censors=tuple(active_censors) if active_censors else None,
                 now=now,
+                as_of=as_of,
                 preset=preset,
             )
         )

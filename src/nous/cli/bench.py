@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from nous.bench.agent import BASELINES, load_scenarios, run_agent
 from nous.bench.context import run_context
 from nous.bench.crash import run_crash
 from nous.bench.dedup import default_pairs_path, load_pairs, run_dedup
@@ -239,6 +240,82 @@ def locomo(
     _run_retrieval_command(
         ctx, "LoCoMo retrieval", lambda: load_locomo_dir(directory, files), k, out, presets, extract
     )
+
+
+@app.command()
+def agent(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder of agent-memory scenario *.json files.")],
+    out: Annotated[Path | None, _JSON_OPTION] = None,
+    files: Annotated[int | None, _FILES_OPTION] = None,
+) -> None:
+    """Agent-memory scenarios: recall across facts, decisions, procedures, censors, episodes and
+    turns, and the context built for each question.
+
+    Each scenario gets a fresh store written through the public API (each memory at its time);
+    each question is recalled at its time by Nous and by the dense-only and keyword-only presets
+    on the same store, and built into a context by a preview of pre_turn (nothing written).
+    Prints hit@1, hit@5, stale@1 (an outdated fact first), abstention AUROC (the top score of
+    answerable against unanswerable questions), context_include (the context holds what it must),
+    overall and per question kind, and recall / preview latency.
+
+    Example: nous bench agent ../shared/datasets/agent --json agent.json
+    """
+    if not directory.is_dir():
+        raise fail(f"{directory} is not a directory", 2)
+    try:
+        scenarios = load_scenarios(directory, files)
+    except (NousError, FileNotFoundError) as exc:
+        raise fail(str(exc), 2) from None
+    result = run(
+        run_agent(
+            scenarios,
+            settings=state(ctx).settings,
+            progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+        )
+    )
+
+    def fmt(value: float | None) -> str:
+        return "–" if value is None else f"{value:.3f}"
+
+    metrics = ("hit@1", "hit@5", "stale@1", "auroc")
+    table(
+        f"nous bench agent · {len(result['questions'])} questions · {len(result['scenarios'])} scenarios",
+        ["system", *metrics, "context_include"],
+        [
+            [name, *(fmt(s[m]) for m in metrics), fmt(result["context_include"]) if name == "nous" else "–"]
+            for name, s in result["systems"].items()
+        ],
+    )
+    baselines = result["per_kind_baselines"]
+    table(
+        "per kind (nous; hit@1 of the baselines beside it)",
+        [
+            "kind",
+            "questions",
+            *metrics,
+            "context_include",
+            *(f"{b} hit@1" for b in BASELINES if b in baselines),
+        ],
+        [
+            [
+                kind,
+                m["questions"],
+                *(fmt(m[x]) for x in metrics),
+                fmt(m.get("context_include")),
+                *(fmt(baselines[b][kind]["hit@1"]) for b in BASELINES if b in baselines),
+            ]
+            for kind, m in result["per_kind"].items()
+        ],
+    )
+    lat = result["latency_ms"]
+    console.print(
+        f"recall p50 {lat['recall']['p50']} ms · p95 {lat['recall']['p95']} ms · pre_turn preview "
+        f"p50 {lat['pre_turn_preview']['p50']} ms · p95 {lat['pre_turn_preview']['p95']} ms"
+    )
+    if out:
+        out.write_text(json.dumps(result, indent=2))
+        console.print(f"wrote {out}")
 
 
 @app.command()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import BaseModel, Field
@@ -23,13 +24,14 @@ from nous._text import validate_content
 from nous._time import as_utc, utcnow
 from nous.brain import Brain
 from nous.cognitive.context import Context, ContextInputs, build_context
-from nous.cognitive.frames import Budget, get_frame
-from nous.cognitive.selection import FrameSelector
+from nous.cognitive.frames import Budget, Frame, get_frame
+from nous.cognitive.selection import FrameChoice, FrameSelector
 from nous.errors import ConflictError, InvalidInputError
 from nous.heart import Heart
 from nous.heart.identity import Identity
 from nous.heart.sessions import EpisodeStart
 from nous.models import (
+    Censor,
     Edge,
     EdgeRelation,
     Episode,
@@ -42,11 +44,12 @@ from nous.models import (
     Turn,
     WriteResult,
 )
-from nous.models.session import SessionState
+from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
 from nous.retrieval.timeparse import parse_time_expression
 from nous.storage.base import NoteReply, PutEdge, WriteOp
 
+PREVIEW_SESSION = "preview"  # the session id a preview without one reads as (never written)
 RETRIEVE_LIMIT = 40  # memories one recall brings for the retrieved sections to choose from
 ALREADY_SAID_TURNS = 4  # the session's last turns: the agent has them, the context leaves them out
 FOLLOW_UP = re.compile(
@@ -85,6 +88,30 @@ class SessionEnd(BaseModel):
     ended_now: bool = True  # False: the session had already ended (by this call's rivals or earlier)
 
 
+@dataclass(slots=True)
+class _TurnPlan:
+    """What a turn's reads decided before anything is written or assembled."""
+
+    session_id: str
+    user_id: str | None
+    text: str
+    query: str  # the text retrieval uses (a follow-up resolved to its topic)
+    now: datetime
+    follow_up: bool
+    choice: FrameChoice
+    frame: Frame
+    forced: bool
+    limits: Budget
+    identity: list[IdentitySection]
+    censors: list[Censor]
+    recap: bool
+    as_of: datetime | None = None  # previews only: the store as it stood then
+
+    @property
+    def censor_ids(self) -> list[str]:
+        return [c.id for c in self.censors]
+
+
 def is_follow_up(text: str) -> bool:
     return len(text.split()) <= FOLLOW_UP_MAX_WORDS and bool(FOLLOW_UP.match(text))
 
@@ -111,87 +138,24 @@ class CognitiveLayer:
         at: datetime | None = None,
     ) -> TurnContext:
         """Everything before the agent answers; returns the context to give it."""
-        session_id = _session_id(session_id)
-        user_id = _user_id(user_id)
-        text = validate_content(user_text)
-        _fits_as_turn("user", text, self.repo.max_content_bytes, "user_text")
-        forced = get_frame(frame) if frame is not None else None
-        now = as_utc(at) if at is not None else utcnow()  # a naive time is UTC
-        # Reads that decide the frame, together; then the session write and every read for the
-        # context at once (the recall does not depend on the session row).
-        prior, identity, censors = await asyncio.gather(
-            self.heart.sessions.find(session_id), self.identity.sections(), self.heart.censors.active()
-        )
-        if prior is not None and prior.ended:
-            raise ConflictError(f"session {session_id!r} has ended; start a new one")
-        if prior is not None and prior.user_id:
-            user_id = prior.user_id  # a session belongs to the user it started with
-        follow_up = prior is not None and prior.topic is not None and is_follow_up(text)
-        query = f"{prior.topic} {text}" if follow_up and prior and prior.topic else text
-        choice = await self.selector.select(query, has_identity=bool(identity))
-        chosen = forced or get_frame(choice.frame)
-        limits = _budget(chosen.budget, budget)
-        censor_ids = [c.id for c in censors]
-        recap = parse_time_expression(query, now).recap
-        greeting = choice.greeting and forced is None
+        plan = await self._plan(session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at)
 
         async def record() -> tuple[SessionState, EpisodeStart]:
             state = await self.heart.sessions.note_user(
-                session_id,
-                text,
-                user_id=user_id,
-                frame=chosen.id,
-                active_censors=censor_ids,
-                topic=None if follow_up or choice.greeting else text,
-                at=now,
+                plan.session_id,
+                plan.text,
+                user_id=plan.user_id,
+                frame=plan.frame.id,
+                active_censors=plan.censor_ids,
+                topic=None if plan.follow_up or plan.choice.greeting else plan.text,
+                at=plan.now,
             )
-            return state, await self.heart.sessions.start_episode(state, text, frame=chosen.id, at=now)
-
-        async def hits() -> list[RecallHit]:
-            if greeting or not limits.retrieves:
-                return []
-            return await self.retriever.recall(
-                RecallQuery(
-                    text=query,
-                    limit=RETRIEVE_LIMIT,
-                    user_id=user_id,
-                    frame=chosen.id,
-                    active_censors=tuple(censor_ids),
-                    now=now,
-                )
+            episode = await self.heart.sessions.start_episode(
+                state, plan.text, frame=plan.frame.id, censors=plan.censor_ids, at=plan.now
             )
+            return state, episode
 
-        async def profile() -> list[Fact]:
-            return await self.identity.user_profile(user_id) if user_id else []
-
-        (state, episode), facts, wm, recent, found, said = await asyncio.gather(
-            record(),
-            profile(),
-            self.heart.working_memory.get(session_id),
-            self._recent_episodes(user_id, session_id, now),
-            hits(),
-            self._already_said(session_id),
-        )
-        warnings = [i.content for i in wm.items if i.kind == "censor_warning"]
-        context = build_context(
-            ContextInputs(
-                session_id=session_id,
-                frame=chosen,
-                frame_confidence=1.0 if forced else choice.confidence,
-                query=query,
-                greeting=greeting,
-                recap=recap,
-                budget=limits,
-                identity=identity,
-                profile=facts,
-                censors=censors,
-                warnings=warnings,
-                working_memory=wm,
-                recent=recent,
-                hits=found,
-                already_said=said,
-            )
-        )
+        (state, episode), context = await asyncio.gather(record(), self._assemble(plan))
         self.repo.note_recalled(
             [i.id for s in context.sections if s.name != "recent" for i in s.items if i.id]
         )
@@ -201,6 +165,128 @@ class CognitiveLayer:
             episode_id=episode.episode_id,
             duplicate_of=episode.duplicate_of,
             turn=state.turn_count + 1,
+        )
+
+    async def preview(
+        self,
+        user_text: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        frame: str | None = None,
+        budget: int | None = None,
+        at: datetime | None = None,
+        as_of: datetime | None = None,
+    ) -> Context:
+        """The context ``pre_turn`` would build for this message, writing nothing: no session, no
+        turn, no episode, no recall review. A preview never changes what the next one sees. With
+        ``as_of``, the store as it stood at that time."""
+        plan = await self._plan(
+            session_id if session_id is not None else PREVIEW_SESSION,
+            user_text,
+            user_id=user_id,
+            frame=frame,
+            budget=budget,
+            at=at,
+            preview=True,
+        )
+        plan.as_of = None if as_of is None else as_utc(as_of)
+        return await self._assemble(plan)
+
+    async def _plan(
+        self,
+        session_id: str,
+        user_text: str,
+        *,
+        user_id: str | None,
+        frame: str | None,
+        budget: int | None,
+        at: datetime | None,
+        preview: bool = False,
+    ) -> _TurnPlan:
+        """Validate the message and decide the frame, from reads only."""
+        session_id = _session_id(session_id)
+        user_id = _user_id(user_id)
+        text = validate_content(user_text)
+        _fits_as_turn("user", text, self.repo.max_content_bytes, "user_text")
+        forced = get_frame(frame) if frame is not None else None
+        limits_override = budget
+        now = as_utc(at) if at is not None else utcnow()  # a naive time is UTC
+        prior, identity, censors = await asyncio.gather(
+            self.heart.sessions.find(session_id), self.identity.sections(), self.heart.censors.active()
+        )
+        if prior is not None and prior.ended and not preview:
+            raise ConflictError(f"session {session_id!r} has ended; start a new one")
+        if prior is not None and prior.user_id:
+            user_id = prior.user_id  # a session belongs to the user it started with
+        follow_up = prior is not None and prior.topic is not None and is_follow_up(text)
+        query = f"{prior.topic} {text}" if follow_up and prior and prior.topic else text
+        choice = await self.selector.select(query, has_identity=bool(identity))
+        chosen = forced or get_frame(choice.frame)
+        return _TurnPlan(
+            session_id=session_id,
+            user_id=user_id,
+            text=text,
+            query=query,
+            now=now,
+            follow_up=follow_up,
+            choice=choice,
+            frame=chosen,
+            forced=forced is not None,
+            limits=_budget(chosen.budget, limits_override),
+            identity=identity,
+            censors=censors,
+            recap=parse_time_expression(query, now).recap,
+        )
+
+    async def _assemble(self, plan: _TurnPlan) -> Context:
+        """Gather what the context shows (all reads) and build it within the frame's budgets."""
+        greeting = plan.choice.greeting and not plan.forced
+
+        async def hits() -> list[RecallHit]:
+            if greeting or not plan.limits.retrieves:
+                return []
+            return await self.retriever.recall(
+                RecallQuery(
+                    text=plan.query,
+                    limit=RETRIEVE_LIMIT,
+                    user_id=plan.user_id,
+                    frame=plan.frame.id,
+                    active_censors=tuple(plan.censor_ids),
+                    now=plan.now,
+                    as_of=plan.as_of,
+                )
+            )
+
+        async def profile() -> list[Fact]:
+            return await self.identity.user_profile(plan.user_id) if plan.user_id else []
+
+        facts, wm, recent, found, said = await asyncio.gather(
+            profile(),
+            self.heart.working_memory.get(plan.session_id),
+            self._recent_episodes(plan.user_id, plan.session_id, plan.now),
+            hits(),
+            self._already_said(plan.session_id),
+        )
+        warnings = [i.content for i in wm.items if i.kind == "censor_warning"]
+        return build_context(
+            ContextInputs(
+                session_id=plan.session_id,
+                frame=plan.frame,
+                frame_confidence=1.0 if plan.forced else plan.choice.confidence,
+                query=plan.query,
+                greeting=greeting,
+                recap=plan.recap,
+                budget=plan.limits,
+                identity=plan.identity,
+                profile=facts,
+                censors=plan.censors,
+                warnings=warnings,
+                working_memory=wm,
+                recent=recent,
+                hits=found,
+                already_said=said,
+            )
         )
 
     async def _recent_episodes(self, user_id: str | None, session_id: str, now: datetime) -> list[Memory]:

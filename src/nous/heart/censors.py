@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
+from datetime import datetime
 from typing import Any, Literal
 
 from nous._text import validate_content
@@ -73,11 +74,14 @@ class Censors:
         domain: str | None = None,
         escalation_threshold: int = 3,
         tags: list[str] | None = None,
+        user_id: str | None = None,
+        occurred_at: datetime | None = None,
         dedup: bool = True,
         actor: str = "api",
     ) -> WriteResult:
-        """Store a censor through search-before-store. The trigger is a case-insensitive regex,
-        validated here (InvalidInputError on a bad or catastrophic pattern)."""
+        """Store a censor (set at ``occurred_at``, default now; with ``user_id``, for that user
+        only) through search-before-store. The trigger is a case-insensitive regex, validated
+        here (InvalidInputError on a bad or catastrophic pattern)."""
         validate_pattern(trigger_pattern)
         act = enum_value(CensorAction, action, field="action")
         censor = build(
@@ -91,6 +95,9 @@ class Censors:
             category=domain,
             escalation_threshold=escalation_threshold,
             tags=tags,
+            user_id=user_id,
+            occurred_at=occurred_at,
+            valid_from=occurred_at,
             provenance=Provenance(source=actor),
         )
         return await self.write_path.store(censor, actor=actor, dedup=dedup)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from nous.memory import MemoryRepository
 from nous.memory.repository import build
 from nous.memory.write_path import WritePath
@@ -30,10 +32,13 @@ class Procedures:
         frame: str | None = None,
         censors: list[str] | None = None,
         session_id: str | None = None,
+        user_id: str | None = None,
+        occurred_at: datetime | None = None,
         dedup: bool = True,
         actor: str = "api",
     ) -> WriteResult:
-        """Store a procedure through search-before-store."""
+        """Store a procedure (learned at ``occurred_at``, default now; with ``user_id``, that
+        user's own) through search-before-store."""
         procedure = build(
             Procedure,
             agent_id=self.repo.agent_id,
@@ -50,6 +55,9 @@ class Procedures:
             encoded_frame=frame,
             encoded_censors=censors,
             session_id=session_id,
+            user_id=user_id,
+            occurred_at=occurred_at,
+            valid_from=occurred_at,
             provenance=Provenance(source=actor, session_id=session_id),
         )
         return await self.write_path.store(procedure, actor=actor, dedup=dedup)

@@ -180,10 +180,12 @@ class Sessions:
         user_input: str,
         *,
         frame: str | None = None,
+        censors: list[str] | None = None,
         at: datetime | None = None,
         actor: str = "api",
     ) -> EpisodeStart:
-        """Open the session's episode if it has earned one (``state`` includes this message)."""
+        """Open the session's episode if it has earned one (``state`` includes this message); it
+        carries the turn's frame and active censors."""
         if state.episode_id is not None:
             return EpisodeStart(EpisodeAction.ALREADY_OPEN, episode_id=state.episode_id)
         if not should_create_episode(state):
@@ -197,6 +199,7 @@ class Sessions:
                 summary,
                 trigger="user_message",
                 frame=frame,
+                censors=censors or None,
                 session_id=state.session_id,
                 user_id=state.user_id,
                 started_at=at,

@@ -83,7 +83,8 @@ _CHANGE_MARKERS = frozenset(
 )
 _LASTING_CHANGE = re.compile(
     r"\b(used to|no longer|anymore|any more|formerly|previously|not any|from now on|is now|are now|"
-    r"moved (?:from|to|out)|switched|changed (?:from|to)|postponed|rescheduled|replaced|instead)\b"
+    r"moved (?:from|to|out|up|back)|switched|changed (?:from|to)|postponed|rescheduled|replaced|instead|"
+    r"pushed back|brought forward|delayed|cancelled|canceled)\b"
 )
 _FILLER = frozenset(_words("i i'm think btw really just actually basically so also um ok okay the a an"))
 # Words whose swap keeps a statement's meaning: prepositions of time and place that say the same
@@ -161,10 +162,20 @@ def _kind_of_edit(ta: list[str], tb: list[str], changed_a: set[str], changed_b: 
     )
 
 
+def has_change_marker(text: str) -> bool:
+    """Whether ``text`` states a lasting change ("no longer", "moved to", "was pushed back")."""
+    return _LASTING_CHANGE.search(" ".join(_tokens(text))) is not None
+
+
 def find_conflict(a: str, b: str) -> Conflict | None:
     """The reason ``a`` and ``b`` differ in meaning despite looking alike, or None."""
     ta, tb = _tokens(a), _tokens(b)
     na, nb = _numbers(ta), _numbers(tb)
+    # An explicit change ("was pushed back to Monday", "no longer") on one side says more than the
+    # changed number or detail it brings: the newer statement replaces the older one.
+    markers = _LASTING_CHANGE.findall(" ".join(ta)), _LASTING_CHANGE.findall(" ".join(tb))
+    if bool(markers[0]) != bool(markers[1]):
+        return Conflict(ConflictKind.TENSE, ", ".join(markers[0] or markers[1]))
     if na != nb:
         return Conflict(ConflictKind.NUMBER, f"{' '.join(sorted(na - nb))} / {' '.join(sorted(nb - na))}")
     tb = _unify_spelling(ta, tb)
@@ -174,9 +185,6 @@ def find_conflict(a: str, b: str) -> Conflict | None:
         return None
     if sorted(ca) == sorted(cb):
         return Conflict(ConflictKind.ORDER, "same words in another order")
-    markers = _LASTING_CHANGE.findall(" ".join(ta)), _LASTING_CHANGE.findall(" ".join(tb))
-    if bool(markers[0]) != bool(markers[1]):
-        return Conflict(ConflictKind.TENSE, ", ".join(markers[0] or markers[1]))
     matcher = SequenceMatcher(a=ca, b=cb, autojunk=False)
     if matcher.ratio() < EDIT_RATIO:
         return None  # reworded: a paraphrase or another statement, for the similarity to judge

@@ -16,6 +16,7 @@ import numpy as np
 from nous._time import utcnow
 from nous.embeddings import Embedded
 from nous.memory import lifecycle
+from nous.memory.conflict import ConflictKind, find_conflict, has_change_marker
 from nous.memory.dedup import (
     DEDUP_KINDS,
     MAX_MATCHES,
@@ -83,7 +84,7 @@ class WritePath:
         nearest = await self.repo.store.vector_search(scope, vector, limit, chunks=False)  # whole memories
         hits = [h for h in nearest if h.id != exclude_id and h.score >= self.thresholds.connect]
         found = await self.repo.store.get_many(self.repo.agent_id, [h.id for h in hits])
-        matches = []
+        matches = await self._explicit_updates(content, kind, user_id, subject, vector, {h.id for h in hits})
         for hit in hits:
             existing = found.get(hit.id)
             if existing is None:
@@ -110,6 +111,43 @@ class WritePath:
                 )
             )
         return SimilarityCheck(recommendation=recommendation(matches), matches=matches)
+
+    async def _explicit_updates(
+        self,
+        content: str,
+        kind: MemoryKind,
+        user_id: str | None,
+        subject: str | None,
+        vector: np.ndarray,
+        seen: set[str],
+    ) -> list[SimilarMatch]:
+        """Memories of the same ``subject`` that ``content`` says have changed ("was pushed back to
+        Monday", "no longer"), however differently they are worded: the caller named what the
+        statement is about, and it states a change. The most recent such memory is the update's
+        target; the cosine (often low: "A3 is due Friday 27 February" / "the A3 deadline was
+        pushed back to 2 March" is 0.32) is only reported."""
+        if not subject or not has_change_marker(content):
+            return []
+        same = await self.repo.query(kinds=(kind,), subject=subject, user_id=user_id, limit=MAX_MATCHES)
+        same = [m for m in same if m.id not in seen and m.user_id == user_id]
+        vectors = await self.repo.store.vectors(self.repo.agent_id, [m.id for m in same])
+        for existing in same:  # newest first
+            conflict = find_conflict(content, existing.content)
+            if conflict is None or conflict.kind != ConflictKind.TENSE:
+                continue
+            vec = vectors.get(existing.id)
+            return [
+                SimilarMatch(
+                    id=existing.id,
+                    kind=existing.kind,
+                    content=existing.content,
+                    similarity=round(float(vec @ vector), 6) if vec is not None else 0.0,
+                    tier=Tier.UPDATE,
+                    lifecycle=existing.lifecycle,
+                    conflict=f"{conflict.kind.value}: {conflict.detail}",
+                )
+            ]
+        return []
 
     async def store(
         self,

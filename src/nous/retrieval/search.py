@@ -60,6 +60,8 @@ class RecallQuery:
     frame: str | None = None
     active_censors: tuple[str, ...] | None = None
     now: datetime | None = None  # reference time for "yesterday", "last week", recency
+    # The store as it stood at this time: later memories unseen, a fact superseded after it current.
+    as_of: datetime | None = None
     parse_time: bool = True
     preset: str | None = None  # a named RetrievalWeights preset (None: the retriever's own)
 
@@ -202,8 +204,9 @@ class Retriever:
     def _validate(self, q: RecallQuery) -> str:
         text = validate_content(q.text, field="query", max_bytes=self.repo.max_content_bytes)
         validate_limit_and_window(q.limit, q.since, q.until)
-        if q.now is not None and not isinstance(q.now, datetime):
-            raise InvalidInputError("now must be a datetime", field="now")
+        for name in ("now", "as_of"):
+            if getattr(q, name) is not None and not isinstance(getattr(q, name), datetime):
+                raise InvalidInputError(f"{name} must be a datetime", field=name)
         if q.preset is not None:
             preset(q.preset)
         return text
@@ -223,6 +226,7 @@ class Retriever:
             until=until,
             include_inactive=q.include_inactive,
             include_superseded=q.include_superseded,
+            as_of=q.as_of,
         )
 
     async def _resolve_window(
@@ -232,7 +236,13 @@ class Retriever:
         if window is None or window.anchor is None:
             return window
         anchor_q = RecallQuery(
-            text=window.anchor, limit=1, kinds=q.kinds, user_id=q.user_id, now=now, parse_time=False
+            text=window.anchor,
+            limit=1,
+            kinds=q.kinds,
+            user_id=q.user_id,
+            now=now,
+            as_of=q.as_of,
+            parse_time=False,
         )
         hits = await self.recall(anchor_q)
         if not hits:
@@ -427,6 +437,7 @@ class Retriever:
                 shared=q.shared,
                 since=since,
                 until=until,
+                as_of=q.as_of,
                 include_inactive=q.include_inactive,
                 limit=w.recap_max,
             )
@@ -505,10 +516,13 @@ def _in_scope(memory: CandidateInfo, scope: MemoryQuery) -> bool:
         return False
     if not scope.include_superseded and memory.superseded_by is not None:
         return False
-    for name in ("user_id", "session_id"):
-        wanted = getattr(scope, name)
-        if wanted is not None and getattr(memory, name) != wanted:
-            return False
+    others = scope.user_id is not None and memory.user_id != scope.user_id
+    if others and not (scope.shared and memory.user_id is None):
+        return False
+    if scope.session_id is not None and memory.session_id != scope.session_id:
+        return False
     if scope.since and memory.occurred_at < scope.since:
+        return False
+    if scope.as_of and memory.occurred_at > scope.as_of:
         return False
     return not (scope.until and memory.occurred_at >= scope.until)

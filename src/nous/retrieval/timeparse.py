@@ -193,7 +193,6 @@ def _rules(now: datetime) -> list[tuple[re.Pattern[str], object]]:
             datetime(now.year, 1, 1, tzinfo=UTC),
             datetime(now.year + 1, 1, 1, tzinfo=UTC),
         ),
-        r"recently|lately|these days": lambda: (now - timedelta(days=7), now + timedelta(seconds=1)),
     }
     rules: list[tuple[re.Pattern[str], object]] = [
         (re.compile(r"\b(?:in |on |during )?(\d{4})-(\d{2})-(\d{2})\b"), iso_date),
@@ -223,8 +222,10 @@ def divmod_month(t: datetime, shift: int) -> tuple[int, int]:
     return year, month + 1
 
 
+# "before the trip", "since our wedding": an event named by a determiner or a possessive. Without
+# one ("before it rolls over", "after lunch") the words are not an event the store could date.
 _ANCHOR = re.compile(
-    r"\b(before|after|since) (?:the |our |my |his |her |their )?([a-z][a-z' -]{2,40}?)(?=[?.!,;]|$)"
+    r"\b(before|after|since) (?:the|our|my|his|her|their|your) ([a-z][a-z' -]{2,40}?)(?=[?.!,;]|$)"
 )
 
 

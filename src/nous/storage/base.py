@@ -326,7 +326,9 @@ def unencodable(exc: UnicodeEncodeError) -> InvalidInputError:
 @dataclass(slots=True)
 class MemoryQuery:
     """Which memories a read concerns. ``None`` means no constraint. With ``shared``, a ``user_id``
-    also admits the agent's memories that belong to no user (knowledge every user shares)."""
+    also admits the agent's memories that belong to no user (knowledge every user shares). With
+    ``as_of``, the store as it stood then: memories that occurred later are left out, and one
+    superseded only later still counts as current."""
 
     agent_id: str
     kinds: tuple[MemoryKind, ...] | None = None
@@ -340,6 +342,7 @@ class MemoryQuery:
     since: datetime | None = None
     until: datetime | None = None
     ids: tuple[str, ...] | None = None
+    as_of: datetime | None = None
     newest_first: bool = True
     limit: int = 100
     offset: int = 0
@@ -351,6 +354,8 @@ class MemoryQuery:
             self.since = as_utc(self.since)
         if isinstance(self.until, datetime):
             self.until = as_utc(self.until)
+        if isinstance(self.as_of, datetime):
+            self.as_of = as_utc(self.as_of)
 
     def narrows_beyond_kind(self) -> bool:
         """True when the query filters on more than agent, kind and activity."""
@@ -364,6 +369,7 @@ class MemoryQuery:
                 self.since,
                 self.until,
                 self.ids,
+                self.as_of,
             )
         )
 

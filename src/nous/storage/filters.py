@@ -31,7 +31,11 @@ def where_clause(
         conds.append(f"{p}active = {placeholder}")
         params.append(True)
     if not query.include_superseded:
-        conds.append(f"{p}superseded_by IS NULL")
+        if query.as_of is None:
+            conds.append(f"{p}superseded_by IS NULL")
+        else:  # superseded only after as_of: current then
+            conds.append(f"({p}superseded_by IS NULL OR {p}valid_to > {placeholder})")
+            params.append(time_param(query.as_of))
     if query.user_id is not None:
         conds.append(
             f"({p}user_id = {placeholder} OR {p}user_id IS NULL)"
@@ -50,6 +54,9 @@ def where_clause(
     if query.until is not None:
         conds.append(f"{p}occurred_at < {placeholder}")
         params.append(time_param(query.until))
+    if query.as_of is not None:
+        conds.append(f"{p}occurred_at <= {placeholder}")
+        params.append(time_param(query.as_of))
     if query.ids is not None:
         if not query.ids:
             conds.append("1 = 0")

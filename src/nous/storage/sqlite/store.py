@@ -439,7 +439,8 @@ class SQLiteStore(Store):
                 agent_id=query.agent_id,
                 kinds=tuple(k.value for k in query.kinds) if query.kinds else None,
                 include_inactive=query.include_inactive,
-                include_superseded=query.include_superseded,
+                # as of a past time, the SQL above decides what was current then
+                include_superseded=query.include_superseded or query.as_of is not None,
                 allowed_ids=allowed,
             )
             return [ScoredId(i, s, main=m) for i, s, m in index.search(vector, flt, limit, chunks=chunks)]
