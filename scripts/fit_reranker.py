@@ -16,6 +16,7 @@ dataset (folder) carries the same total weight, so a large one cannot dictate th
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import sys
 import tempfile
@@ -23,11 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from nous import Nous, Settings
+from nous import Memory, Nous, Settings
+from nous.bench.agent import load_scenarios, write_scenario
 from nous.bench.labelled import LabelledConversation, from_locomo, load_labelled
 from nous.embeddings.local import LocalEmbeddingProvider
 from nous.retrieval import RecallQuery
-from nous.retrieval.rerank import BIAS, FEATURES, WEIGHTS
+from nous.retrieval.rerank import BIAS, FEATURES, QUERY_FEATURES, WEIGHTS
 
 
 def _load(directory: Path) -> list[LabelledConversation]:
@@ -38,21 +40,67 @@ def _load(directory: Path) -> list[LabelledConversation]:
     return out
 
 
+def _is_agent_dir(directory: Path) -> bool:
+    first = next(iter(sorted(directory.glob("*.json"))), None)
+    return first is not None and '"memories"' in first.read_text(encoding="utf-8")[:20000]
+
+
+def _settings(tmp: str) -> Settings:
+    return Settings(home=Path(tmp), database_url=f"sqlite:///{tmp}/fit.db", events_worker="off")
+
+
+def _row(memory: Memory) -> dict[str, object]:
+    return {"kind": memory.kind.value, "category": memory.category}
+
+
+async def _dump_agent(directory: Path, provider: LocalEmbeddingProvider) -> list[dict[str, object]]:
+    """Agent scenarios: a candidate is relevant when it stands for an expected memory; questions
+    nothing answers are kept (no relevant candidate) for calibrating the score."""
+    records: list[dict[str, object]] = []
+    for scenario in load_scenarios(directory):
+        with tempfile.TemporaryDirectory() as tmp:
+            async with Nous(_settings(tmp), agent_id=scenario.agent_id, embedding_provider=provider) as nous:
+                ids = await write_scenario(nous, scenario)
+                retriever = nous._retriever
+                assert retriever is not None
+                for q in scenario.questions:
+                    at = q.asked_at or scenario.now
+                    rows, qx = await retriever.rerank_features(
+                        RecallQuery(text=q.question, limit=10, user_id=q.user_id, now=at, as_of=at)
+                    )
+                    records.append(
+                        {
+                            "dataset": directory.name,
+                            "conversation": scenario.id,
+                            "category": q.kind,
+                            "question": q.question,
+                            "groups": 0 if q.abstain else 1,
+                            "x": np.stack([x for _, x in rows]).tolist() if rows else [],
+                            "covers": [[0] if ids.get(m.id, set()) & set(q.expect) else [] for m, _ in rows],
+                            "stale": [bool(ids.get(m.id, set()) & set(q.not_current)) for m, _ in rows],
+                            "candidates": [_row(m) for m, _ in rows],
+                            "q": qx.tolist(),
+                        }
+                    )
+        print(f"{directory.name}/{scenario.id}: {len(scenario.questions)} questions", file=sys.stderr)
+    return records
+
+
 async def dump(out: Path, directories: list[Path]) -> None:
     provider = LocalEmbeddingProvider()
     records: list[dict[str, object]] = []
     for directory in directories:
+        if _is_agent_dir(directory):
+            records += await _dump_agent(directory, provider)
+            continue
         for item in _load(directory):
             with tempfile.TemporaryDirectory() as tmp:
-                settings = Settings(
-                    home=Path(tmp), database_url=f"sqlite:///{tmp}/fit.db", events_worker="off"
-                )
-                async with Nous(settings, agent_id="fit", embedding_provider=provider) as nous:
+                async with Nous(_settings(tmp), agent_id="fit", embedding_provider=provider) as nous:
                     await nous.ingest(item.conversation)
                     retriever = nous._retriever
                     assert retriever is not None
                     for q in item.questions:
-                        rows = await retriever.rerank_features(
+                        rows, qx = await retriever.rerank_features(
                             RecallQuery(text=q.question, limit=10, now=q.asked_at)
                         )
                         covers = [
@@ -68,26 +116,35 @@ async def dump(out: Path, directories: list[Path]) -> None:
                                 "dataset": directory.name,
                                 "conversation": item.name,
                                 "category": q.category,
+                                "question": q.question,
                                 "groups": len(q.evidence),
                                 "x": np.stack([x for _, x in rows]).tolist() if rows else [],
                                 "covers": covers,
+                                "candidates": [_row(m) for m, _ in rows],
+                                "q": qx.tolist(),
                             }
                         )
             print(f"{directory.name}/{item.name}: {len(item.questions)} questions", file=sys.stderr)
-    out.write_text(json.dumps({"features": FEATURES, "records": records}))
+    out.write_text(json.dumps({"features": FEATURES, "query_features": QUERY_FEATURES, "records": records}))
+
+
+def _order(r: dict, w: np.ndarray, b: float) -> np.ndarray:
+    return np.argsort(-(np.asarray(r["x"]) @ w + b), kind="stable")
 
 
 def _recall(records: list[dict], w: np.ndarray, b: float, k: int, mode: str) -> float:
+    """recall_all@k / recall_any@k of conversation questions; hit@k of agent questions."""
     hits = []
     for r in records:
-        x = np.asarray(r["x"])
-        if len(x) == 0:
+        if not r["groups"]:
+            continue  # nothing answers it: for calibration only
+        if len(r["x"]) == 0:
             hits.append(0.0)
             continue
-        order = np.argsort(-(x @ w + b), kind="stable")[:k]
+        order = _order(r, w, b)[:k]
         found = {g for i in order for g in r["covers"][i]}
         hits.append(float(len(found) == r["groups"]) if mode == "all" else float(bool(found)))
-    return float(np.mean(hits)) if hits else 0.0
+    return float(np.mean(hits)) if hits else float("nan")
 
 
 def _training_set(records: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -96,7 +153,7 @@ def _training_set(records: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     xs, ys, ws = [], [], []
     for r in records:
         x = np.asarray(r["x"])
-        if len(x) == 0:
+        if len(x) == 0 or not r["groups"]:
             continue
         y = np.array([1.0 if c else 0.0 for c in r["covers"]])
         weight = 1.0 / per_dataset[r["dataset"]] / len(x)  # each dataset, then each question, weighs the same
@@ -158,58 +215,151 @@ def fit_model(records: list[dict], objective: str) -> tuple[np.ndarray, float]:
     return fit_logistic(*_training_set(records))
 
 
-def fit(path: Path, objective: str = "pairwise", drop: str = "") -> None:
-    data = json.loads(path.read_text())
-    records = data["records"]
-    names = list(data["features"])
+CALIBRATION_DEPTH = 10  # the score is calibrated on what callers see: each question's first ten
+
+
+def _logits(r: dict, w: np.ndarray) -> np.ndarray:
+    return np.asarray(r["x"]) @ w
+
+
+def _calibration_set(records: list[dict], w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows (logit, question features...), relevant, weight of each question's first
+    CALIBRATION_DEPTH candidates under ``w``; every dataset weighs the same, every question the
+    same within it; unanswerable questions count (all their candidates are irrelevant)."""
+    per_dataset = {d: sum(1 for r in records if r["dataset"] == d) for d in {r["dataset"] for r in records}}
+    xs, ys, ws = [], [], []
+    for r in records:
+        if len(r["x"]) == 0:
+            continue
+        s = _logits(r, w)
+        top = np.argsort(-s, kind="stable")[:CALIBRATION_DEPTH]
+        q = np.asarray(r.get("q") or [])
+        xs.append(np.column_stack([s[top], np.tile(q, (len(top), 1))]) if len(q) else s[top][:, None])
+        ys.append(np.array([1.0 if r["covers"][i] else 0.0 for i in top]))
+        ws.append(np.full(len(top), 1.0 / per_dataset[r["dataset"]] / len(top)))
+    return np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
+
+
+def calibrate(records: list[dict], w: np.ndarray, on: set[str] | None) -> tuple[np.ndarray, float]:
+    """relevance = sigmoid(a * (x . w) + b . q + c), fitted on the calibration set of the datasets
+    ``on`` (all when None); returns ([a, b...], c)."""
+    x, y, sw = _calibration_set([r for r in records if on is None or r["dataset"] in on], w)
+    return fit_logistic(x, y, sw, l2=1e-4)
+
+
+def _relevance(r: dict, w: np.ndarray, cal: tuple[np.ndarray, float]) -> np.ndarray:
+    coef, c = cal
+    q = np.asarray(r.get("q") or [])
+    return 1.0 / (1.0 + np.exp(-(coef[0] * _logits(r, w) + (q @ coef[1:] if len(q) else 0.0) + c)))
+
+
+def auroc(pos: list[float], neg: list[float]) -> float:
+    if not pos or not neg:
+        return float("nan")
+    p, n = np.asarray(pos)[:, None], np.asarray(neg)[None, :]
+    return float(np.mean((p > n) + 0.5 * (p == n)))
+
+
+def _reliability(predicted: list[tuple[str, float, float]]) -> None:
+    """Held-out predicted relevance against observed frequency, in bins, per dataset."""
+    edges = [0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0001]
+    datasets = sorted({d for d, _, _ in predicted})
+    print("\n| predicted | " + " | ".join(f"{d}: n / mean p / observed" for d in datasets) + " |")
+    print("|---|" + "---|" * len(datasets))
+    for lo, hi in itertools.pairwise(edges):
+        cells = []
+        for d in datasets:
+            inside = [(p, y) for dd, p, y in predicted if dd == d and lo <= p < hi]
+            if inside:
+                ps, ys = zip(*inside, strict=True)
+                cells.append(f"{len(inside)} / {np.mean(ps):.3f} / {np.mean(ys):.3f}")
+            else:
+                cells.append("–")
+        print(f"| {lo:.2f}–{min(hi, 1.0):.2f} | " + " | ".join(cells) + " |")
+
+
+def fit(*paths_and_options: str) -> None:
+    paths = [Path(p) for p in paths_and_options if p.endswith(".json")]
+    options = dict(o.split("=", 1) for o in paths_and_options if "=" in o)
+    objective, drop = options.get("objective", "pairwise"), options.get("drop", "")
+    on = set(options["calibrate_on"].split(",")) if "calibrate_on" in options else None
+    records: list[dict] = []
+    names: list[str] = []
+    for path in paths:
+        data = json.loads(path.read_text())
+        records += data["records"]
+        names = list(data["features"])
+    if "query_features" in options:  # "off" or a comma-separated subset of QUERY_FEATURES
+        wanted = [] if options["query_features"] == "off" else options["query_features"].split(",")
+        all_q = list(data.get("query_features") or QUERY_FEATURES)
+        for r in records:
+            r["q"] = [r["q"][all_q.index(n)] for n in wanted] if r.get("q") else []
     keep = [i for i, n in enumerate(names) if n not in drop.split(",")]
     names = [names[i] for i in keep]
     for r in records:
         r["x"] = [[row[i] for i in keep] for row in r["x"]]
-    conversations = sorted({(r["dataset"], r["conversation"]) for r in records})
+    units = sorted({(r["dataset"], r["conversation"]) for r in records})
     rank_only = np.zeros(len(names))
     rank_only[names.index("rank")] = 1.0
-    print(
-        "| held-out conversation | questions | base (RRF) all@10 | re-ranker all@10 | base any@5 | re-ranker any@5 |"
-    )
+    print("| held-out | questions | base all@10 or hit@1 | re-ranker | base any@5 or hit@5 | re-ranker |")
     print("|---|---|---|---|---|---|")
     fold_weights = []
-    totals: dict[str, list[float]] = {"base": [], "rerank": [], "base5": [], "rerank5": []}
     by_dataset: dict[str, dict[str, list[float]]] = {}
-    for dataset, conv in conversations:
-        train = [r for r in records if (r["dataset"], r["conversation"]) != (dataset, conv)]
-        test = [r for r in records if (r["dataset"], r["conversation"]) == (dataset, conv)]
+    predicted: list[tuple[str, float, float]] = []  # held out: (dataset, relevance, relevant)
+    tops: dict[str, tuple[list[float], list[float]]] = {}  # held out top-1 scores: answerable, not
+    for dataset, unit in units:
+        train = [r for r in records if (r["dataset"], r["conversation"]) != (dataset, unit)]
+        test = [r for r in records if (r["dataset"], r["conversation"]) == (dataset, unit)]
         w, b = fit_model(train, objective)
+        cal = calibrate(train, w, on)
         fold_weights.append(np.append(w, b))
+        agent = any(not r["groups"] for r in test) or test[0].get("stale") is not None
+        k1, m1, k2, m2 = (1, "any", 5, "any") if agent else (10, "all", 5, "any")
         figures = (
-            _recall(test, rank_only, 0.0, 10, "all"),
-            _recall(test, w, b, 10, "all"),
-            _recall(test, rank_only, 0.0, 5, "any"),
-            _recall(test, w, b, 5, "any"),
+            _recall(test, rank_only, 0.0, k1, m1),
+            _recall(test, w, b, k1, m1),
+            _recall(test, rank_only, 0.0, k2, m2),
+            _recall(test, w, b, k2, m2),
         )
+        answered = sum(1 for r in test if r["groups"])
         for key, value in zip(("base", "rerank", "base5", "rerank5"), figures, strict=True):
-            totals[key].extend([value] * len(test))
-            by_dataset.setdefault(dataset, {}).setdefault(key, []).extend([value] * len(test))
-        print(f"| {dataset}/{conv} | {len(test)} | " + " | ".join(f"{v:.3f}" for v in figures) + " |")
+            by_dataset.setdefault(dataset, {}).setdefault(key, []).extend([value] * answered)
+        print(f"| {dataset}/{unit} | {answered} | " + " | ".join(f"{v:.3f}" for v in figures) + " |")
+        pos, neg = tops.setdefault(dataset, ([], []))
+        for r in test:
+            if len(r["x"]):
+                p = _relevance(r, w, cal)
+                top = np.argsort(-p, kind="stable")[:CALIBRATION_DEPTH]
+                predicted += [(dataset, float(p[i]), 1.0 if r["covers"][i] else 0.0) for i in top]
+                (pos if r["groups"] else neg).append(float(p.max()))
     for dataset, t in sorted(by_dataset.items()):
         print(
             f"| **{dataset} (held out, pooled)** | {len(t['base'])} | "
             + " | ".join(f"{np.mean(t[k]):.3f}" for k in ("base", "rerank", "base5", "rerank5"))
             + " |"
         )
+    for dataset, (pos, neg) in sorted(tops.items()):
+        if neg:
+            print(f"\nheld-out abstention AUROC ({dataset}, top-1 relevance): {auroc(pos, neg):.3f}")
+    _reliability(predicted)
     stack = np.stack(fold_weights)
-    w_all, b_all = fit_model(records, objective)
+    w_all, _ = fit_model(records, objective)
+    (a_all, *q_all), c_all = calibrate(records, w_all, on)
     print("\n| feature | all data | fold mean | fold min | fold max | shipped |")
     print("|---|---|---|---|---|---|")
     for i, name in enumerate([*names, "bias"]):
         shipped = BIAS if name == "bias" else (WEIGHTS[FEATURES.index(name)] if name in FEATURES else 0.0)
-        value = b_all if name == "bias" else w_all[i]
+        value = c_all if name == "bias" else a_all * w_all[i]
+        spread = stack[:, i] * (a_all if name != "bias" else 1.0)
         print(
-            f"| {name} | {value:.3f} | {stack[:, i].mean():.3f} | {stack[:, i].min():.3f} | "
-            f"{stack[:, i].max():.3f} | {shipped:.3f} |"
+            f"| {name} | {value:.3f} | {spread.mean():.3f} | {spread.min():.3f} | "
+            f"{spread.max():.3f} | {shipped:.3f} |"
         )
-    print(f"\nfitted on all data, scored on all data: all@10 {_recall(records, w_all, b_all, 10, 'all'):.3f}")
-    print("WEIGHTS =", np.round(w_all, 3).tolist(), "BIAS =", round(b_all, 3))
+    print(
+        f"\ncalibration: relevance = sigmoid({a_all:.3f} * (x . w) + {np.round(q_all, 3).tolist()} . q + {c_all:.3f})"
+    )
+    print("WEIGHTS =", np.round(a_all * w_all, 3).tolist(), "BIAS =", round(c_all, 3))
+    print("QUERY_WEIGHTS =", np.round(q_all, 3).tolist())
 
 
 if __name__ == "__main__":
@@ -217,6 +367,6 @@ if __name__ == "__main__":
     if command == "dump":
         asyncio.run(dump(Path(target), [Path(d) for d in rest]))
     elif command == "fit":
-        fit(Path(target), *rest)
+        fit(target, *rest)
     else:
         raise SystemExit(__doc__)

@@ -27,8 +27,10 @@ async def test_time_expression_filters_to_its_window(nous: Nous) -> None:
     await nous.learn("We decided to drop the mobile beta", occurred_at=NOW - timedelta(days=40))
     yesterday = await nous.learn("We decided to hire a second designer", occurred_at=NOW - timedelta(days=1))
     hits = await nous.recall("what did we decide yesterday?", now=NOW)
-    assert [h.id for h in hits] == [yesterday.id]
-    assert hits[0].signals["time_window"] == 1.0
+    assert hits[0].id == yesterday.id and hits[0].signals["time_window"] == 1.0
+    # The window is read from words, so it is soft: what lies outside competes with its odds cut.
+    for other in hits[1:]:
+        assert "outside_window" in other.signals and other.score < hits[0].score * 0.5
     # a window with nothing in it falls back to the whole store
     fallback = await nous.recall("what did we decide in March 2020?", now=NOW)
     assert len(fallback) == 2
@@ -40,9 +42,9 @@ async def test_anchor_event_resolves_before_and_after(nous: Nous) -> None:
     bought = await nous.learn("I bought new goggles and gloves", occurred_at=trip - timedelta(days=5))
     later = await nous.learn("I bought a knee brace and gloves", occurred_at=trip + timedelta(days=2))
     before = await nous.recall("what did I buy before the ski trip?", now=NOW, kinds="fact")
-    assert [h.id for h in before] == [bought.id]
+    assert before[0].id == bought.id and all("outside_window" in h.signals for h in before[1:])
     after = await nous.recall("what did I buy after the ski trip?", now=NOW, kinds="fact")
-    assert [h.id for h in after] == [later.id]
+    assert after[0].id == later.id and all("outside_window" in h.signals for h in after[1:])
 
 
 async def test_graph_brings_a_linked_neighbour(nous: Nous) -> None:

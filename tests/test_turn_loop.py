@@ -246,7 +246,10 @@ async def test_context_sections_order_budgets_and_drops(nous: Nous) -> None:
     names = [s.name for s in ctx.sections]
     assert names[:5] == ["identity", "user_profile", "censors", "frame", "working_memory"]
     assert names.index("facts") < names.index("turns")
-    assert "Thursday at 15:00" in ctx.text and "Tuesday at 10:00" not in ctx.text  # superseded never current
+    # The current value is shown, with the one it replaced marked as replaced, never as current.
+    facts = ctx.section("facts")
+    assert facts is not None and [i.id for i in facts.items] == [new.memory.id]
+    assert 'Thursday at 15:00. (current; it replaced "The deploy window is Tuesday at 10:00."' in ctx.text
     assert new.memory.id in ctx.included_ids()
     assert "never wipe the root filesystem" in ctx.text and "Ada" in ctx.text
     for s in ctx.sections:

@@ -237,3 +237,15 @@ def validate_content(text: object, *, field: str = "content", max_bytes: int = 1
     if not stripped:
         raise InvalidInputError(f"{field} is empty", field=field)
     return stripped
+
+
+# Regex syntax that is not words: escapes (\b, \s+, \w*, \S+, \d), groups and flags, classes,
+# quantifiers and alternation.
+_REGEX_SYNTAX = re.compile(r"\\[A-Za-z]|\(\?[^)]*?[:)]|\[[^\]]*\]|\{\d*,?\d*\}|[\\()|?*+.^$]")
+
+
+def pattern_words(pattern: str) -> str:
+    """The words a regular expression spells out, for searching it by meaning and keywords:
+    ``(?i)force[- ]?push\\w*\\b.*\\b(?:main|master)`` -> ``force push main master``."""
+    words = re.findall(r"[A-Za-z][A-Za-z'\-]+", _REGEX_SYNTAX.sub(" ", pattern))
+    return " ".join(dict.fromkeys(w.strip("'-") for w in words if len(w.strip("'-")) > 1))

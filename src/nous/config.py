@@ -59,6 +59,19 @@ class Settings(BaseSettings):
     dedup_kinds: str = Field(
         default="fact,procedure,censor", description="Comma-separated kinds checked before storing."
     )
+    recall_min_score: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="Recall leaves out results scoring below this relevance (0..1), unless a call "
+        "gives its own min_score; chosen from the abstention figures (docs/retrieval.md).",
+    )
+    recent_hours: float = Field(
+        default=48.0,
+        gt=0,
+        le=24 * 3650,
+        description="How far back the context's recent-conversations tier and recall_recent look.",
+    )
     postgres_pool_size: int = Field(default=4, ge=1, le=64)
     connect_timeout_s: float = Field(
         default=5.0, gt=0, le=600, description="How long opening a PostgreSQL store may wait for the server."

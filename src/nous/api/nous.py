@@ -58,7 +58,7 @@ from nous.models.events import Event, EventStatus
 from nous.models.llm import LLMUsage
 from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
-from nous.retrieval.search import validate_limit_and_window
+from nous.retrieval.search import validate_limit_and_window, validate_min_score
 from nous.storage import Store, create_store
 from nous.storage.base import PutEdge, RetryEvent
 
@@ -457,6 +457,7 @@ class Nous:
         as_of: datetime | None = None,
         reinforce: bool = True,
         preset: str | None = None,
+        min_score: float | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score.
 
@@ -470,6 +471,12 @@ class Nous:
         unknown ``frame``. ``user_id`` scopes the search to that user's memories and the agent's
         memories that belong to no user. ``as_of`` recalls the store as it stood at that time:
         memories from after it are unseen, and a fact superseded after it is still current.
+
+        Each hit's ``score`` is its estimated relevance, 0..1, comparable across queries and
+        stores (calibrated on the development sets: of hits scored 0.3, about three in ten are
+        relevant); hits below ``min_score`` are left out — by default NOUS_RECALL_MIN_SCORE, so a
+        question nothing answers gets nothing. A preset other than ``default`` reports its own raw
+        score (cosine, BM25 or rank fusion) and applies no minimum unless given one.
         """
         repo = self._need()
         assert self._retriever is not None
@@ -490,11 +497,17 @@ class Nous:
                 now=now,
                 as_of=as_of,
                 preset=preset,
+                min_score=self._min_score(min_score, preset),
             )
         )
         if reinforce:
             repo.note_recalled([h.id for h in hits])
         return hits
+
+    def _min_score(self, given: float | None, preset: str | None) -> float:
+        if given is not None:
+            return validate_min_score(given)
+        return self.settings.recall_min_score if preset in (None, "default") else 0.0
 
     async def similar(
         self, text: str, *, kinds: Sequence[str | MemoryKind] | str | None = None, limit: int = 10

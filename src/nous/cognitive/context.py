@@ -11,20 +11,33 @@ Every item left out is reported with its reason.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
 from nous._tokens import clip_to_tokens, count_tokens
 from nous.cognitive.frames import Budget, Frame
-from nous.models import Censor, Episode, Fact, Memory, MemoryKind, RecallHit, WorkingMemory
+from nous.models import (
+    Censor,
+    Decision,
+    Episode,
+    EpisodeOutcome,
+    Fact,
+    Memory,
+    MemoryKind,
+    Procedure,
+    RecallHit,
+    WorkingMemory,
+)
 from nous.models.session import IdentitySection
 
 # A retrieved item shows at most this many tokens (~800 characters): a long reply is represented
 # by its opening, and more items fit.
 ITEM_MAX_TOKENS = 200
+# A decision shows its reasons and outcome too: "why did we ...?" is answered by them.
+DECISION_MAX_TOKENS = 350
 # Retrieved items scoring below this are left out. Recall scores are the re-ranker's relevance
 # estimates (0..1, spread over orders of magnitude); below 1e-4 an item is noise.
 SCORE_FLOOR = 1e-4
@@ -127,6 +140,7 @@ class ContextInputs:
     working_memory: WorkingMemory | None = None
     recent: Sequence[Memory] = ()
     hits: Sequence[RecallHit] = ()
+    replaced: Mapping[str, Memory] = field(default_factory=dict)  # a hit's id -> what it superseded
     already_said: Sequence[str] = ()  # texts of the session's last turns
 
 
@@ -139,14 +153,33 @@ def _when(memory: Memory) -> str:
     return at.strftime("%Y-%m-%d %H:%M")
 
 
-def _render(memory: Memory) -> str:
-    """A retrieved memory as one line: its time, then its text (verbatim, so it can be quoted)."""
+def _render(memory: Memory, replaced: Memory | None = None) -> str:
+    """A retrieved memory as the agent reads it: its time, its text verbatim (so it can be quoted),
+    and what makes it usable on its own — a decision's outcome and reasons, an episode's summary
+    and outcome, a procedure's name, and for a fact that replaced another, what it replaced."""
+    when = f"[{_when(memory)}]"
+    if isinstance(memory, Decision):
+        status = f"outcome: {memory.outcome.value}"
+        if memory.outcome_note:
+            status += f" ({memory.outcome_note})"
+        lines = [f"{when} Decided: {memory.content} — {status}; confidence {memory.confidence:.1f}"]
+        if memory.reasons:
+            lines.append("  Because: " + "; ".join(f"{r.text} ({r.type.value})" for r in memory.reasons))
+        if memory.context:
+            lines.append(f"  Context: {memory.context}")
+        return "\n".join(lines)
     if isinstance(memory, Episode):
         body = memory.title or memory.content
         if memory.summary and memory.summary != body:
             body = f"{body} — {memory.summary}"
-        return f"[{_when(memory)}] {body}"
-    return f"[{_when(memory)}] {memory.content}"
+        if memory.outcome not in (EpisodeOutcome.ONGOING, EpisodeOutcome.SUCCESS):
+            body += f" (outcome: {memory.outcome.value})"
+        return f"{when} {body}"
+    if isinstance(memory, Procedure):
+        return f"{when} {memory.name}: {memory.content}"
+    if replaced is not None:
+        return f'{when} {memory.content} (current; it replaced "{replaced.content}" of {_when(replaced)})'
+    return f"{when} {memory.content}"
 
 
 class _Filler:
@@ -156,8 +189,16 @@ class _Filler:
         self.section = ContextSection(name=name, title=TITLES[name], tokens=0, budget=budget)
         self.header = count_tokens(f"## {TITLES[name]}\n")
 
-    def add(self, text: str, *, kind: str, id_: str | None = None, score: float | None = None) -> bool:
-        text = clip_to_tokens(text, ITEM_MAX_TOKENS) if id_ is not None else text
+    def add(
+        self,
+        text: str,
+        *,
+        kind: str,
+        id_: str | None = None,
+        score: float | None = None,
+        max_tokens: int = ITEM_MAX_TOKENS,
+    ) -> bool:
+        text = clip_to_tokens(text, max_tokens) if id_ is not None else text
         tokens = count_tokens(text) + 1  # the newline
         overhead = 0 if self.section.items else self.header
         if self.section.tokens + overhead + tokens > self.section.budget:
@@ -253,8 +294,9 @@ def _censors(inputs: ContextInputs, budget: int) -> ContextSection:
         f.add(f"WARNING: {warning}", kind="warning")
     order = {"absolute": 0, "block": 1, "warn": 2}
     for c in sorted(inputs.censors, key=lambda c: order.get(c.action.value, 3)):
-        reason = f" — {c.reason}" if c.reason else ""
-        f.add(f"- [{c.action.value}] {c.trigger_pattern}{reason}", kind="censor", id_=c.id)
+        # The reason first: a model reads it; the pattern says what triggers it.
+        text = f"{c.reason} (pattern: {c.trigger_pattern})" if c.reason else f"pattern: {c.trigger_pattern}"
+        f.add(f"- [{c.action.value}] {text}", kind="censor", id_=c.id)
     return f.section
 
 
@@ -319,7 +361,13 @@ def _retrieved(inputs: ContextInputs, budget: Budget, shown: set[str]) -> list[C
             f.drop(hit.id, DropReason.ALREADY_SAID)
         elif any(_jaccard(words, k) >= DUPLICATE_JACCARD for k in kept):
             f.drop(hit.id, DropReason.DUPLICATE)
-        elif f.add(_render(memory), kind=hit.kind.value, id_=hit.id, score=round(hit.score, 4)):
+        elif f.add(
+            _render(memory, inputs.replaced.get(hit.id)),
+            kind=hit.kind.value,
+            id_=hit.id,
+            score=round(hit.score, 4),
+            max_tokens=DECISION_MAX_TOKENS if hit.kind == MemoryKind.DECISION else ITEM_MAX_TOKENS,
+        ):
             kept.append(words)
     return [fillers[name].section for name in budgets]
 

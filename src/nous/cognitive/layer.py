@@ -269,6 +269,7 @@ class CognitiveLayer:
             self._already_said(plan.session_id),
         )
         warnings = [i.content for i in wm.items if i.kind == "censor_warning"]
+        replaced = await self._replaced(found)
         return build_context(
             ContextInputs(
                 session_id=plan.session_id,
@@ -285,9 +286,25 @@ class CognitiveLayer:
                 working_memory=wm,
                 recent=recent,
                 hits=found,
+                replaced=replaced,
                 already_said=said,
             )
         )
+
+    async def _replaced(self, hits: list[RecallHit]) -> dict[str, Memory]:
+        """For each recalled fact that superseded another, the fact it replaced (newest edge)."""
+        facts = [h.id for h in hits if h.kind == MemoryKind.FACT]
+        if not facts:
+            return {}
+        edges = await self.repo.store.edges(self.repo.agent_id, facts)
+        wanted = set(facts)
+        pairs = {
+            e.source_id: e.target_id
+            for e in edges
+            if e.relation == EdgeRelation.SUPERSEDES and e.source_id in wanted
+        }
+        found = await self.repo.store.get_many(self.repo.agent_id, list(pairs.values()))
+        return {new: found[old] for new, old in pairs.items() if old in found}
 
     async def _recent_episodes(self, user_id: str | None, session_id: str, now: datetime) -> list[Memory]:
         found = await self.repo.query(

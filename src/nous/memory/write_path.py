@@ -42,6 +42,8 @@ from nous.storage import MemoryQuery, WriteOp
 from nous.storage.base import PutEdge, PutMemory
 from nous.storage.codec import content_hash
 
+REPLACES_CHARS = 2000  # what a fact keeps of the ones it replaced, for keyword search
+
 # Edges to the matches a new memory is linked to. An update match other than the one it
 # supersedes is only related: one memory supersedes one other.
 _EDGE_FOR_TIER = {
@@ -269,6 +271,9 @@ class WritePath:
         if target is not None:
             if memory.valid_from is None:
                 memory.valid_from = now
+            if isinstance(memory, Fact) and memory.replaces is None:
+                said = [target.content, target.replaces if isinstance(target, Fact) else None]
+                memory.replaces = "\n".join(p for p in said if p)[:REPLACES_CHARS]
             old = target.model_copy(
                 update={"valid_to": memory.valid_from, "superseded_by": memory.id, "updated_at": now}
             )

@@ -94,6 +94,11 @@ class Decision(Memory):
     def embedding_text(self) -> str:
         return "\n".join(p for p in (self.content, self.context or "", self.pattern or "") if p)
 
+    def keyword_context(self) -> str | None:
+        """Its reasons and outcome note: "why did we ..." is answered in their words."""
+        parts = [r.text for r in self.reasons] + [self.outcome_note or ""]
+        return "\n".join(p for p in parts if p) or None
+
 
 class CategoryCalibration(BaseModel):
     """Calibration figures over resolved decisions of one category (or all)."""

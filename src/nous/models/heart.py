@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from nous._text import pattern_words
 from nous._time import as_utc, utcnow
 from nous.models.base import Memory, MemoryKind
 
@@ -32,6 +33,14 @@ class Fact(Memory):
     source: str | None = Field(default=None, max_length=500)
     confidence: float = Field(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False)
     confirmation_count: int = Field(default=0, ge=0)
+    replaces: str | None = Field(
+        default=None, description="What the fact it superseded said (searchable beside its own words)."
+    )
+
+    def keyword_context(self) -> str | None:
+        """The words of the fact it replaced: "when is the hash table assignment due?" finds "the
+        A3 deadline was pushed back" through "Assignment 3 (hash tables) is due ..."."""
+        return self.replaces
 
 
 class CompressionTier(StrEnum):
@@ -120,6 +129,12 @@ class Censor(Memory):
     activation_count: int = Field(default=0, ge=0)
     escalation_threshold: int = Field(default=3, ge=1)
     false_positive_count: int = Field(default=0, ge=0, description="Activations reported as wrong.")
+
+    def embedding_text(self) -> str:
+        """Its reason and the words its pattern spells out: a question meets a censor by what it is
+        about ("force-push over main") and why, never by regex syntax."""
+        words = pattern_words(self.trigger_pattern)
+        return "\n".join(p for p in (self.reason or "", words) if p) or self.trigger_pattern
 
 
 class Turn(Memory):

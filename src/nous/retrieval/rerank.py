@@ -34,15 +34,18 @@ FEATURES: tuple[str, ...] = (
     "speaker",  # the query names its speaker (or asks in the first person and it is the user's)
     "length",  # log length of its text, 1 at ~4,000 characters
     "question",  # it is itself a question
+    "kind_match",  # it is of a kind the question asks for (a decision for "what did we decide")
+    "own",  # it belongs to the user who asks (not shared by every user)
+    "turn",  # it is a conversation turn (not a fact, decision, procedure, censor or episode)
 )
 
 # Chosen by leave-one-conversation-out over LoCoMo dev and the long user-assistant chats together
 # (scripts/fit_reranker.py; docs/retrieval.md has the per-fold figures).
 WEIGHTS = np.array(
-    [2.079, 0.439, 2.96, 3.224, 1.503, 2.24, 0.617, 1.963, 0.254, -0.129],
+    [1.833, 0.421, 2.277, 2.235, 1.164, 1.278, 0.333, 1.372, 0.014, -0.072, 1.441, 0.496, -0.051],
     dtype=np.float64,
 )
-BIAS = -11.672
+BIAS = -1.589
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
@@ -109,6 +112,9 @@ class CandidateFacts:
     graph: float
     speaker: str | None
     role: str | None
+    kind_match: bool = False
+    kind: str = "turn"
+    own: bool = False
 
 
 def feature_matrix(
@@ -139,11 +145,35 @@ def feature_matrix(
                 speaker,
                 min(1.0, math.log1p(len(f.content)) / math.log1p(4000)),
                 1.0 if f.content.rstrip().endswith("?") else 0.0,
+                1.0 if f.kind_match else 0.0,
+                1.0 if f.own else 0.0,
+                1.0 if f.kind == "turn" else 0.0,
             )
         )
     return np.asarray(rows, dtype=np.float64)
 
 
-def score(matrix: np.ndarray, weights: np.ndarray = WEIGHTS, bias: float = BIAS) -> np.ndarray:
+QUERY_FEATURES: tuple[str, ...] = (
+    "competition",  # log of how many memories the searches found, 1 at about 600
+)
+# Relevance = sigmoid(x . WEIGHTS + q . QUERY_WEIGHTS + BIAS). Query features are the same for
+# every candidate of a question: they leave its ranking alone and set how sure the score is (the
+# best of 600 similar conversation turns is less surely the answer than the best of 40 facts).
+QUERY_WEIGHTS = np.array([-8.109], dtype=np.float64)
+
+
+def query_features(found: int) -> np.ndarray:
+    """The row of QUERY_FEATURES of a question whose searches found ``found`` memories."""
+    return np.array([min(1.5, math.log1p(found) / math.log1p(600))])
+
+
+def score(
+    matrix: np.ndarray,
+    query: np.ndarray | None = None,
+    weights: np.ndarray = WEIGHTS,
+    bias: float = BIAS,
+    query_weights: np.ndarray = QUERY_WEIGHTS,
+) -> np.ndarray:
     """Relevance in (0, 1) per row."""
-    return 1.0 / (1.0 + np.exp(-(matrix @ weights + bias)))
+    shift = float(query @ query_weights) if query is not None else 0.0
+    return 1.0 / (1.0 + np.exp(-(matrix @ weights + shift + bias)))

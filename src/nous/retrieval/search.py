@@ -24,6 +24,8 @@ from nous.memory import MemoryRepository
 from nous.memory.lifecycle import rank_factor
 from nous.models import Memory, MemoryKind, RecallHit
 from nous.retrieval import rerank
+from nous.retrieval.intent import NONE as NO_INTENT
+from nous.retrieval.intent import Intent, query_intent
 from nous.retrieval.timeparse import ParsedQuery, TimeWindow, parse_time_expression
 from nous.retrieval.weights import DEFAULT_WEIGHTS, RetrievalWeights, preset
 from nous.storage import MemoryQuery, ScoredId
@@ -64,6 +66,7 @@ class RecallQuery:
     as_of: datetime | None = None
     parse_time: bool = True
     preset: str | None = None  # a named RetrievalWeights preset (None: the retriever's own)
+    min_score: float = 0.0  # results scoring below this are left out
 
 
 @dataclass(slots=True)
@@ -98,6 +101,13 @@ def validate_limit_and_window(limit: object, since: object, until: object) -> No
         raise InvalidInputError("since must be before until", field="since")
 
 
+def validate_min_score(value: object) -> float:
+    """A minimum score: a number from 0 to 1."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise InvalidInputError("min_score must be a number from 0 to 1", field="min_score")
+    return float(value)
+
+
 class Retriever:
     """Runs recall queries for one agent."""
 
@@ -116,14 +126,17 @@ class Retriever:
     async def recall(self, q: RecallQuery) -> list[RecallHit]:
         """Top memories for the query, best first, each with its per-signal scores."""
         run = await self._collect(q)
+        if run.window is not None:
+            for c in run.candidates.values():
+                c.signal("time_window", 1.0)
+            if run.weights.boosts:
+                await self._outside_window(run, q)
         w, candidates, memories = run.weights, run.candidates, run.memories
         self._context_boosts(candidates, memories, q)
-        if run.window is not None:
-            for c in candidates.values():
-                c.signal("time_window", 1.0)
         if run.parsed.recap:
             await self._recap(candidates, memories, q, run.window, run.now)
         ranked = self._floor(sorted(candidates.values(), key=lambda c: c.score, reverse=True), memories, w)
+        ranked = [c for c in ranked if c.score >= q.min_score]
         ranked = await self._diversify(ranked, q.limit, w)
         full = {
             **run.loaded,
@@ -144,10 +157,13 @@ class Retriever:
             if c.id in full
         ]
 
-    async def rerank_features(self, q: RecallQuery) -> list[tuple[Memory, np.ndarray]]:
-        """The head of the base ranking with its re-ranker features (for fitting the weights)."""
+    async def rerank_features(self, q: RecallQuery) -> tuple[list[tuple[Memory, np.ndarray]], np.ndarray]:
+        """The head of the base ranking with its re-ranker features, and the question's features
+        (for fitting the weights)."""
         run = await self._collect(q, keep_features=True)
-        return [(run.loaded[i], x) for i, x in run.features if i in run.loaded]
+        rows = [(run.loaded[i], x) for i, x in run.features if i in run.loaded]
+        query = run.query_features if run.query_features is not None else np.zeros(len(rerank.QUERY_FEATURES))
+        return rows, query
 
     # -- steps ----------------------------------------------------------------------
     async def _collect(self, q: RecallQuery, *, keep_features: bool = False) -> _Run:
@@ -165,24 +181,44 @@ class Retriever:
         parsed = parse_time_expression(text, now) if q.parse_time else ParsedQuery(text, None, False)
         window = await self._resolve_window(parsed.window, q, now)
         scope = self._scope(q, window)
-        query_text = parsed.text if window else text
-        pools = await self._search(query_text, scope, w)
+        # Inside a window the time words are left out of the keyword search ("May" would match
+        # every mention of May); meaning and the re-ranker read the whole question.
+        pools = await self._search(text, scope, w, keyword_text=parsed.text if window else text)
         if not pools.candidates and window is not None and q.since is None and q.until is None:
             window, scope = None, self._scope(q, None)  # nothing in the window: search everything
-            query_text = text
             pools = await self._search(text, scope, w)
-        run = _Run(w, now, parsed, window, pools.candidates, pools.memories)
+        run = _Run(w, now, parsed, window, pools.candidates, pools.memories, intent=query_intent(text))
         run.candidates = {i: c for i, c in run.candidates.items() if i in run.memories}
         session_strength = self._session_strength(run.candidates, run.memories, w) if w.boosts else {}
         graph = await self._graph_evidence(run.candidates, run.memories, scope, w) if w.boosts else {}
         if w.rerank:
-            await self._rerank(run, pools, query_text, session_strength, graph, keep_features)
+            await self._rerank(run, pools, text, session_strength, graph, keep_features, q.user_id)
         else:
             for c in run.candidates.values():
-                c.score = c.base
+                c.score = _raw_score(c, w)
         if w.boosts and (parsed.recap or asks_about_recency(text)):
             self._recency(run)
         return run
+
+    async def _outside_window(self, run: _Run, q: RecallQuery) -> None:
+        """A time window read from the question's words narrows the search, but not blindly: words
+        can look like a time and not be one ("who looks after the BACS file?", "is it in April now
+        instead of March?"). The question is also searched whole, without the window; what that
+        finds outside the window competes with its odds cut to ``outside_window``, so only a much
+        stronger match than anything inside the window can pass it."""
+        wide = await self._collect(replace(q, parse_time=False))
+        window = run.window
+        assert window is not None
+        for cid, c in wide.candidates.items():
+            if cid in run.candidates:
+                continue
+            at = wide.memories[cid].occurred_at
+            if (window.since and at < window.since) or (window.until and at >= window.until):
+                c.score = scaled(c.score, run.weights.outside_window)
+                c.signal("outside_window", run.weights.outside_window)
+            run.candidates[cid] = c
+            run.memories[cid] = wide.memories[cid]
+        run.loaded = {**wide.loaded, **run.loaded}
 
     def _recency(self, run: _Run) -> None:
         """Questions about what is current: newer memories get up to ``recency`` more score,
@@ -198,7 +234,7 @@ class Retriever:
         for c in head:
             share = (run.memories[c.id].occurred_at - oldest).total_seconds() / span
             if share > 0:
-                c.score *= 1.0 + run.weights.recency * share
+                c.score = scaled(c.score, 1.0 + run.weights.recency * share)
                 c.signal("recency", share)
 
     def _validate(self, q: RecallQuery) -> str:
@@ -209,6 +245,7 @@ class Retriever:
                 raise InvalidInputError(f"{name} must be a datetime", field=name)
         if q.preset is not None:
             preset(q.preset)
+        validate_min_score(q.min_score)
         return text
 
     def _scope(self, q: RecallQuery, window: TimeWindow | None) -> MemoryQuery:
@@ -252,8 +289,11 @@ class Retriever:
             return replace(window, since=at)
         return replace(window, until=at)
 
-    async def _search(self, text: str, scope: MemoryQuery, w: RetrievalWeights) -> _Pools:
-        """Dense and keyword pools fused by reciprocal rank, with the candidates' descriptions.
+    async def _search(
+        self, text: str, scope: MemoryQuery, w: RetrievalWeights, *, keyword_text: str | None = None
+    ) -> _Pools:
+        """Dense and keyword pools fused by reciprocal rank, with the candidates' descriptions
+        (``keyword_text``, if given, is what the keyword side searches).
 
         Each side describes its hits as soon as its search returns, overlapping the other search.
         """
@@ -267,16 +307,26 @@ class Retriever:
             if not w.dense:
                 return [], {}
             pools.query_vector = await self.repo.embedder.embed_one(text)
-            return await described(await store.vector_search(scope, pools.query_vector, w.pool))
+            hits = await store.vector_search(scope, pools.query_vector, w.pool)
+            knowledge = tuple(k for k in (scope.kinds or MemoryKind) if k != MemoryKind.TURN)
+            if len(hits) == w.pool and w.kind_pool and knowledge and w.boosts:
+                # The pool is full: conversation turns may have crowded out every other kind.
+                seen = {h.id for h in hits}
+                more = await store.vector_search(
+                    replace(scope, kinds=knowledge), pools.query_vector, w.kind_pool
+                )
+                hits = hits + [h for h in more if h.id not in seen]
+            return await described(hits)
 
         async def keyword_side() -> tuple[list[ScoredId], dict[str, CandidateInfo]]:
             if not w.keyword:
                 return [], {}
-            return await described(await store.keyword_search(scope, keyword_terms(text), w.pool))
+            terms = keyword_terms(text if keyword_text is None else keyword_text)
+            return await described(await store.keyword_search(scope, terms, w.pool))
 
         (dense, dense_info), (keyword, keyword_info) = await asyncio.gather(dense_side(), keyword_side())
         pools.memories = {**dense_info, **keyword_info}
-        for rank, hit in enumerate(dense):
+        for rank, hit in enumerate(dense):  # knowledge found past the full pool ranks past its end
             c = pools.candidates.setdefault(hit.id, _Candidate(hit.id))
             c.base += 1.0 / (w.rrf_k + rank + 1)
             c.signal("dense", hit.score)
@@ -344,6 +394,7 @@ class Retriever:
         session_strength: dict[str, float],
         graph: dict[str, float],
         keep_features: bool,
+        user_id: str | None,
     ) -> None:
         """Score the head of the base ranking (plus graph neighbours) with the linear re-ranker;
         the rest keep their order below it."""
@@ -352,6 +403,15 @@ class Retriever:
         head = ordered[: w.rerank_depth]
         head_ids = {c.id for c in head}
         head += [candidates[i] for i in graph if i not in head_ids][: w.graph_seeds * 4]
+        head_ids = {c.id for c in head}
+        # The best few of every kind join the head: a kind with few members (one decision among
+        # thousands of conversation turns) is judged by the re-ranker, not cut by the fused rank.
+        per_kind: dict[MemoryKind, int] = defaultdict(int)
+        for c in ordered:
+            kind = memories[c.id].kind
+            if per_kind[kind] < w.per_kind and c.id not in head_ids:
+                head.append(c)
+            per_kind[kind] += 1
         loaded = await self.repo.store.get_many(self.repo.agent_id, [c.id for c in head])
         run.loaded = loaded
         head = [c for c in head if c.id in loaded]
@@ -374,11 +434,15 @@ class Retriever:
                     graph=graph.get(c.id, 0.0),
                     speaker=getattr(memory, "speaker", None),
                     role=getattr(memory, "role", None),
+                    kind_match=run.intent.matches(memory.kind, memory.category),
+                    kind=memory.kind.value,
+                    own=memory.user_id is not None and memory.user_id == user_id,
                 )
             )
         terms = {rerank.stem(t) for t in keyword_terms(query)}
         matrix = rerank.feature_matrix(facts, terms, query, w.rerank_depth)
-        scores = rerank.score(matrix)
+        run.query_features = rerank.query_features(len(candidates))
+        scores = rerank.score(matrix, run.query_features)
         floor = float(scores.min()) if len(scores) else 1.0
         best_base = ordered[0].base if ordered and ordered[0].base > 0 else 1.0
         for c in candidates.values():  # the tail stays in base order, below the head
@@ -403,16 +467,16 @@ class Retriever:
             memory = memories[c.id]
             fade = rank_factor(memory.lifecycle)
             if fade < 1.0:  # weak, dormant and archived memories rank lower but stay retrievable
-                c.score *= fade
+                c.score = scaled(c.score, fade)
                 c.signal("lifecycle", fade)
             if q.frame and memory.encoded_frame == q.frame:
-                c.score *= w.frame
+                c.score = scaled(c.score, w.frame)
                 c.signal("frame_boost", w.frame)
             encoded = set(memory.encoded_censors or ())
             if active and encoded:
                 boost = 1.0 + w.censor * len(encoded & active) / len(encoded | active)
                 if boost > 1.0:
-                    c.score *= boost
+                    c.score = scaled(c.score, boost)
                     c.signal("censor_boost", boost)
 
     async def _recap(
@@ -442,11 +506,12 @@ class Retriever:
                 limit=w.recap_max,
             )
         )
-        top = max((c.score for c in candidates.values()), default=1.0)
+        top = min(1.0, max((c.score for c in candidates.values()), default=0.0))
         for rank, episode in enumerate(recent):
             memories[episode.id] = CandidateInfo.of(episode)
             c = candidates.setdefault(episode.id, _Candidate(episode.id))
-            c.score = max(c.score, top) + top * (w.recap_max - rank) / w.recap_max
+            # Above everything else, in order of time, and still a share of 1.
+            c.score = top + (1.0 - top) * (w.recap_max - rank) / (w.recap_max + 1)
             c.signal("recap", rank + 1)
 
     def _floor(
@@ -484,6 +549,25 @@ class Retriever:
 FEATURE_INDEX = {name: i for i, name in enumerate(rerank.FEATURES)}
 
 
+def scaled(score: float, factor: float) -> float:
+    """A relevance (0..1) with its odds multiplied by ``factor``: a boost or a fade that keeps the
+    score a probability (for small scores it is simply ``score * factor``)."""
+    if score >= 1.0 or factor == 1.0:
+        return score
+    return score * factor / (1.0 - score + score * factor)
+
+
+def _raw_score(c: _Candidate, w: RetrievalWeights) -> float:
+    """The score of a preset without the re-ranker: what that search alone would report (the
+    cosine for dense alone, BM25 for keywords alone, reciprocal-rank fusion for both)."""
+    signals = c.signals or {}
+    if not w.keyword:
+        return max(0.0, signals.get("dense", 0.0))
+    if not w.dense:
+        return signals.get("keyword", 0.0)
+    return c.base
+
+
 @dataclass(slots=True)
 class _Pools:
     """What the dense and keyword searches found."""
@@ -506,6 +590,8 @@ class _Run:
     memories: dict[str, CandidateInfo]
     loaded: dict[str, Memory] = field(default_factory=dict)
     features: list[tuple[str, np.ndarray]] = field(default_factory=list)
+    query_features: np.ndarray | None = None
+    intent: Intent = NO_INTENT
 
 
 def _in_scope(memory: CandidateInfo, scope: MemoryQuery) -> bool:

@@ -224,8 +224,12 @@ def divmod_month(t: datetime, shift: int) -> tuple[int, int]:
 
 # "before the trip", "since our wedding": an event named by a determiner or a possessive. Without
 # one ("before it rolls over", "after lunch") the words are not an event the store could date.
+# "Who looks after the payroll file?" asks who cares for it: "look after", "take after", "named after",
+# "ask after", "go after" and "run after" are verbs, not times.
 _ANCHOR = re.compile(
-    r"\b(before|after|since) (?:the|our|my|his|her|their|your) ([a-z][a-z' -]{2,40}?)(?=[?.!,;]|$)"
+    r"(?<!\blook )(?<!\blooks )(?<!\blooked )(?<!\blooking )(?<!\btake )(?<!\btakes )(?<!\btook )"
+    r"(?<!\bnamed )(?<!\bask )(?<!\basks )(?<!\basked )(?<!\bgo )(?<!\bgoes )(?<!\bwent )(?<!\brun )"
+    r"(?<!\bruns )\b(before|after|since) (?:the|our|my|his|her|their|your) ([a-z][a-z' -]{2,40}?)(?=[?.!,;]|$)"
 )
 
 

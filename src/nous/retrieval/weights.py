@@ -38,6 +38,8 @@ class RetrievalWeights:
     boosts: bool = True  # session, graph and (temporal questions) recency evidence
     rerank: bool = True  # re-score the head of the base ranking with the linear re-ranker
     rerank_depth: int = 50
+    per_kind: int = 5  # the best this-many of each kind are re-ranked too, wherever they stand
+    kind_pool: int = 50  # candidates of the dense search among memories other than turns
     # Questions about what is current ("latest", "now", "recently") or recaps: the newest memory
     # of the head gets up to this much more score. A product rule, not fitted: in the labelled
     # data "recently" is relative to when each question was written, not to the conversation's end.
@@ -48,6 +50,9 @@ class RetrievalWeights:
     censor: float = 0.2  # up to this multiplier extra for censor overlap
     duplicate_cosine: float = 0.97  # a result this similar to a better one is dropped (diversity)
     min_cosine: dict[MemoryKind, float] = field(default_factory=_floors)  # floor without keyword evidence
+    # A memory outside a time window read from the question's words competes with its odds times
+    # this (search.py, _outside_window): words that only look like a time do not hide the answer.
+    outside_window: float = 0.2
     recap_days: float = 2.0  # recap questions without a window look back this far
     recap_max: int = 5
 

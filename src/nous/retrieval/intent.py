@@ -1,0 +1,88 @@
+"""What kind of memory a question asks for, from its wording.
+
+"What did we decide about X?" wants a decision, "why did we ...?" a decision and its reasons,
+"how do I ...?" a procedure, "can I ...?" a censor (or a decision), "what happened ...?" an
+episode, "what does Dana prefer ...?" a preference or a fact about a person. The re-ranker reads
+the match between a candidate's kind and the question's as one feature (``kind_match``); a question
+with no such cue asks for nothing in particular, and every kind competes on its text alone.
+
+The cues are general English, not phrases of any dataset: each is a way people ask for that kind
+of memory.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from nous.models import MemoryKind
+
+_DECISION = re.compile(
+    r"\b(decid\w*|decision\w*|choos\w*|chose|chosen|pick(ed)?|select(ed)?|settle[d]? on|go(ing)? with|"
+    r"went with|opt(ed)? for|agree[d]?( on| to)?|end(ed)? up|plump(ed)? for|land(ed)? on|our call|"
+    r"rule(d)? out|instead of|rather than|over the other|what made (us|you|them|him|her))\b",
+    re.IGNORECASE,
+)
+_WHY = re.compile(r"^\s*(remind me )?(why|how come|what('s| is| was) the reason)\b|\bwhy\b", re.IGNORECASE)
+_PROCEDURE = re.compile(
+    r"\b(how (do|can|should|would) (i|we|you|one|they)|how to|steps?|process|procedure|"
+    r"walk (me|us) through|instructions?|checklist|guide|runbook|playbook|"
+    r"what (do|should|must|would) (i|we|you) (have to |need to )?(do|check|prepare|know))\b",
+    re.IGNORECASE,
+)
+_PERMISSION = re.compile(
+    r"^\s*(so,? |ok,? |okay,? |well,? )?(can|could|may|should|shall) (i|we)\b|"
+    r"\b(is it (ok|okay|fine|alright|allowed|safe)|(it's|it is) (ok|okay|fine|alright)|"
+    r"(am i|are we|i'm|we're) (allowed|permitted)|any objections?|do (i|we) have permission|mind if)\b",
+    re.IGNORECASE,
+)
+# Asking the agent to act: what it is asked to do may be something it must not do.
+_REQUEST = re.compile(r"\b(can|could|would|will) you (please )?\w+|^\s*please\b", re.IGNORECASE)
+_EPISODE = re.compile(
+    r"\b(what happened|happen(ed)? (when|at|during|with|to)|went wrong|go wrong|went (well|badly)|"
+    r"how did .{1,60}\b(go|turn out)|run into|ran into|came up|come up|"
+    r"what did (we|they|you) (find|learn|discover))\b",
+    re.IGNORECASE,
+)
+_PREFERENCE = re.compile(
+    r"\b(prefer\w*|favou?rite|enjoy\w*|allerg\w*|dislike[sd]?|diet\w*|habits?|taste)\b|"
+    r"\b(do|does|did|would) [\w' ]{1,40}?\b(like|love|hate|want|expect)\b",
+    re.IGNORECASE,
+)
+_FACT_CATEGORIES = ("preference", "person")
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """The kinds of memory a question asks for (empty: no particular kind), and whether it asks
+    after preferences and people (facts of those categories)."""
+
+    kinds: frozenset[MemoryKind]
+    preference: bool = False
+
+    def matches(self, kind: MemoryKind, category: str | None) -> bool:
+        if kind in self.kinds:
+            return True
+        return self.preference and kind == MemoryKind.FACT and category in _FACT_CATEGORIES
+
+
+NONE = Intent(frozenset())
+
+
+def query_intent(text: str) -> Intent:
+    """The kinds of memory ``text`` asks for."""
+    kinds: set[MemoryKind] = set()
+    if _DECISION.search(text) or _WHY.search(text):
+        kinds.add(MemoryKind.DECISION)
+    if _PROCEDURE.search(text):
+        kinds.add(MemoryKind.PROCEDURE)
+    if _PERMISSION.search(text):
+        kinds.update((MemoryKind.CENSOR, MemoryKind.DECISION))
+    if _REQUEST.search(text):
+        kinds.add(MemoryKind.CENSOR)
+    if _EPISODE.search(text):
+        kinds.add(MemoryKind.EPISODE)
+    preference = _PREFERENCE.search(text) is not None
+    if not kinds and not preference:
+        return NONE
+    return Intent(frozenset(kinds), preference)
