@@ -194,7 +194,8 @@ def _pairwise_set(records: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarr
             continue
         diffs = (x[pos][:, None, :] - x[neg][None, :, :]).reshape(-1, x.shape[1])
         xs.append(diffs)
-        ws.append(np.full(len(diffs), 1.0 / per_dataset[r["dataset"]] / len(diffs)))
+        share = DATASET_WEIGHT.get(r["dataset"], 1.0) / per_dataset[r["dataset"]]
+        ws.append(np.full(len(diffs), share / len(diffs)))
     x, w = np.concatenate(xs), np.concatenate(ws)
     # Symmetric pairs (d, 1) and (-d, 0) keep the intercept at zero.
     return np.vstack([x, -x]), np.r_[np.ones(len(x)), np.zeros(len(x))], np.r_[w, w]
@@ -215,6 +216,7 @@ def fit_model(records: list[dict], objective: str) -> tuple[np.ndarray, float]:
     return fit_logistic(*_training_set(records))
 
 
+DATASET_WEIGHT: dict[str, float] = {}  # fit option weight_<dataset>=x (default 1 each)
 CALIBRATION_DEPTH = 10  # the score is calibrated on what callers see: each question's first ten
 
 
@@ -283,6 +285,9 @@ def fit(*paths_and_options: str) -> None:
     options = dict(o.split("=", 1) for o in paths_and_options if "=" in o)
     objective, drop = options.get("objective", "pairwise"), options.get("drop", "")
     on = set(options["calibrate_on"].split(",")) if "calibrate_on" in options else None
+    for key, value in options.items():
+        if key.startswith("weight_"):
+            DATASET_WEIGHT[key.removeprefix("weight_")] = float(value)
     records: list[dict] = []
     names: list[str] = []
     for path in paths:

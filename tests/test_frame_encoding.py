@@ -163,7 +163,16 @@ def test_context_never_exceeds_its_budget(
     hits = []
     for kind, text, score in items:
         memory = _memory(kind, text)
-        hits.append(RecallHit(id=memory.id, kind=kind, content=memory.content, score=score, memory=memory))
+        hits.append(
+            RecallHit(
+                id=memory.id,
+                kind=kind,
+                content=memory.content,
+                score=score,
+                occurred_at=memory.occurred_at,
+                memory=memory,
+            )
+        )
     ctx = build_context(
         ContextInputs(
             session_id="s",

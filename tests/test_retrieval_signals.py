@@ -115,7 +115,7 @@ async def test_recap_brings_recent_episodes_whatever_their_topic(nous: Nous) -> 
     await nous.end_episode(ski.id, summary="Booked a chalet", ended_at=NOW - timedelta(hours=2))
     hits = await nous.recall("what did we talk about recently?", now=NOW, limit=3)
     assert hits[0].id == ski.id and hits[0].signals["recap"] == 1
-    recent = await nous.recall_recent(limit=5)
+    recent = await nous.recall_recent(limit=5, until=NOW)  # the last 48 hours before NOW
     assert recent[0].id == ski.id and isinstance(recent[0], Episode) and recent[0].ended_at is not None
 
 

@@ -171,8 +171,25 @@ class AgentRunner:
     async def _execute(self, call: ToolCall) -> dict[str, Any]:
         a, n, session = call.arguments, self.nous, self.session_id
         if call.name == "recall":
-            hits = await n.recall(str(a.get("query", "")), limit=int(a.get("limit", 8)), user_id=self.user_id)
-            return {"results": [{"id": h.id, "type": h.kind.value, "content": h.content} for h in hits]}
+            hits = await n.recall(
+                str(a.get("query", "")),
+                limit=int(a.get("limit", 8)),
+                user_id=self.user_id,
+                in_session=session,
+            )
+            return {
+                "results": [
+                    {
+                        "id": h.id,
+                        "type": h.kind.value,
+                        "content": h.content,
+                        "score": h.score,
+                        "at": h.occurred_at.isoformat(),
+                        "current": h.current,
+                    }
+                    for h in hits
+                ]
+            }
         if call.name == "recall_recent":
             found = await n.recall_recent(limit=int(a.get("limit", 5)), user_id=self.user_id)
             return {

@@ -138,9 +138,14 @@ class AsyncClient:
         session_id: str | None = None,
         frame: str | None = None,
         preset: str | None = None,
+        min_score: float | None = None,
     ) -> list[RecallHit]:
         body: dict[str, Any] = {"query": query, "limit": limit, "session_id": session_id, "frame": frame}
-        body |= {"preset": preset, "types": [kinds] if isinstance(kinds, str) else kinds}
+        body |= {
+            "preset": preset,
+            "types": [kinds] if isinstance(kinds, str) else kinds,
+            "min_score": min_score,
+        }
         body |= {"since": since.isoformat() if since else None, "until": until.isoformat() if until else None}
         data = await self._call("POST", "/v1/recall", json={k: v for k, v in body.items() if v is not None})
         return [
@@ -150,6 +155,8 @@ class AsyncClient:
                 content=r["content"],
                 score=r["score"],
                 signals=r["signals"],
+                occurred_at=r["occurred_at"],
+                current=r["current"],
                 memory=_memory({"type": r["type"], **r["memory"]}),
             )
             for r in data["results"]

@@ -63,6 +63,16 @@ from nous.storage import Store, create_store
 from nous.storage.base import PutEdge, RetryEvent
 
 
+def _running_elsewhere(memory: Memory, session_id: str | None) -> bool:
+    """An episode still open in a session other than ``session_id``."""
+    return (
+        isinstance(memory, Episode)
+        and memory.ended_at is None
+        and memory.session_id is not None
+        and memory.session_id != session_id
+    )
+
+
 def parse_kinds(kinds: Sequence[str | MemoryKind] | str | MemoryKind | None) -> tuple[MemoryKind, ...] | None:
     """Memory kinds from names (a single name or a list)."""
     if kinds is None:
@@ -141,7 +151,9 @@ class Nous:
         self._heart = Heart(self._repo, self._write_path(self._repo))
         self._brain = Brain(self._repo, self._guardrails())
         self._retriever = Retriever(self._repo)
-        self._layer = CognitiveLayer(self._heart, self._brain, self._retriever)
+        self._layer = CognitiveLayer(
+            self._heart, self._brain, self._retriever, recent_hours=self.settings.recent_hours
+        )
 
     def _guardrails(self) -> tuple[Guardrail, ...]:
         raw = self.settings.decision_guardrails
@@ -458,6 +470,7 @@ class Nous:
         reinforce: bool = True,
         preset: str | None = None,
         min_score: float | None = None,
+        in_session: str | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score.
 
@@ -477,10 +490,19 @@ class Nous:
         relevant); hits below ``min_score`` are left out — by default NOUS_RECALL_MIN_SCORE, so a
         question nothing answers gets nothing. A preset other than ``default`` reports its own raw
         score (cosine, BM25 or rank fusion) and applies no minimum unless given one.
+
+        ``in_session`` names the live session a tool's recall serves: its frame and active censors
+        boost what was stored in the same state, as ``pre_turn``'s own recall does (unlike
+        ``session_id``, it filters nothing).
         """
         repo = self._need()
         assert self._retriever is not None
         check_frame(frame)
+        if in_session is not None and (frame is None or active_censors is None):
+            state = await self.heart.sessions.find(in_session)
+            if state is not None and not state.ended:
+                frame = frame if frame is not None else state.frame
+                active_censors = active_censors if active_censors is not None else state.active_censors
         hits = await self._retriever.recall(
             RecallQuery(
                 text=query,
@@ -709,24 +731,28 @@ class Nous:
         user_id: str | None = None,
     ) -> list[Memory]:
         """The most recent memories by when they happened, whatever their topic (closed episodes
-        included): the last ``hours``, or since ``since``; with ``user_id``, that user's and the
-        agent's shared ones."""
+        included): the last ``hours`` (default NOUS_RECENT_HOURS, 48), or since ``since``; with
+        ``user_id``, that user's and the agent's shared ones. Episodes still running in other
+        sessions are left out: they are those conversations' own business until they end."""
         if hours is not None:
             if isinstance(hours, bool) or not isinstance(hours, int | float) or not 0 < hours <= 24 * 3650:
                 raise InvalidInputError("hours must be a positive number of hours", field="hours")
             if since is not None:
                 raise InvalidInputError("give hours or since, not both", field="hours")
-            since = utcnow() - timedelta(hours=hours)
+        if since is None:
+            reference = as_utc(until) if isinstance(until, datetime) else utcnow()
+            since = reference - timedelta(hours=hours if hours is not None else self.settings.recent_hours)
         validate_limit_and_window(limit, since, until)
-        return await self._need().query(
+        found = await self._need().query(
             kinds=parse_kinds(kinds),
-            limit=limit,
+            limit=limit + 20,
             since=since,
             until=until,
             session_id=session_id,
             user_id=user_id,
             shared=user_id is not None,
         )
+        return [m for m in found if not _running_elsewhere(m, session_id)][:limit]
 
     # -- conversations -------------------------------------------------------------
     async def ingest(

@@ -14,7 +14,8 @@ Figures, overall and per question kind:
   outdated (``not_current``) is an outdated one;
 - **context_include**: the share of questions whose context contains every required string;
 - **auroc**: how well the top result's score separates answerable from unanswerable questions
-  (0.5 is chance; each system is judged on its own score);
+  (0.5 is chance; each system is judged on its own score); and at Nous's default minimum score,
+  the share of answerable questions still answered first and of unanswerable ones given nothing;
 - recall and preview latency p50/p95.
 """
 
@@ -225,10 +226,12 @@ def _ranks(hits: Sequence[RecallHit], ids: dict[str, set[str]], wanted: set[str]
 
 
 class _Tally:
-    """Per-question outcomes of one system, grouped by kind."""
+    """Per-question outcomes of one system, grouped by kind; ``min_score`` is the minimum the
+    system applies by default (its share of answered and abstained questions is reported)."""
 
-    def __init__(self) -> None:
+    def __init__(self, min_score: float | None = None) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.min_score = min_score
 
     def add(
         self, question: AgentQuestion, hits: Sequence[RecallHit], ids: dict[str, set[str]]
@@ -254,7 +257,7 @@ class _Tally:
         answerable = [r for r in rows if not r["abstain"]]
         updates = [r for r in rows if "stale" in r]
         firsts = [r["first_expected"] for r in answerable]
-        return {
+        figures: dict[str, Any] = {
             "hit@1": _mean([f is not None and f <= 1 for f in firsts]),
             "hit@5": _mean([f is not None and f <= 5 for f in firsts]),
             "stale@1": _mean([r["stale"] for r in updates]),
@@ -263,6 +266,16 @@ class _Tally:
             ),
             "questions": len(rows),
         }
+        if self.min_score is not None:
+            # At the default minimum score: answerable questions whose right answer is still first,
+            # and unanswerable ones that get nothing at all.
+            figures["answered_at_default"] = _mean(
+                [r["first_expected"] == 1 and r["top_score"] >= self.min_score for r in answerable]
+            )
+            figures["abstained_at_default"] = _mean(
+                [r["top_score"] < self.min_score for r in rows if r["abstain"]]
+            )
+        return figures
 
     def per_kind(self) -> dict[str, dict[str, Any]]:
         kinds = sorted({r["kind"] for r in self.rows})
@@ -290,7 +303,7 @@ async def run_agent(
         raise ValueError("no scenarios to score")
     settings = (settings or Settings()).model_copy(update={"events_worker": "off"})
     provider = provider or create_provider(settings)
-    systems = {"nous": _Tally(), **{p: _Tally() for p in presets}}
+    systems = {"nous": _Tally(settings.recall_min_score), **{p: _Tally() for p in presets}}
     included: list[bool] = []
     included_by_kind: dict[str, list[bool]] = defaultdict(list)
     recall_s: list[float] = []
@@ -315,6 +328,7 @@ async def run_agent(
                             as_of=at,
                             reinforce=False,
                             preset=None if name == "nous" else name,
+                            min_score=0,  # ranking is scored; the default minimum is judged below
                         )
                         if name == "nous":
                             recall_s.append(time.perf_counter() - t0)

@@ -113,8 +113,8 @@ async def run_retrieval(
                 await nous.recall("warm up", limit=1, reinforce=False)
                 for question in item.questions:
                     t0 = time.perf_counter()
-                    hits = await nous.recall(
-                        question.question, limit=max_k, now=question.asked_at, reinforce=False
+                    hits = await nous.recall(  # ranking is scored: no minimum score
+                        question.question, limit=max_k, now=question.asked_at, reinforce=False, min_score=0
                     )
                     latencies.append(time.perf_counter() - t0)
                     systems["nous"].add(question, [h.memory.provenance.turn_ids for h in hits])
@@ -133,7 +133,11 @@ async def run_retrieval(
                     extract_seconds += time.perf_counter() - started
                     for question in item.questions:
                         hits = await nous.recall(
-                            question.question, limit=max_k, now=question.asked_at, reinforce=False
+                            question.question,
+                            limit=max_k,
+                            now=question.asked_at,
+                            reinforce=False,
+                            min_score=0,
                         )
                         systems["nous+extract"].add(question, [h.memory.provenance.turn_ids for h in hits])
         baselines = Baselines(*item.message_texts(), provider)

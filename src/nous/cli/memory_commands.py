@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from nous.api import Nous
-from nous.cli.output import console, print_json, short, table, when
+from nous.cli.output import console, err_console, print_json, short, table, when
 from nous.cli.runtime import fail, read_text_arg, with_nous
 from nous.memory.dedup import SimilarityCheck
 from nous.models import Decision, Episode, Fact, HistoryEntry, Memory, RecallHit, WriteResult
@@ -153,12 +153,23 @@ def recall(
         str | None,
         typer.Option(help="Retrieval recipe: default, dense-only, keyword-only or no-boosts."),
     ] = None,
+    min_score: Annotated[
+        float | None,
+        typer.Option(
+            "--min-score",
+            min=0.0,
+            max=1.0,
+            help="Leave out results below this relevance (0-1; default NOUS_RECALL_MIN_SCORE).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Find the memories most relevant to a query (dense + keyword fusion, then a re-ranker).
 
-    Time words in the query narrow the search: "what did we decide last week?", "in May 2023",
-    "before the trip". Recap questions ("what did we talk about?") list the latest episodes first.
+    Each result's score is its estimated relevance, 0 to 1, comparable across queries: about 0.5
+    is a likely answer, under 0.05 is noise (left out by default). Time words in the query narrow
+    the search: "what did we decide last week?", "in May 2023", "before the trip". Recap questions
+    ("what did we talk about?") list the latest episodes first.
 
     Example: nous recall "what does Alice prefer?" --limit 5 --json
     """
@@ -173,6 +184,7 @@ def recall(
             session_id=session,
             frame=frame,
             preset=preset,
+            min_score=min_score,
         )
 
     hits = with_nous(ctx, act)
@@ -185,16 +197,30 @@ def recall(
                     "content": h.content,
                     "score": h.score,
                     "signals": h.signals,
-                    "occurred_at": h.memory.occurred_at.isoformat(),
+                    "occurred_at": h.occurred_at.isoformat(),
+                    "current": h.current,
                 }
                 for h in hits
             ]
         )
         return
+    if not hits:
+        err_console.print("nothing relevant found (lower --min-score to see weaker matches)")
+        return
     table(
         f"recall: {short(query, 60)}",
-        ["#", "score", "type", "content", "id"],
-        [(i + 1, f"{h.score:.4f}", h.kind.value, short(h.content, 90), h.id[:8]) for i, h in enumerate(hits)],
+        ["#", "score", "type", "date", "content", "id"],
+        [
+            (
+                i + 1,
+                f"{h.score:.2f}",
+                h.kind.value,
+                f"{h.occurred_at:%Y-%m-%d}",
+                short(h.content, 80) + ("" if h.current else " (replaced)"),
+                h.id[:8],
+            )
+            for i, h in enumerate(hits)
+        ],
     )
 
 

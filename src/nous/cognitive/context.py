@@ -304,7 +304,6 @@ def _frame(inputs: ContextInputs, budget: int) -> ContextSection:
     f = _Filler("frame", budget)
     frame = inputs.frame
     f.add(f"{frame.name}: {frame.instructions}", kind="frame")
-    f.add(f"Tools: {', '.join(frame.tools)}", kind="frame")
     return f.section
 
 

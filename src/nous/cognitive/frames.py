@@ -3,7 +3,8 @@
 A frame is stamped on memories encoded in it (``encoded_frame``) and boosts them when the agent
 is in the same frame again. Its instructions tell the agent what is worth recording there; the
 decision, task and debug frames say plainly what is *not* a decision, because most "decisions"
-the reference system stored were status reports. Budgets are in tokens (``nous._tokens``);
+the reference system stored were status reports. Instructions name no tools: the agent runner,
+MCP and REST offer different ones, and each caller offers its own (``tools`` is the runner's set). Budgets are in tokens (``nous._tokens``);
 the retrieved sections follow the reference system's table, plus a budget for conversation turns,
 which it lacked (an agent's own past messages are often the answer).
 """
@@ -67,8 +68,8 @@ FRAMES: dict[str, Frame] = {
             name="Conversation",
             description="Talking with the user; small talk, greetings, personal news; no task in progress.",
             instructions=(
-                "Remember what the user tells you about themselves, their preferences and their "
-                "plans with `learn_fact`. Do not record greetings or small talk."
+                "Keep as facts what the user tells you about themselves, their preferences and "
+                "their plans. Do not record greetings or small talk."
             ),
             tools=(*_MEMORY_TOOLS,),
             budget=Budget(total=3000, decisions=500, facts=500, turns=800),
@@ -83,9 +84,10 @@ FRAMES: dict[str, Frame] = {
             name="Question",
             description="The user asks for information or something remembered from earlier.",
             instructions=(
-                "Answer from what you remember: check the facts, episodes and conversation excerpts "
-                "below before saying you do not know, and say when a memory may be out of date. "
-                "Store a new fact the user states in passing with `learn_fact`."
+                "Answer from what you remember: check the decisions, facts, procedures, episodes and "
+                "conversation excerpts below before saying you do not know; each is dated, so say "
+                "when one may be out of date. Keep as a fact anything new and lasting the user "
+                "states in passing."
             ),
             tools=(*_MEMORY_TOOLS,),
             budget=Budget(total=6000, decisions=1000, facts=1500, procedures=500, episodes=500, turns=2000),
@@ -100,10 +102,11 @@ FRAMES: dict[str, Frame] = {
             name="Task",
             description="Carrying out work the user asked for: write, build, set up, change something.",
             instructions=(
-                "You are in a TASK frame. If you make a meaningful choice between alternatives, "
-                "record it with `record_decision`. Do NOT record routine task completions, status "
+                "You are in a TASK frame. Follow the procedures and respect the rules below. If you "
+                "make a meaningful choice between alternatives, record it as a decision with your "
+                "reasons once you have made it. Do NOT record routine task completions, status "
                 "updates or simple observations as decisions: a decision requires choosing between "
-                "alternatives with trade-offs. Store new facts you discover with `learn_fact`."
+                "alternatives with trade-offs. Keep as facts what you discover that will last."
             ),
             tools=(*_MEMORY_TOOLS, "record_decision", "add_procedure", "check_action"),
             budget=Budget(total=8000, decisions=2000, facts=1500, procedures=1500, episodes=1000, turns=1500),
@@ -118,13 +121,15 @@ FRAMES: dict[str, Frame] = {
             name="Decision",
             description="Choosing between alternatives, weighing trade-offs, asking what to do.",
             instructions=(
-                "You are in a DECISION frame. Record your decision with `record_decision` before "
-                "responding: your reasons, your confidence and a category.\n\n"
+                "You are in a DECISION frame. The past decisions below, with their reasons and "
+                "outcomes, may already answer the question: start from them. Recommend, and record "
+                "a decision only when a choice between alternatives is actually made (by the user, "
+                "or by you when asked to decide), with its reasons, your confidence and a category "
+                "— not a question or a recommendation still open.\n\n"
                 "What IS a decision: a choice between alternatives — architecture choices, tool "
                 "selections, process changes, trade-offs with pros and cons.\n\n"
                 "What is NOT a decision: status reports, routine completions, simple observations, "
-                "task acknowledgements, greetings. Do not record these.\n\n"
-                "Search past decisions with `recall` first: they may already answer the question."
+                "task acknowledgements, greetings. Do not record these."
             ),
             tools=(*_MEMORY_TOOLS, "record_decision", "check_action"),
             budget=Budget(
@@ -141,8 +146,8 @@ FRAMES: dict[str, Frame] = {
             name="Creative",
             description="Writing, brainstorming, inventing names, stories, ideas.",
             instructions=(
-                "Use what you know of the user's tastes and earlier drafts below. Store only the "
-                "preferences the user states (`learn_fact`), not the drafts themselves."
+                "Use what you know of the user's tastes and earlier drafts below. Keep as facts only "
+                "the preferences the user states, not the drafts themselves."
             ),
             tools=(*_MEMORY_TOOLS,),
             budget=Budget(total=6000, decisions=1000, facts=1500, procedures=500, episodes=500, turns=1000),
@@ -157,10 +162,10 @@ FRAMES: dict[str, Frame] = {
             name="Debug",
             description="Finding and fixing a fault: an error, a crash, something not working.",
             instructions=(
-                "You are in a DEBUG frame. Search past procedures and decisions with `recall`. "
-                "Record meaningful debugging decisions (root cause identified, fix approach chosen) "
-                "with `record_decision`. Do NOT record routine debug steps or status observations. "
-                "Store root-cause findings with `learn_fact`."
+                "You are in a DEBUG frame. Start from the procedures, past episodes and decisions "
+                "below. Record meaningful debugging decisions (root cause identified, fix approach "
+                "chosen) as decisions with their reasons. Do NOT record routine debug steps or status "
+                "observations. Keep root-cause findings as facts."
             ),
             tools=(*_MEMORY_TOOLS, "record_decision", "add_procedure", "check_action"),
             budget=Budget(
@@ -178,8 +183,8 @@ FRAMES: dict[str, Frame] = {
             description="A new agent with no identity yet meets its user.",
             instructions=(
                 "You have no identity yet. Introduce yourself briefly, ask the user what they want "
-                "to call you and how you can help, and store the answers: your character, values "
-                "and boundaries with `set_identity`, the user's name and preferences with `learn_fact`."
+                "to call you and how you can help, and keep the answers: your character, values "
+                "and boundaries as your identity, the user's name and preferences as facts."
             ),
             tools=("learn_fact", "set_identity"),
             budget=Budget(total=2000),

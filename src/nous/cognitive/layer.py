@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
 from nous._text import validate_content
-from nous._time import as_utc, utcnow
+from nous._time import as_utc, shifted, utcnow
 from nous.brain import Brain
 from nous.cognitive.context import Context, ContextInputs, build_context
 from nous.cognitive.frames import Budget, Frame, get_frame
@@ -119,7 +119,10 @@ def is_follow_up(text: str) -> bool:
 class CognitiveLayer:
     """The turn loop of one agent over its heart, brain and retriever."""
 
-    def __init__(self, heart: Heart, brain: Brain, retriever: Retriever) -> None:
+    def __init__(
+        self, heart: Heart, brain: Brain, retriever: Retriever, *, recent_hours: float = 48.0
+    ) -> None:
+        self.recent_hours = recent_hours
         self.heart = heart
         self.brain = brain
         self.retriever = retriever
@@ -307,10 +310,22 @@ class CognitiveLayer:
         return {new: found[old] for new, old in pairs.items() if old in found}
 
     async def _recent_episodes(self, user_id: str | None, session_id: str, now: datetime) -> list[Memory]:
+        """Episodes of the last ``recent_hours`` before ``now`` (spec 004: 48 hours), this session's
+        own and those still running in other sessions left out."""
         found = await self.repo.query(
-            kinds=(MemoryKind.EPISODE,), user_id=user_id, shared=True, until=now, limit=8
+            kinds=(MemoryKind.EPISODE,),
+            user_id=user_id,
+            shared=True,
+            since=shifted(now, -timedelta(hours=self.recent_hours)),
+            until=now,
+            limit=12,
         )
-        return [e for e in found if e.session_id != session_id]
+        return [
+            e
+            for e in found
+            if e.session_id != session_id
+            and not (isinstance(e, Episode) and e.ended_at is None and e.session_id is not None)
+        ]
 
     async def _already_said(self, session_id: str) -> list[str]:
         turns = await self.repo.query(

@@ -50,8 +50,15 @@ class RecallHit(BaseModel):
     id: str
     kind: MemoryKind
     content: str
-    score: float
-    signals: dict[str, float] = Field(default_factory=dict)
+    score: float = Field(
+        description="Estimated relevance, 0..1, comparable across queries and stores (calibrated: of "
+        "hits scored about 0.3, about three in ten answer the question)."
+    )
+    signals: dict[str, float] = Field(default_factory=dict, description="The raw scores behind it.")
+    occurred_at: datetime = Field(description="When it happened, was said or was learned.")
+    current: bool = Field(
+        default=True, description="False when a newer memory superseded it (a fact that changed)."
+    )
     memory: Memory
 
 

@@ -23,33 +23,48 @@ from functools import lru_cache
 
 import numpy as np
 
-FEATURES: tuple[str, ...] = (
-    "rrf",  # fused reciprocal-rank score / the best one
-    "rank",  # 1 - rank / depth in the fused ranking
-    "cosine",  # cosine to the query (best chunk)
-    "cover_passage",  # keyword evidence of its own text: the share of query terms in its best passage
-    "cover_context",  # keyword evidence of its context: the share of query terms found only there
-    "session",  # strength of its session / the strongest session's
-    "graph",  # evidence from edges to the best memories (0..1)
-    "speaker",  # the query names its speaker (or asks in the first person and it is the user's)
-    "length",  # log length of its text, 1 at ~4,000 characters
-    "question",  # it is itself a question
-    "kind_match",  # it is of a kind the question asks for (a decision for "what did we decide")
-    "own",  # it belongs to the user who asks (not shared by every user)
-    "turn",  # it is a conversation turn (not a fact, decision, procedure, censor or episode)
+# Each feature with its weight, in one table: chosen by leave-one-conversation-out over the three
+# development sets together — LoCoMo, the long user-assistant chats and the agent-memory scenarios
+# (scripts/fit_reranker.py; docs/retrieval.md has the per-fold figures). A weight is on the scale
+# of the calibrated relevance (see BIAS and QUERY_WEIGHTS below).
+FEATURE_WEIGHTS: tuple[tuple[str, float], ...] = (
+    ("rrf", 2.075),  # fused reciprocal-rank score / the best one
+    ("rank", 0.429),  # 1 - rank / depth in the fused ranking
+    ("cosine", 2.53),  # cosine to the query (best chunk)
+    ("cover_passage", 2.474),  # share of the query's terms in its best passage of its own text
+    ("cover_context", 1.296),  # share of the query's terms found only in its context
+    ("session", 1.346),  # strength of its session / the strongest session's
+    ("graph", 0.415),  # evidence from edges to the best memories (0..1)
+    ("speaker", 1.496),  # the query names its speaker (or asks in the first person, of a user turn)
+    ("length", -0.076),  # log length of its text, 1 at ~4,000 characters
+    ("question", -0.089),  # it is itself a question
+    ("kind_match", 1.644),  # of a kind the question asks for (a decision for 'what did we decide')
+    ("own", 0.468),  # it belongs to the user who asks (not shared by every user)
+    ("turn", 0.159),  # it is a conversation turn
+    ("censor", -0.196),  # it is a censor (a rule of what not to do: rarely an answer)
+    ("answer_type", 0.577),  # asked when / how much / how many, it holds a time or number
 )
-
-# Chosen by leave-one-conversation-out over LoCoMo dev and the long user-assistant chats together
-# (scripts/fit_reranker.py; docs/retrieval.md has the per-fold figures).
-WEIGHTS = np.array(
-    [1.833, 0.421, 2.277, 2.235, 1.164, 1.278, 0.333, 1.372, 0.014, -0.072, 1.441, 0.496, -0.051],
-    dtype=np.float64,
-)
-BIAS = -1.589
+FEATURES: tuple[str, ...] = tuple(name for name, _ in FEATURE_WEIGHTS)
+WEIGHTS = np.array([weight for _, weight in FEATURE_WEIGHTS], dtype=np.float64)
+BIAS = -1.534
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
 _SUFFIXES = ("ing", "ed", "es", "ly", "s")
+# Questions whose answer is a time or a quantity, and text that holds one.
+_ASKS_NUMBER = re.compile(
+    r"^\s*(when|since when|until when)\b|\b(what|which) (time|day|date|month|year|hour)s?\b|"
+    r"\bhow (much|many|long|often|far|soon|late|early|old|big|large|high|fast)\b|"
+    r"\bwhat('s| is| was) the (most|least|maximum|minimum|limit|price|cost|budget|deadline|fee|rate)\b",
+    re.IGNORECASE,
+)
+_HOLDS_NUMBER = re.compile(
+    r"\d|\b(january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|noon|midnight|tomorrow|yesterday|"
+    r"weekly|daily|monthly|one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred|"
+    r"thousand|dozen|half)\b",
+    re.IGNORECASE,
+)
 # Query terms count where they occur together: a long reply holds many of a question's words by
 # chance, scattered over thousands of characters. Its term share is that of its best window of
 # this many characters (a short text is one window). 300-500 measured the same held out
@@ -126,6 +141,7 @@ def feature_matrix(
     best_rrf = max(f.rrf for f in facts) or 1.0
     lower = query.lower()
     asks_first_person = first_person(query)
+    asks_number = _ASKS_NUMBER.search(query) is not None
     n_terms = len(query_terms) or 1
     rows = []
     for f in facts:
@@ -148,6 +164,8 @@ def feature_matrix(
                 1.0 if f.kind_match else 0.0,
                 1.0 if f.own else 0.0,
                 1.0 if f.kind == "turn" else 0.0,
+                1.0 if f.kind == "censor" else 0.0,
+                1.0 if asks_number and _HOLDS_NUMBER.search(f.content) else 0.0,
             )
         )
     return np.asarray(rows, dtype=np.float64)
@@ -159,7 +177,7 @@ QUERY_FEATURES: tuple[str, ...] = (
 # Relevance = sigmoid(x . WEIGHTS + q . QUERY_WEIGHTS + BIAS). Query features are the same for
 # every candidate of a question: they leave its ranking alone and set how sure the score is (the
 # best of 600 similar conversation turns is less surely the answer than the best of 40 facts).
-QUERY_WEIGHTS = np.array([-8.109], dtype=np.float64)
+QUERY_WEIGHTS = np.array([-9.207], dtype=np.float64)
 
 
 def query_features(found: int) -> np.ndarray:

@@ -151,6 +151,8 @@ class Retriever:
                 content=full[c.id].content,
                 score=round(c.score, 6),
                 signals=c.rounded_signals(),
+                occurred_at=full[c.id].occurred_at,
+                current=_current(full[c.id], q.as_of),
                 memory=full[c.id],
             )
             for c in ranked
@@ -592,6 +594,13 @@ class _Run:
     features: list[tuple[str, np.ndarray]] = field(default_factory=list)
     query_features: np.ndarray | None = None
     intent: Intent = NO_INTENT
+
+
+def _current(memory: Memory, as_of: datetime | None) -> bool:
+    """Not superseded (as of ``as_of``, when given: a fact replaced later was current then)."""
+    if memory.superseded_by is None:
+        return True
+    return as_of is not None and memory.valid_to is not None and memory.valid_to > as_of
 
 
 def _in_scope(memory: CandidateInfo, scope: MemoryQuery) -> bool:

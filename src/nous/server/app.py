@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Request
@@ -119,14 +120,22 @@ class RecallRequest(StrictBody):
     session_id: str | None = None
     frame: str | None = None
     preset: str | None = None
+    min_score: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Leave out results below this relevance (0..1); default NOUS_RECALL_MIN_SCORE.",
+    )
 
 
 class RecallResult(BaseModel):
     id: str
     type: str
     content: str
-    score: float
+    score: float = Field(description="Estimated relevance, 0..1, comparable across queries.")
     signals: dict[str, float]
+    occurred_at: datetime = Field(description="When it happened, was said or was learned.")
+    current: bool = Field(description="False when a newer memory superseded it.")
     memory: dict[str, Any]
 
 
@@ -343,6 +352,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
             until=body.until,
             frame=body.frame,
             preset=body.preset,
+            min_score=body.min_score,
         )
         return RecallResponse(
             results=[
@@ -352,6 +362,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
                     content=h.content,
                     score=h.score,
                     signals=h.signals,
+                    occurred_at=h.occurred_at,
+                    current=h.current,
                     memory=h.memory.model_dump(mode="json"),
                 )
                 for h in hits

@@ -91,12 +91,42 @@ def create_mcp_server(
             "warnings": result.warnings,
         }
 
-    @server.tool(description="Search memory: facts, decisions, procedures, episodes and conversation turns.")
+    @server.tool(
+        description="Search memory: facts, decisions, procedures, censors, episodes and conversation turns. "
+        "Each result has a relevance score from 0 to 1 (results below min_score, default 0.05, are left "
+        "out, so a question nothing answers gets an empty list), its date, and whether it is current. "
+        "Give the session_id of the conversation (as passed to `context`) to rank by its frame too."
+    )
     async def recall(
-        ctx: Context, query: str, limit: int = 10, types: list[str] | None = None
+        ctx: Context,
+        query: str,
+        limit: int = 10,
+        types: list[str] | None = None,
+        min_score: float | None = None,
+        session_id: str | None = None,
     ) -> list[dict[str, Any]]:
-        hits = await call(ctx, lambda n, who: n.recall(query, limit=limit, kinds=types, user_id=who.user_id))
-        return [{"id": h.id, "type": h.kind.value, "content": h.content, "score": h.score} for h in hits]
+        hits = await call(
+            ctx,
+            lambda n, who: n.recall(
+                query,
+                limit=limit,
+                kinds=types,
+                user_id=who.user_id,
+                min_score=min_score,
+                in_session=who.session_key(session_id) if session_id else None,
+            ),
+        )
+        return [
+            {
+                "id": h.id,
+                "type": h.kind.value,
+                "content": h.content,
+                "score": h.score,
+                "at": h.occurred_at.isoformat(),
+                "current": h.current,
+            }
+            for h in hits
+        ]
 
     @server.tool(description="The most recent memories by time (default: conversations of the last days).")
     async def recall_recent(
