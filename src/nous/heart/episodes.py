@@ -32,6 +32,7 @@ class Episodes:
         tags: list[str] | None = None,
         censors: list[str] | None = None,
         provenance: Provenance | None = None,
+        opening: str | None = None,
         claim_session: bool = False,
         actor: str = "api",
     ) -> Episode:
@@ -53,6 +54,7 @@ class Episodes:
             participants=participants,
             tags=tags,
             encoded_censors=censors,
+            opening=opening,
             provenance=provenance or Provenance(source=actor, session_id=session_id),
         )
         claim = (

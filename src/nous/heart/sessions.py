@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+import numpy as np
+
 from nous._time import shifted, utcnow
 from nous.errors import ConflictError, EmbeddingError, NotFoundError
 from nous.heart.episodes import Episodes
@@ -38,6 +40,7 @@ from nous.storage.base import EndSession, NoteReply, NoteUserTurn
 MIN_TURNS_WITHOUT_TOOLS = 2
 DUPLICATE_EPISODE_COSINE = 0.85
 DUPLICATE_EPISODE_WINDOW = timedelta(hours=48)
+DUPLICATE_CANDIDATES = 8  # nearest episodes in the window whose openings are compared
 SUMMARY_CHARS = 200
 REMEMBER_PHRASES = ("remember this", "remember that", "don't forget", "do not forget", "save this")
 
@@ -152,14 +155,18 @@ class Sessions:
     async def find_duplicate_episode(
         self, summary: str, *, around: datetime | None = None, user_id: str | None = None
     ) -> tuple[str, float] | None:
-        """An episode started within 48 h of ``around`` whose summary is > 0.85 cosine to this one.
+        """An episode started within 48 h of ``around`` whose opening is > 0.85 cosine to this one.
 
-        Closed episodes count; soft-deleted (trivial) ones do not. An embedding failure
-        means no duplicate: the episode gets created (a duplicate beats a lost memory).
+        Openings are compared with openings: once an episode is summarised its vector is that of
+        its summary (the same opening line falls from 1.00 to about 0.70), so the nearest episodes
+        by vector are checked again by their stored opening. Closed episodes count; soft-deleted
+        (trivial) ones do not. An embedding failure means no duplicate: the episode gets created
+        (a duplicate beats a lost memory).
         """
         around = around or utcnow()
+        opening = summary[:SUMMARY_CHARS]
         try:
-            vector = await self.repo.embedder.embed_one(summary[:SUMMARY_CHARS])
+            vector = await self.repo.embedder.embed_one(opening)
         except EmbeddingError:
             return None
         scope = MemoryQuery(
@@ -169,9 +176,22 @@ class Sessions:
             since=shifted(around, -DUPLICATE_EPISODE_WINDOW),
             until=shifted(around, DUPLICATE_EPISODE_WINDOW),
         )
-        hits = await self.repo.store.vector_search(scope, vector, 1, chunks=False)  # whole episodes
-        if hits and hits[0].score > DUPLICATE_EPISODE_COSINE:
-            return hits[0].id, hits[0].score
+        hits = await self.repo.store.vector_search(scope, vector, DUPLICATE_CANDIDATES, chunks=False)
+        if not hits:
+            return None
+        found = await self.repo.store.get_many(self.repo.agent_id, [h.id for h in hits])
+        episodes = [found[h.id] for h in hits if isinstance(found.get(h.id), Episode)]
+        openings = [e.opening or e.content[:SUMMARY_CHARS] for e in episodes if isinstance(e, Episode)]
+        if not openings:
+            return None
+        try:
+            vectors = await self.repo.embedder.embed_many(openings)
+        except EmbeddingError:
+            return None
+        scores = vectors @ vector
+        best = int(np.argmax(scores))
+        if float(scores[best]) > DUPLICATE_EPISODE_COSINE:
+            return episodes[best].id, float(scores[best])
         return None
 
     async def start_episode(
@@ -200,6 +220,7 @@ class Sessions:
                 trigger="user_message",
                 frame=frame,
                 censors=censors or None,
+                opening=summary,
                 session_id=state.session_id,
                 user_id=state.user_id,
                 started_at=at,

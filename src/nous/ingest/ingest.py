@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ValidationError
 
 from nous._time import shifted, utcnow
+from nous.heart.sessions import SUMMARY_CHARS as OPENING_CHARS
 from nous.heart.sessions import Sessions, state_of
 from nous.ingest.formats import Conversation, ConversationMessage, ConversationSession
 from nous.memory import MemoryRepository
@@ -137,6 +138,7 @@ def _session_memories(
             outcome=EpisodeOutcome.SUCCESS,
             participants=speakers,
             trigger="conversation ingestion",
+            opening=session.messages[0].content[:OPENING_CHARS] if session.messages else None,
             provenance=Provenance(source=f"ingest:{conversation.source_format}", session_id=session_key),
         )
     except ValidationError as exc:

@@ -73,6 +73,12 @@ class Episode(Memory):
     lessons: list[str] = Field(default_factory=list)
     participants: list[str] = Field(default_factory=list)
     compression_tier: CompressionTier = CompressionTier.RAW
+    opening: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="How the conversation began (its first message, clipped): a repeat of it is "
+        "recognised by this, whatever the summary later says.",
+    )
 
     @field_validator("started_at", "ended_at")
     @classmethod
