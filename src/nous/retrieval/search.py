@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -132,6 +133,8 @@ class Retriever:
             if run.weights.boosts:
                 await self._outside_window(run, q)
         w, candidates, memories = run.weights, run.candidates, run.memories
+        if q.min_score > 0 and w.rerank and not run.parsed.recap and _nothing_close(candidates.values(), w):
+            return []  # no memory shares a word with the question or comes near it in meaning
         self._context_boosts(candidates, memories, q)
         if run.parsed.recap:
             await self._recap(candidates, memories, q, run.window, run.now)
@@ -456,6 +459,8 @@ class Retriever:
                 c.signal("session", float(x[FEATURE_INDEX["session"]]))
             if x[FEATURE_INDEX["graph"]]:
                 c.signal("graph", float(x[FEATURE_INDEX["graph"]]))
+            if x[FEATURE_INDEX["kind_match"]]:
+                c.signal("kind_match", 1.0)
             if keep_features:
                 run.features.append((c.id, x))
 
@@ -480,6 +485,24 @@ class Retriever:
                 if boost > 1.0:
                     c.score = scaled(c.score, boost)
                     c.signal("censor_boost", boost)
+        if q.include_superseded and q.as_of is None:
+            self._below_successors(candidates, memories, w)
+
+    @staticmethod
+    def _below_successors(
+        candidates: dict[str, _Candidate], memories: dict[str, CandidateInfo], w: RetrievalWeights
+    ) -> None:
+        """Asked for the history too, a replaced memory still never ranks above what replaced it:
+        just below its successor when that is among the results, faded otherwise."""
+        for c in candidates.values():
+            successor = memories[c.id].superseded_by
+            if successor is None:
+                continue
+            if successor in candidates:
+                c.score = min(c.score, candidates[successor].score * 0.99)
+            else:
+                c.score = scaled(c.score, w.superseded)
+            c.signal("superseded", 1.0)
 
     async def _recap(
         self,
@@ -594,6 +617,18 @@ class _Run:
     features: list[tuple[str, np.ndarray]] = field(default_factory=list)
     query_features: np.ndarray | None = None
     intent: Intent = NO_INTENT
+
+
+def _nothing_close(candidates: Iterable[_Candidate], w: RetrievalWeights) -> bool:
+    """No candidate has keyword evidence, none is of the kind the question asks for ("what did we
+    decide?" shares no word with the decision) and none is as close as ``nothing_below_cosine``:
+    the question is about something the store never heard of ("xyzzy plugh"), and the best of
+    the noise is still noise."""
+    for c in candidates:
+        signals = c.signals or {}
+        if signals.keys() & {"keyword", "kind_match"} or signals.get("dense", 0.0) >= w.nothing_below_cosine:
+            return False
+    return True
 
 
 def _current(memory: Memory, as_of: datetime | None) -> bool:

@@ -48,11 +48,16 @@ class RetrievalWeights:
     graph_seeds: int = 3  # neighbours (edges of any relation) of this many best memories
     frame: float = 1.3  # multiplier when encoded in the caller's current frame
     censor: float = 0.2  # up to this multiplier extra for censor overlap
+    superseded: float = 0.3  # a replaced memory (history asked for) whose successor is not a result
     duplicate_cosine: float = 0.97  # a result this similar to a better one is dropped (diversity)
     min_cosine: dict[MemoryKind, float] = field(default_factory=_floors)  # floor without keyword evidence
     # A memory outside a time window read from the question's words competes with its odds times
     # this (search.py, _outside_window): words that only look like a time do not hide the answer.
     outside_window: float = 0.2
+    # A question no memory shares a word with and none comes this close to (cosine) gets nothing
+    # (when a minimum score applies). On the development sets no answerable question was below
+    # 0.25 without keyword evidence; nonsense sits under 0.15.
+    nothing_below_cosine: float = 0.2
     recap_days: float = 2.0  # recap questions without a window look back this far
     recap_max: int = 5
 

@@ -1,0 +1,181 @@
+"""What the agent receives, judged as the agent would (issue 19), with the real model on both
+backends: recall across kinds, readable scores, a context that answers "why", current facts, and
+a recent tier that keeps to recent, finished conversations."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from nous import InvalidInputError, MemoryKind, Nous, Settings
+from nous.bench.agent import load_scenario, run_agent
+from nous.cli.demo import load_sample, store_sample
+from nous.embeddings.base import EmbeddingProvider
+
+NOW = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
+
+
+async def test_what_did_we_decide_puts_the_decision_first(nous: Nous) -> None:
+    await store_sample(nous, load_sample())
+    hits = await nous.recall("what did we decide?")
+    assert hits[0].kind == MemoryKind.DECISION
+    assert hits[0].content == load_sample()["decision"]["description"]
+    assert "kind_match" in hits[0].signals
+
+
+async def test_a_why_question_gets_the_decisions_reasons(nous: Nous) -> None:
+    await store_sample(nous, load_sample())
+    reasons = [r["text"] for r in load_sample()["decision"]["reasons"]]
+    context = await nous.preview_turn("Why did we pick Postgres?")
+    for reason in reasons:
+        assert reason in context.text
+    decisions = context.section("decisions")
+    assert decisions is not None and decisions.items[0].text.startswith("[")  # dated
+    assert "Decided: " in decisions.items[0].text and "outcome: " in decisions.items[0].text
+
+
+async def test_a_superseded_fact_never_ranks_above_its_successor(nous: Nous) -> None:
+    old = await nous.learn(
+        "The settlement batch starts at 02:00 UTC.",
+        subject="settlement batch",
+        occurred_at=NOW - timedelta(days=60),
+    )
+    new = await nous.learn(
+        "The settlement batch was moved to 03:30 UTC, after the bank's report arrives.",
+        subject="settlement batch",
+        occurred_at=NOW - timedelta(days=5),
+    )
+    assert new.superseded_id == old.id
+    hits = await nous.recall("What time does the settlement batch start now?", now=NOW)
+    assert hits[0].id == new.id and hits[0].current
+    assert old.id not in [h.id for h in hits]
+    both = await nous.recall("When does the settlement batch start?", now=NOW, include_superseded=True)
+    ids = [h.id for h in both]
+    assert ids.index(new.id) < ids.index(old.id) and not both[ids.index(old.id)].current
+    # As of a time before the change, the old value was the current one.
+    then = await nous.recall("When does the settlement batch start?", as_of=NOW - timedelta(days=30))
+    assert then[0].id == old.id and then[0].current and new.id not in [h.id for h in then]
+    context = await nous.preview_turn("When does the settlement batch start?", at=NOW)
+    assert "(current; it replaced" in context.text
+
+
+async def test_scores_are_relevances_and_min_score_filters(nous: Nous) -> None:
+    await nous.learn("The staging cluster runs in eu-west-1.")
+    await nous.learn("Dana wants incident updates as three bullets.")
+    await nous.record_decision(
+        "Use PostgreSQL for the ledger", confidence=0.8, reasons=[{"type": "analysis", "text": "needs ACID"}]
+    )
+    hits = await nous.recall("where does the staging cluster run?", min_score=0)
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+    assert hits[0].content.startswith("The staging cluster") and hits[0].score > hits[-1].score
+    strict = await nous.recall("where does the staging cluster run?", min_score=hits[0].score)
+    assert [h.id for h in strict] == [hits[0].id]
+    assert await nous.recall("xyzzy plugh frobnicate quux") == []  # nonsense: nothing at the default
+    with pytest.raises(InvalidInputError, match="min_score"):
+        await nous.recall("staging", min_score=1.5)
+    assert hits[0].occurred_at is not None
+
+
+async def test_recent_tier_keeps_to_recent_finished_conversations(nous: Nous) -> None:
+    old = await nous.start_episode("Planning the garden beds", started_at=NOW - timedelta(days=10))
+    await nous.end_episode(old.id, summary="Raised beds by the fence.", ended_at=NOW - timedelta(days=10))
+    recent = await nous.start_episode("Choosing a new bike", started_at=NOW - timedelta(hours=20))
+    await nous.end_episode(recent.id, summary="Picked a gravel bike.", ended_at=NOW - timedelta(hours=19))
+    other = await nous.pre_turn("other", "Help me draft the quarterly budget", at=NOW - timedelta(hours=1))
+    assert other.episode_id is not None  # a conversation still running in another session
+    context = await nous.pre_turn("mine", "Hello there, what did we talk about lately?", at=NOW)
+    section = context.section("recent")
+    assert section is not None
+    shown = {i.id for i in section.items}
+    assert recent.id in shown and old.id not in shown and other.episode_id not in shown
+    listed = {m.id for m in await nous.recall_recent(until=NOW)}
+    assert recent.id in listed and old.id not in listed and other.episode_id not in listed
+
+
+async def test_frame_text_names_no_tools_and_asks_for_no_decision_first(nous: Nous) -> None:
+    context = await nous.preview_turn("Should we use PostgreSQL or MongoDB for the orders service?")
+    assert context.frame == "decision"
+    for tool in ("record_decision", "learn_fact", "recall_recent", "Tools:"):
+        assert tool not in context.text
+    assert "before responding" not in context.text
+
+
+async def test_a_preview_writes_nothing(nous: Nous) -> None:
+    await store_sample(nous, load_sample())
+    before = (await nous.stats()).model_dump()
+    first = await nous.preview_turn("What did we decide about the ledger?", user_id="maya")
+    second = await nous.preview_turn("What did we decide about the ledger?", user_id="maya")
+    assert first.text == second.text and (await nous.stats()).model_dump() == before
+    assert await nous.sessions() == []
+
+
+SCENARIO = {
+    "id": "tiny",
+    "agent_id": "tiny-agent",
+    "now": "2026-06-01T09:00:00Z",
+    "memories": [
+        {
+            "id": "f1",
+            "type": "fact",
+            "content": "The office wifi is called Heron.",
+            "subject": "wifi",
+            "at": "2026-01-10T09:00:00Z",
+        },
+        {
+            "id": "f2",
+            "type": "fact",
+            "content": "The office wifi moved to the network called Osprey.",
+            "subject": "wifi",
+            "at": "2026-03-10T09:00:00Z",
+        },
+        {
+            "id": "d1",
+            "type": "decision",
+            "description": "Buy standing desks for the whole team",
+            "reasons": [{"type": "empirical", "text": "six people reported back pain in the survey"}],
+            "confidence": 0.8,
+            "stakes": "low",
+            "category": "process",
+            "at": "2026-02-01T09:00:00Z",
+        },
+        {
+            "id": "p1",
+            "type": "procedure",
+            "name": "Book a meeting room",
+            "description": "Open the room calendar, pick a free slot and add the room as a guest.",
+            "at": "2026-01-05T09:00:00Z",
+        },
+        {
+            "id": "c1",
+            "type": "censor",
+            "pattern": "(?i)share.*password",
+            "action": "block",
+            "reason": "Passwords are never shared in chat.",
+            "at": "2026-01-05T09:00:00Z",
+        },
+    ],
+    "questions": [
+        {"id": "q1", "question": "What is the wifi network called now?", "kind": "update",
+         "expect": ["f2"], "not_current": ["f1"]},
+        {"id": "q2", "question": "Why did we get standing desks?", "kind": "why", "expect": ["d1"],
+         "context_must_include": ["back pain"]},
+        {"id": "q3", "question": "How do I book a meeting room?", "kind": "procedure", "expect": ["p1"]},
+        {"id": "q4", "question": "What is the lunch budget for the offsite?", "kind": "abstain", "expect": []},
+    ],
+}  # fmt: skip
+
+
+async def test_agent_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider) -> None:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(SCENARIO))
+    result = await run_agent([load_scenario(path)], settings=Settings(home=tmp_path), provider=provider)
+    nous = result["systems"]["nous"]
+    assert set(result["systems"]) == {"nous", "dense-only", "keyword-only"}
+    assert nous["hit@1"] == 1.0 and nous["stale@1"] == 0.0 and result["context_include"] == 1.0
+    assert nous["auroc"] is not None and 0.0 <= nous["auroc"] <= 1.0
+    assert set(result["per_kind"]) == {"update", "why", "procedure", "abstain"}
+    assert result["latency_ms"]["recall"]["p95"] >= result["latency_ms"]["recall"]["p50"] > 0
+    assert len(result["questions"]) == 4 and result["questions"][0]["nous"]["top"]
