@@ -195,7 +195,9 @@ def _pairwise_set(records: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarr
         diffs = (x[pos][:, None, :] - x[neg][None, :, :]).reshape(-1, x.shape[1])
         xs.append(diffs)
         share = DATASET_WEIGHT.get(r["dataset"], 1.0) / per_dataset[r["dataset"]]
-        ws.append(np.full(len(diffs), share / len(diffs)))
+        # Optionally, negatives high in the base ranking weigh more (the top is what is read).
+        pair = np.tile(HARD_NEGATIVE(np.asarray(neg)), len(pos))
+        ws.append(share * pair / pair.sum())
     x, w = np.concatenate(xs), np.concatenate(ws)
     # Symmetric pairs (d, 1) and (-d, 0) keep the intercept at zero.
     return np.vstack([x, -x]), np.r_[np.ones(len(x)), np.zeros(len(x))], np.r_[w, w]
@@ -203,7 +205,7 @@ def _pairwise_set(records: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def fit_model(records: list[dict], objective: str) -> tuple[np.ndarray, float]:
     if objective == "pairwise":
-        w, _ = fit_logistic(*_pairwise_set(records))
+        w, _ = fit_logistic(*_pairwise_set(records), l2=L2[0])
         # Place the intercept where pointwise logistic would put it, for a calibrated sigmoid.
         x, y, sw = _training_set(records)
         m, target = x @ w, float(np.sum(sw * y) / sw.sum())
@@ -216,7 +218,13 @@ def fit_model(records: list[dict], objective: str) -> tuple[np.ndarray, float]:
     return fit_logistic(*_training_set(records))
 
 
-DATASET_WEIGHT: dict[str, float] = {}  # fit option weight_<dataset>=x (default 1 each)
+DATASET_WEIGHT: dict[str, float] = {}
+L2 = [1e-3]  # fit option l2=x
+
+
+def HARD_NEGATIVE(neg: np.ndarray) -> np.ndarray:  # noqa: N802 - set by the fit option "focus"
+    return np.ones(len(neg))
+  # fit option weight_<dataset>=x (default 1 each)
 CALIBRATION_DEPTH = 10  # the score is calibrated on what callers see: each question's first ten
 
 
@@ -285,6 +293,11 @@ def fit(*paths_and_options: str) -> None:
     options = dict(o.split("=", 1) for o in paths_and_options if "=" in o)
     objective, drop = options.get("objective", "pairwise"), options.get("drop", "")
     on = set(options["calibrate_on"].split(",")) if "calibrate_on" in options else None
+    if "l2" in options:
+        L2[0] = float(options["l2"])
+    if "focus" in options:  # weigh a pair by 1 / (1 + base rank of its negative / focus)
+        focus = float(options["focus"])
+        globals()["HARD_NEGATIVE"] = lambda neg: 1.0 / (1.0 + neg / focus)
     for key, value in options.items():
         if key.startswith("weight_"):
             DATASET_WEIGHT[key.removeprefix("weight_")] = float(value)

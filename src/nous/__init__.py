@@ -5,7 +5,7 @@ The public surface is re-exported here; everything else is private to its module
 
 from nous.api import Nous, SyncNous
 from nous.client import AsyncClient, Client
-from nous.cognitive import SessionEnd, TurnContext, TurnResult
+from nous.cognitive import Context, SessionEnd, TurnContext, TurnResult
 from nous.config import Settings
 from nous.errors import (
     AuthenticationError,
@@ -60,6 +60,7 @@ __all__ = [
     "CensorMatch",
     "Client",
     "ConflictError",
+    "Context",
     "Conversation",
     "Decision",
     "Edge",
