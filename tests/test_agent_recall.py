@@ -5,15 +5,19 @@ a recent tier that keeps to recent, finished conversations."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from nous import InvalidInputError, MemoryKind, Nous, Settings
 from nous.bench.agent import load_scenario, run_agent
 from nous.cli.demo import load_sample, store_sample
 from nous.embeddings.base import EmbeddingProvider
+from nous.storage import MemoryQuery
+from nous.storage.base import PutMemory
 
 NOW = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 
@@ -179,3 +183,59 @@ async def test_agent_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider
     assert set(result["per_kind"]) == {"update", "why", "procedure", "abstain"}
     assert result["latency_ms"]["recall"]["p95"] >= result["latency_ms"]["recall"]["p50"] > 0
     assert len(result["questions"]) == 4 and result["questions"][0]["nous"]["top"]
+
+
+async def test_stores_from_before_are_brought_to_the_new_presentation(nous: Nous) -> None:
+    """A decision stored before its reasons were keyword context gets them from migration 0007;
+    a censor embedded from its regex is re-embedded by its reason in `maintain`."""
+    decision = await nous.record_decision(
+        "Move the ledger to PostgreSQL",
+        confidence=0.8,
+        reasons=[{"type": "constraint", "text": "auditors require serializable transactions"}],
+    )
+    censor = (await nous.add_censor(r"(?i)drop\s+table", action="block", reason="never delete tables")).memory
+    regex_vector = await nous.embedder.embed_one(censor.content)  # how it was embedded before
+    store = nous.store
+    url = nous.settings.resolved_database_url()
+    await store.apply(
+        [
+            PutMemory(memory=censor, content_hash="old-presentation", embedding=regex_vector,
+                      embedding_model=nous.embedder.model_name)
+        ]
+    )  # fmt: skip
+    _run_sql(
+        url,
+        [
+            "UPDATE memories SET search_context = NULL WHERE kind = 'decision'",
+            "DELETE FROM schema_migrations WHERE version = 7",
+        ],
+    )
+    assert not await _keyword_ids(nous, ["serializable"])
+    await nous.close()
+    async with Nous(nous.settings, agent_id=nous.agent_id, embedding_provider=nous._provider) as again:
+        assert decision.id in await _keyword_ids(again, ["serializable"])  # the migration ran
+        report = await again.maintain()
+        assert report.refreshed == 1
+        (vector,) = (await again.store.vectors(again.agent_id, [censor.id])).values()
+        expected = await again.embedder.embed_one("never delete tables\ndrop table")
+        assert float(vector @ expected) > 0.999 and (await again.maintain()).refreshed == 0
+
+
+async def _keyword_ids(nous: Nous, terms: list[str]) -> set[str]:
+    hits = await nous.store.keyword_search(MemoryQuery(agent_id=nous.agent_id), terms, 10)
+    return {h.id for h in hits}
+
+
+def _run_sql(url: str, statements: list[str]) -> None:
+    if url.startswith("sqlite:///"):
+        lite = sqlite3.connect(url.removeprefix("sqlite:///"))
+        for statement in statements:
+            lite.execute(statement)
+        lite.commit()
+        lite.close()
+        return
+    base, _, schema = url.partition("?nous_schema=")
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"SET search_path = {schema}, public")
+        for statement in statements:
+            conn.execute(statement.encode())

@@ -614,12 +614,16 @@ class Nous:
     async def maintain(
         self, *, now: datetime | None = None, progress: Callable[[int], None] | None = None
     ) -> MaintenanceReport:
-        """The upkeep pass: embed pending memories, write recall reviews, run lifecycle decay."""
+        """The upkeep pass: embed pending memories, re-embed censors and decisions stored with an
+        older presentation, write recall reviews, run lifecycle decay."""
         repo = self._need()
         embedded = await repo.backfill_embeddings(progress=progress)
+        refreshed = await repo.refresh_presentation()
         reviewed = await repo.flush_reviews()
         moved = await repo.decay(now=now)
-        return MaintenanceReport(embedded=embedded, reviewed=reviewed, lifecycle_changes=moved)
+        return MaintenanceReport(
+            embedded=embedded, refreshed=refreshed, reviewed=reviewed, lifecycle_changes=moved
+        )
 
     # -- events ------------------------------------------------------------------
     def event_worker(self, *, worker_id: str | None = None, batch: int = 10) -> EventWorker:

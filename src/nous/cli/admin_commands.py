@@ -231,6 +231,8 @@ def maintain(
         return
     changes = ", ".join(f"{n} {state}" for state, n in sorted(report.lifecycle_changes.items())) or "none"
     console.print(f"[green]done[/green] embedded {report.embedded} pending memories")
+    if report.refreshed:
+        console.print(f"  re-embedded {report.refreshed} censors and decisions as this version presents them")
     console.print(f"  lifecycle changes: {changes}")
     if drained is not None:
         console.print(

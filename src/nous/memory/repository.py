@@ -25,6 +25,7 @@ from nous.errors import (
     InvalidInputError,
     NotFoundError,
     NousError,
+    StaleWriteError,
 )
 from nous.memory import lifecycle
 from nous.memory.cas import with_retries
@@ -507,6 +508,43 @@ class MemoryRepository:
             if not any(results):
                 break
         return fixed + await self._backfill_chunks(batch_size, progress)
+
+    async def refresh_presentation(self, *, batch_size: int = 256) -> int:
+        """Re-embed censors and decisions whose embedded text is no longer what this version
+        presents (a censor is now embedded by its reason and pattern words, not its regex): their
+        stored vector was made from another text. Content, history and times are unchanged;
+        returns how many were re-embedded."""
+        fixed, offset = 0, 0
+        while True:
+            page = await self.query(
+                kinds=(MemoryKind.CENSOR, MemoryKind.DECISION),
+                include_inactive=True,
+                include_superseded=True,
+                limit=batch_size,
+                offset=offset,
+            )
+            if not page:
+                return fixed
+            offset += len(page)
+            hashes = [content_hash(m) for m in page]
+            known = await self.store.embeddings_by_hash(hashes, self.embedder.model_name)
+            stale = [m for m, h in zip(page, hashes, strict=True) if h not in known]
+            if not stale:
+                continue
+            embedded, new_hashes = await self.embed(stale)
+            ops: list[WriteOp] = []
+            for memory, vec, h in zip(stale, embedded, new_hashes, strict=True):
+                if vec is None:
+                    continue  # the provider failed: the old vector stays until the next pass
+                put = self.put_ops(memory, vec, h)
+                put.expect_updated_at = memory.updated_at  # changed meanwhile: the next pass sees it
+                ops.append(put)
+            for op in ops:
+                try:
+                    await self.store.apply([op])
+                    fixed += 1
+                except StaleWriteError:
+                    continue
 
     async def _backfill_chunks(self, batch_size: int, progress: Callable[[int], None] | None) -> int:
         """Chunk vectors for long memories that have none; their main vectors are kept as stored."""

@@ -40,6 +40,7 @@ class MaintenanceReport(BaseModel):
     """What a ``maintain`` pass did."""
 
     embedded: int = 0
+    refreshed: int = Field(default=0, description="Re-embedded as this version presents them.")
     reviewed: int = 0
     lifecycle_changes: dict[str, int] = Field(default_factory=dict)
 
