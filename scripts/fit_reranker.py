@@ -1,16 +1,24 @@
-"""Choose the re-ranker's weights by leave-one-conversation-out (reproduces retrieval/rerank.py).
+"""Choose the re-ranker's weights and its calibration by leave-one-out over every development
+set (reproduces retrieval/rerank.py).
 
-    .venv/bin/python scripts/fit_reranker.py dump OUT.npz DIR [DIR ...]   # features per question
-    .venv/bin/python scripts/fit_reranker.py fit OUT.npz                   # LOO table + weights
+    .venv/bin/python scripts/fit_reranker.py dump conv.json ../shared/datasets/locomo ../shared/datasets/beam
+    .venv/bin/python scripts/fit_reranker.py dump agent.json ../shared/datasets/agent
+    .venv/bin/python scripts/fit_reranker.py fit conv.json agent.json query_features=competition
 
-``dump`` ingests every conversation of each folder (LoCoMo files or labelled conversations) into
-a fresh store (the event pipeline off, as in ``nous bench retrieval``: with it on, facts extracted
-in the background while the questions run made the dump depend on timing) and records, per question, the re-ranker features of the head of the base ranking
-and which evidence groups each candidate covers. ``fit`` trains an L2-regularised logistic
-regression on all conversations but one, scores the held-out one (recall_all@10 / recall_any@5
-when the head is re-ordered by the model), for each conversation in turn, and prints the per-fold
-figures, the spread of the weights across folds and the weights fitted on everything. Each
-dataset (folder) carries the same total weight, so a large one cannot dictate the weights.
+``dump`` stores every conversation (LoCoMo files or labelled conversations) or agent-memory
+scenario of each folder in a fresh store (the event pipeline off, as in the benchmarks) and
+records, per question, the re-ranker features of the head of the base ranking, the question's
+features, and which candidates are relevant (an evidence turn; an expected memory). ``fit``
+trains a pairwise logistic model (each relevant candidate against each other one of the same
+question) on all units but one — a conversation or a scenario — and scores the held-out one
+(recall_all@10 / recall_any@5 of conversations, hit@1 / hit@5 of scenarios, when the head is
+re-ordered by the model), for each unit in turn. Every dataset carries the same total weight, so
+a large one cannot dictate the weights. The score is then calibrated (Platt scaling of the
+ranking logit plus the question's features, on each question's first ten candidates, unanswerable
+questions included): the held-out reliability table, the held-out abstention AUROC of the agent
+scenarios, the spread of the weights across folds and the weights fitted on everything are
+printed. Options: ``query_features=a,b``, ``calibrate_on=dataset``, ``weight_<dataset>=x``,
+``drop=feature,...``, ``l2=x``, ``focus=x`` (pairs with a high-ranked negative weigh more).
 """
 
 from __future__ import annotations
@@ -196,7 +204,8 @@ def _pairwise_set(records: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarr
         xs.append(diffs)
         share = DATASET_WEIGHT.get(r["dataset"], 1.0) / per_dataset[r["dataset"]]
         # Optionally, negatives high in the base ranking weigh more (the top is what is read).
-        pair = np.tile(HARD_NEGATIVE(np.asarray(neg)), len(pos))
+        ranks = np.asarray(neg, dtype=np.float64)
+        pair = np.tile(1.0 / (1.0 + ranks / FOCUS[0]) if FOCUS[0] else np.ones(len(neg)), len(pos))
         ws.append(share * pair / pair.sum())
     x, w = np.concatenate(xs), np.concatenate(ws)
     # Symmetric pairs (d, 1) and (-d, 0) keep the intercept at zero.
@@ -221,10 +230,9 @@ def fit_model(records: list[dict], objective: str) -> tuple[np.ndarray, float]:
 DATASET_WEIGHT: dict[str, float] = {}
 L2 = [1e-3]  # fit option l2=x
 
-
-def HARD_NEGATIVE(neg: np.ndarray) -> np.ndarray:  # noqa: N802 - set by the fit option "focus"
-    return np.ones(len(neg))
-  # fit option weight_<dataset>=x (default 1 each)
+FOCUS: list[float] = [
+    0.0
+]  # fit option focus=x: a pair weighs 1 / (1 + base rank of its negative / x)  # fit option weight_<dataset>=x (default 1 each)
 CALIBRATION_DEPTH = 10  # the score is calibrated on what callers see: each question's first ten
 
 
@@ -295,9 +303,8 @@ def fit(*paths_and_options: str) -> None:
     on = set(options["calibrate_on"].split(",")) if "calibrate_on" in options else None
     if "l2" in options:
         L2[0] = float(options["l2"])
-    if "focus" in options:  # weigh a pair by 1 / (1 + base rank of its negative / focus)
-        focus = float(options["focus"])
-        globals()["HARD_NEGATIVE"] = lambda neg: 1.0 / (1.0 + neg / focus)
+    if "focus" in options:
+        FOCUS[0] = float(options["focus"])
     for key, value in options.items():
         if key.startswith("weight_"):
             DATASET_WEIGHT[key.removeprefix("weight_")] = float(value)
@@ -330,7 +337,7 @@ def fit(*paths_and_options: str) -> None:
         test = [r for r in records if (r["dataset"], r["conversation"]) == (dataset, unit)]
         w, b = fit_model(train, objective)
         cal = calibrate(train, w, on)
-        fold_weights.append(np.append(w, b))
+        fold_weights.append(np.append(cal[0][0] * w, cal[1]))  # on the calibrated scale, as shipped
         agent = any(not r["groups"] for r in test) or test[0].get("stale") is not None
         k1, m1, k2, m2 = (1, "any", 5, "any") if agent else (10, "all", 5, "any")
         figures = (
@@ -368,7 +375,7 @@ def fit(*paths_and_options: str) -> None:
     for i, name in enumerate([*names, "bias"]):
         shipped = BIAS if name == "bias" else (WEIGHTS[FEATURES.index(name)] if name in FEATURES else 0.0)
         value = c_all if name == "bias" else a_all * w_all[i]
-        spread = stack[:, i] * (a_all if name != "bias" else 1.0)
+        spread = stack[:, i]
         print(
             f"| {name} | {value:.3f} | {spread.mean():.3f} | {spread.min():.3f} | "
             f"{spread.max():.3f} | {shipped:.3f} |"
