@@ -281,22 +281,17 @@ def agent(
     metrics = ("hit@1", "hit@5", "stale@1", "auroc")
     table(
         f"nous bench agent · {len(result['questions'])} questions · {len(result['scenarios'])} scenarios",
-        ["system", *metrics, "context_include"],
+        ["system", *metrics, "ctx"],
         [
             [name, *(fmt(s[m]) for m in metrics), fmt(result["context_include"]) if name == "nous" else "–"]
             for name, s in result["systems"].items()
         ],
     )
     baselines = result["per_kind_baselines"]
+    short_names = {"dense-only": "dense@1", "keyword-only": "keyword@1"}
     table(
-        "per kind (nous; hit@1 of the baselines beside it)",
-        [
-            "kind",
-            "questions",
-            *metrics,
-            "context_include",
-            *(f"{b} hit@1" for b in BASELINES if b in baselines),
-        ],
+        "per kind (nous; the baselines' hit@1 beside it; ctx = context_include)",
+        ["kind", "n", *metrics, "ctx", *(short_names[b] for b in BASELINES if b in baselines)],
         [
             [
                 kind,
@@ -308,7 +303,12 @@ def agent(
             for kind, m in result["per_kind"].items()
         ],
     )
-    lat = result["latency_ms"]
+    lat, nous_figures = result["latency_ms"], result["systems"]["nous"]
+    console.print(
+        f"at the default minimum score {state(ctx).settings.recall_min_score}: answerable questions "
+        f"answered first {fmt(nous_figures.get('answered_at_default'))}, unanswerable ones given "
+        f"nothing {fmt(nous_figures.get('abstained_at_default'))}"
+    )
     console.print(
         f"recall p50 {lat['recall']['p50']} ms · p95 {lat['recall']['p95']} ms · pre_turn preview "
         f"p50 {lat['pre_turn_preview']['p50']} ms · p95 {lat['pre_turn_preview']['p95']} ms"
