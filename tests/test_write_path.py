@@ -246,3 +246,19 @@ async def test_a_changed_detail_of_an_event_is_another_event(nous: Nous) -> None
     assert lucky.status != WriteStatus.DUPLICATE
     current = {f.id for f in await nous.memories("fact")}
     assert {camping.memory.id, pottery.memory.id, lucky.memory.id} <= current
+
+
+async def test_a_stated_change_replaces_a_same_subject_fact_of_the_same_matter_only(nous: Nous) -> None:
+    """With its subject named, "was pushed back" replaces the deadline however differently it is
+    worded (cosine 0.32); "moved to Berlin" does not replace an unrelated fact about Alice."""
+    due = await nous.learn(
+        "Assignment 3 (hash tables) is due on Friday 27 February at 23:59.", subject="A3 deadline"
+    )
+    moved = await nous.learn(
+        "The A3 deadline was pushed back to Monday 2 March at 23:59 after the autograder outage.",
+        subject="A3 deadline",
+    )
+    assert moved.status == WriteStatus.SUPERSEDED and moved.superseded_id == due.id
+    tea = await nous.learn("Alice prefers green tea in the morning", subject="Alice")
+    berlin = await nous.learn("Alice moved to Berlin last year", subject="Alice")
+    assert berlin.superseded_id is None and (await nous.get(tea.id)).superseded_by is None

@@ -152,7 +152,10 @@ class Nous:
         self._brain = Brain(self._repo, self._guardrails())
         self._retriever = Retriever(self._repo)
         self._layer = CognitiveLayer(
-            self._heart, self._brain, self._retriever, recent_hours=self.settings.recent_hours
+            self._heart,
+            self._brain,
+            self._retriever,
+            recent_hours=self.settings.recent_hours,
         )
 
     def _guardrails(self) -> tuple[Guardrail, ...]:

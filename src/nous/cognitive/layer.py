@@ -120,7 +120,12 @@ class CognitiveLayer:
     """The turn loop of one agent over its heart, brain and retriever."""
 
     def __init__(
-        self, heart: Heart, brain: Brain, retriever: Retriever, *, recent_hours: float = 48.0
+        self,
+        heart: Heart,
+        brain: Brain,
+        retriever: Retriever,
+        *,
+        recent_hours: float = 48.0,
     ) -> None:
         self.recent_hours = recent_hours
         self.heart = heart

@@ -174,6 +174,22 @@ def content_overlap(a: str, b: str, *, subject: str | None = None) -> float:
     return len(wa & wb) / max(1, len(wa), len(wb))
 
 
+_QUANTITY = re.compile(
+    r"\d|\b(january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
+    re.IGNORECASE,
+)
+
+
+def same_matter(a: str, b: str, subject: str | None) -> bool:
+    """Whether two statements about one subject speak of the same matter: a content word in common
+    besides the subject's own, or a time or number on both sides ("due on Friday 27 February" and
+    "pushed back to Monday 2 March")."""
+    if content_overlap(a, b, subject=subject) > 0:
+        return True
+    return _QUANTITY.search(a) is not None and _QUANTITY.search(b) is not None
+
+
 def _content_words(text: str) -> set[str]:
     return {w.rstrip("s") for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _FUNCTION_WORDS}
 

@@ -26,6 +26,7 @@ from nous.memory.dedup import (
     Tier,
     classify,
     recommendation,
+    same_matter,
 )
 from nous.memory.repository import MemoryRepository
 from nous.models import (
@@ -127,7 +128,9 @@ class WritePath:
         Monday", "no longer"), however differently they are worded: the caller named what the
         statement is about, and it states a change. The most recent such memory is the update's
         target; the cosine (often low: "A3 is due Friday 27 February" / "the A3 deadline was
-        pushed back to 2 March" is 0.32) is only reported."""
+        pushed back to 2 March" is 0.32) is only reported. The two must speak of the same matter,
+        beyond their subject: a content word in common, or a time or number on both sides — a
+        subject can be a person, and not every change to a person replaces what else is known."""
         if not subject or not has_change_marker(content):
             return []
         same = await self.repo.query(kinds=(kind,), subject=subject, user_id=user_id, limit=MAX_MATCHES)
@@ -137,6 +140,8 @@ class WritePath:
             conflict = find_conflict(content, existing.content)
             if conflict is None or conflict.kind != ConflictKind.TENSE:
                 continue
+            if not same_matter(content, existing.content, subject):
+                continue  # "Alice moved to Berlin" does not replace "Alice prefers green tea"
             vec = vectors.get(existing.id)
             return [
                 SimilarMatch(
