@@ -300,7 +300,8 @@ async def test_offline_summaries_and_facts_on_real_locomo_sessions(
         assert len(episodes) == 3
         for e in episodes:
             assert e.summary and (e.structured_summary or {}).get("source") == "offline"
-            assert e.title and any(s in e.title for s in speakers)
+            assert e.title and not any(f"{s}:" in e.title for s in speakers)  # a topic, not who talked
+            assert any(s in e.summary for s in speakers) and not any(f"{s}:" in e.summary for s in speakers)
         facts = [f for f in await nous.memories("fact", limit=500) if isinstance(f, Fact)]
         assert facts and all(f.source == "extraction" for f in facts)
         by_session: dict[str | None, list[Fact]] = {}

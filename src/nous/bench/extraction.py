@@ -40,7 +40,7 @@ from nous.bench.junk import JunkTally, StoredFact, check_facts, has_code, has_ur
 from nous.config import Settings
 from nous.embeddings import EmbeddingProvider, create_provider
 from nous.errors import InvalidInputError
-from nous.events.extraction import statements_of, third_person
+from nous.events.extraction import sentences, third_person
 from nous.events.offline_summary import clean_message
 from nous.ingest import Conversation, parse_conversation
 from nous.models import Episode, Fact
@@ -293,10 +293,7 @@ def _score_locomo(
     for s in load_file_sessions(path):
         if s.annotated:
             pipeline.add(s.events, facts_by_session.get(s.key, []), provider)
-            every = [
-                (st.speaker, third_person(st.text, st.speaker, st.at))
-                for st in statements_of(s.messages, s.at)
-            ]
+            every = [(sp, third_person(x, sp, s.at)) for sp, text, _ in s.messages for x in sentences(text)]
             baseline.add(s.events, every, provider)
         episode = summaries.get(s.key)
         if s.summary and episode is not None and episode.summary:

@@ -12,7 +12,7 @@ benchmark does not grade the pipeline by the rules it was built with:
 - **request or question**: a question mark, the assistant addressed ("you"), an inverted
   question ("how can the user ..."), a plea for help or advice, or uncertainty put as a fact
   ("is not sure how to ...");
-- **duplicate**: see ``near_duplicate``.
+- **duplicate**: a near-duplicate (``near_duplicate``) of an earlier fact of the same scope.
 """
 
 from __future__ import annotations
@@ -115,11 +115,12 @@ def restates(a: str, b: str, subject: str | None = None) -> bool:
 
 def near_duplicate(a: str, b: str, cosine: float, subject: str | None = None) -> bool:
     """Two facts of one scope that say the same thing: cosine at least the write path's duplicate
-    threshold, and either the write path's general lexical check calls them duplicates (no
-    conflicting detail, enough shared words) or one restates the other (``restates``)."""
+    threshold, and either the stricter of the write path's lexical checks (the one for events: no
+    conflicting detail, and cosine >= 0.90 or half the content words shared) calls them
+    duplicates, or one restates the other (``restates``). Categories play no part."""
     if cosine < DUPLICATE_THRESHOLD:
         return False
-    tier, _ = classify(cosine, a, b, DedupThresholds(), subject=subject)
+    tier, _ = classify(cosine, a, b, DedupThresholds(), subject=subject, additive=True)
     return tier == Tier.DUPLICATE or restates(a, b, subject) or restates(b, a, subject)
 
 
