@@ -18,9 +18,15 @@ T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 CODE = "Here's my app so far:\n```python\nfrom flask import Flask\napp = Flask(__name__)\n```"
 CHAT = [
     ("user", "I'm building a personal budget tracker in Flask, and I deploy it on Render with Gunicorn."),
-    ("assistant", "Great choice! I love Flask for small apps; I recommend you pin Flask 2.3.1 in production."),
+    (
+        "assistant",
+        "Great choice! I love Flask for small apps; I recommend you pin Flask 2.3.1 in production.",
+    ),
     ("user", CODE),
-    ("assistant", "```python\n@app.route('/health')\ndef health():\n    return 'ok'\n```\nThat adds a route."),
+    (
+        "assistant",
+        "```python\n@app.route('/health')\ndef health():\n    return 'ok'\n```\nThat adds a route.",
+    ),
     ("user", "Can you help me prepare questions for my interview with the payments team next week?"),
     ("assistant", "Sure: ask about their on-call rotation, their deploy cadence and how they review code."),
     ("user", "I've been vegetarian since I moved to Lisbon in 2016, so the team dinner needs real options."),
@@ -50,7 +56,9 @@ def native(messages: list[tuple[str, str]], session: str = "s1", at: datetime = 
 async def pipeline_facts(nous: Nous) -> list[Fact]:
     report = await nous.process_events()
     assert report.dead == 0
-    return [f for f in await nous.memories("fact", limit=500) if isinstance(f, Fact) and f.source == "extraction"]
+    return [
+        f for f in await nous.memories("fact", limit=500) if isinstance(f, Fact) and f.source == "extraction"
+    ]
 
 
 async def test_facts_come_from_the_persons_prose_only(nous: Nous) -> None:
@@ -67,7 +75,9 @@ async def test_facts_come_from_the_persons_prose_only(nous: Nous) -> None:
     assert tracker.content.startswith("The user is building a personal budget tracker in Flask")
     assert tracker.category == "technical" and tracker.subject == "the user"
     vegetarian = next(f for t, f in by_text.items() if "vegetarian" in t)
-    assert vegetarian.category == "preference" and vegetarian.content.startswith("The user has been vegetarian")
+    assert vegetarian.category == "preference" and vegetarian.content.startswith(
+        "The user has been vegetarian"
+    )
     standing = next(f for t, f in by_text.items() if "version numbers" in t)
     assert standing.content == (
         "The user wants the assistant to always include version numbers when they ask about libraries."
@@ -112,7 +122,10 @@ def test_third_person_is_grammatical() -> None:
         ("I really love my new job and I miss my old team", "Caroline"): (
             "Caroline really loves their new job and they miss their old team."
         ),
-        ("I went to a support group yesterday", "Caroline"): "Caroline went to a support group on 7 May 2023.",
+        (
+            "I went to a support group yesterday",
+            "Caroline",
+        ): "Caroline went to a support group on 7 May 2023.",
         ("I try to practice every day and I do my homework", "the user"): (
             "The user tries to practice every day and they do their homework."
         ),
@@ -131,9 +144,15 @@ async def test_a_restatement_of_a_stored_fact_confirms_it(nous: Nous) -> None:
         category="preference",
     )
     chat = [
-        ("Maya", "I'm vegetarian and so are two others, so dinners need real vegetarian options, not just salad."),
+        (
+            "Maya",
+            "I'm vegetarian and so are two others, so dinners need real vegetarian options, not just salad.",
+        ),
         ("assistant", "Noted: vegetarian options for every dinner."),
-        ("Maya", "We're moving the ledger from MongoDB to PostgreSQL before the summer, it is a big project."),
+        (
+            "Maya",
+            "We're moving the ledger from MongoDB to PostgreSQL before the summer, it is a big project.",
+        ),
     ]
     await nous.ingest(
         json.dumps(
@@ -144,7 +163,11 @@ async def test_a_restatement_of_a_stored_fact_confirms_it(nous: Nous) -> None:
                         "id": "s1",
                         "started_at": T0.isoformat(),
                         "messages": [
-                            {"id": f"m{i}", "role": "assistant" if who == "assistant" else "user", "content": text}
+                            {
+                                "id": f"m{i}",
+                                "role": "assistant" if who == "assistant" else "user",
+                                "content": text,
+                            }
                             | ({} if who == "assistant" else {"name": who})
                             for i, (who, text) in enumerate(chat)
                         ],
@@ -204,7 +227,9 @@ async def test_the_summary_of_a_short_chat_is_a_title_and_sentences(nous: Nous) 
     summary, title = episode.summary, episode.title
     assert "ski" in title.lower() or "avalanche" in title.lower()
     assert not title.lower().startswith(("user", "the user", "conversation"))
-    assert not re.search(r"(^|[.!?]\s)(the user|user|assistant):", summary, re.IGNORECASE)  # no transcript line
+    assert not re.search(
+        r"(^|[.!?]\s)(the user|user|assistant):", summary, re.IGNORECASE
+    )  # no transcript line
     sentences = re.split(r"(?<=[.!?])\s+", summary)
     assert 2 <= len(sentences) <= 4 and all(s[0].isupper() and s.endswith(".") for s in sentences)
     assert summary.startswith("The user is planning a solo ski trip to Banff in February")

@@ -17,7 +17,7 @@ _ADVERB = r"(?:really\s+|also\s+|absolutely\s+|just\s+|still\s+|do\s+|does\s+|ge
 _PREFERENCE = re.compile(
     rf"\b(?:I|we|they)\s+{_ADVERB}(?:love|like|enjoy|prefer|hate|adore|dislike|can't stand)\b|"
     rf"\b(?:user|(?!It\b|This\b|That\b)[A-Z][a-z]+)\s+{_ADVERB}(?:loves|likes|enjoys|prefers|hates|adores|"
-    r"dislikes)\b|\bfavou?rite\b|\b(?:a (?:big |huge )?fan of|passionate about|keen on|allergic to|"
+    r"dislikes)\b|\bfavou?rite\b|\b(?:a (?:big |huge )?fan of|passionate about|keen on|"
     r"vegetarian|vegan|would rather|'d rather|wants the assistant to)\b",
 )
 _LESSON = re.compile(
@@ -27,7 +27,7 @@ _LESSON = re.compile(
 )
 _PERSON = re.compile(
     rf"\b{_SUBJECT}(?:'m| am| is| was)\s+(?:a|an)\s+(?!bit\b|little\b|lot\b)\w+|"
-    rf"\b{_SUBJECT}(?:'m| am| is)\s+(?:from|\d+ years old|married|divorced|pregnant|retired|single)\b|"
+    rf"\b{_SUBJECT}(?:'m| am| is)\s+(?:from|\d+ years old|married|divorced|pregnant|retired|single|allergic)\b|"
     rf"\b{_SUBJECT}(?:'m| am| is)\s+[A-Z][a-z]+,|\bname is\b|"
     rf"\b{_SUBJECT}\s+(?:live|lives|lived|grew up|was born|work|works|worked)\s+(?:in|at|as|for)\b|"
     r"\b(?:[Mm]y|[Tt]heir|user's|[A-Z][a-z]+'s)\s+(?:name|wife|husband|partner|boyfriend|girlfriend|kids?|children|son|"
@@ -40,7 +40,7 @@ _TECHNICAL = re.compile(
     r"javascript|typescript|java|sql|sqlite|postgres\w*|mysql|mongodb|redis|kafka|framework|library|"
     r"libraries|function|endpoints?|config\w*|docker|kubernetes|git|github|unit tests?|test suite|"
     r"test coverage|integration tests?|bug|schema|query|queries|cache|caching|frontend|backend|css|html|react|flask|django|node|npm|app|"
-    r"application|algorithm|script|repository|repo|cloud|aws|gcp|azure|linux|compiler|package|dependenc\w+|"
+    r"application|algorithm|repository|repo|cloud|aws|gcp|azure|linux|compiler|package|dependenc\w+|"
     r"authentication|authorization|migrations?|debug\w*|latency|response time|ms|cpu|gpu|ci|"
     r"pipeline|software|website|web app|mobile app|ui|ux|dom|json|http|rest|crud|orm|gunicorn|nginx|"
     r"blueprints?|modules?|refactor\w*|commits?|branch(?:es)?|pull request|sprint|mvp|prototype|"

@@ -35,7 +35,10 @@ IRREGULAR_PAST = _words(
 # Adverbs that can follow "I" without being its verb ("I just", "I really").
 ADVERBS = _words(
     """
-    just really also always never still often usually recently finally actually even only
+    just really also always never still often usually recently finally actually even only first
+    once sometimes ever definitely totally absolutely currently now already probably mostly kinda
+    sorta truly honestly personally seriously literally basically generally typically rarely hardly
+    barely almost nearly constantly normally eventually soon then
     """
 )
 # Words that say nothing about a conversation's topic: chat filler, the words of asking for help,
@@ -64,6 +67,11 @@ GENERIC = _words(
     wrote fix fixing fixed manage managing managed means mean meant seem seems seemed appreciate
     appreciated definitely absolutely certainly hmm hm umm identify identified additional assistance
     further various different certain overall related relevant potential common general main key
-    important proper properly correct ideal next last first second third soon later ago
+    important proper properly correct ideal next last first second third soon later ago calculate
+    total number without within across along among around behind beyond toward towards upon via per
+    versus near onto throughout despite except inside outside big small real super excited exciting
+    scary hard past another huge little whole entire full free true incredible crazy wild tough fun
+    funny interesting favorite favourite special beautiful lovely perfect kinda sorta gonna wanna
+    stuff totally literally always never often usually hear heard listen
     """
 )

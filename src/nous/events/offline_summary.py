@@ -40,6 +40,7 @@ _DECISION = re.compile(
     r"\b(decided|chose|going with|settled on|will use|I'll (?:go with|use|try|switch|stick)|switching to)\b",
     re.IGNORECASE,
 )
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|we|we're|our)\b", re.IGNORECASE)
 _ASKING = re.compile(
     r"\?|\b(?:can|could|would) you\b|\bhelp me\b|\bhow (?:do|can|should) I\b|\bI need help\b", re.IGNORECASE
 )
@@ -92,7 +93,7 @@ async def offline_summary(
         [(s, 1.0) for _, ss in prose for s in ss], names=names
     )
     if to_assistant:
-        sentences = await _assistant_chat(embedder, prose, statements, people, names, phrases, at)
+        sentences = await _assistant_chat(embedder, prose, statements, facts, people, names, phrases, at)
     else:
         sentences = _people_chat(prose, facts, people, phrases)
     lessons = [
@@ -149,6 +150,7 @@ async def _assistant_chat(
     embedder: Embedder,
     prose: list[tuple[str, list[str]]],
     statements: list[Statement],
+    facts: list[CandidateFact],
     people: set[str],
     names: list[str],
     phrases: list[str],
@@ -172,12 +174,17 @@ async def _assistant_chat(
     if covered:
         out.append(f"The assistant went through {listing(covered)}.")
     decided = [st for st in statements if _DECISION.search(st.text) and st is not goal]
+    last = _last_request(prose, people)
+    topic = key_phrases([(last, 1.0)], names=names, limit=1) if last else []
+    told = [
+        f.text for f in sorted(facts, key=lambda f: -f.score) if goal is None or f.turn_ids != goal.turn_ids
+    ]
     if decided:
         out.append(rewrite(decided[-1]))
-    elif (last := _last_request(prose, people)) is not None:
-        topic = key_phrases([(last, 1.0)], names=names, limit=1)
-        if topic:
-            out.append(f"The last request, about {topic[0]}, was still open at the end.")
+    elif topic:
+        out.append(f"The last request, about {topic[0]}, was still open at the end.")
+    elif told and len(out) < 3:
+        out.append(told[0])
     if not out and phrases:
         out.append(f"{subject} and the assistant talked about {listing(phrases[:3])}.")
     return out
@@ -194,9 +201,10 @@ def _last_request(prose: list[tuple[str, list[str]]], people: set[str]) -> str |
 async def _central(
     embedder: Embedder, statements: list[Statement], prose: list[tuple[str, list[str]]]
 ) -> Statement | None:
-    """Among the person's better statements, the one closest to what the whole conversation is
-    about (cosine to the centroid of its prose)."""
-    ranked = sorted(statements, key=lambda st: -salience(st))[:8]
+    """Among the person's better statements about themselves, the one closest to what the whole
+    conversation is about (cosine to the centroid of its prose)."""
+    own = [st for st in statements if _FIRST_PERSON.search(st.text)] or statements
+    ranked = sorted(own, key=lambda st: -salience(st))[:8]
     ranked = [st for st in ranked if len(rewrite(st)) <= 220]
     if not ranked:
         return None

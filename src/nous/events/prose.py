@@ -32,6 +32,7 @@ _HEADING = re.compile(r"^\s*#{1,6}\s|^\s*[-*_]{3,}\s*$")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _EMPHASIS = re.compile(r"(?<!\w)(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1(?!\w)")
 _INLINE_CODE = re.compile(r"`([^`]*)`")
+_MATH = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]|\$\$.*?\$\$|\\[a-z]+\{")
 _PLAIN_NAME = re.compile(r"^[\w.@/-]{1,40}$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(`])")
 
@@ -61,8 +62,8 @@ def _inline(match: re.Match[str]) -> str:
 
 
 def clean(text: str) -> str:
-    """A prose line without markdown emphasis, with inline code resolved."""
-    text = _INLINE_CODE.sub(_inline, text)
+    """A prose line without markdown emphasis, with inline code resolved and formulas marked."""
+    text = _MATH.sub("\u2039code\u203a", _INLINE_CODE.sub(_inline, text))
     return _EMPHASIS.sub(r"\2", text)
 
 

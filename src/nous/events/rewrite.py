@@ -169,7 +169,7 @@ def _finish(text: str) -> str:
         return text
     text = text[0].upper() + text[1:]
     text = text.rstrip("!").rstrip()
-    return text if text.endswith((".", "?", '"', "'", ")")) else text + "."
+    return text if text.rstrip("\"')").endswith((".", "?")) else text + "."
 
 
 def third_person(sentence: str, name: str, at: datetime) -> str:

@@ -116,7 +116,7 @@ def strip_openers(text: str, names: Iterable[str] = ()) -> str:
         text = re.sub(rf"^{re.escape(name)},\s+|,?\s+{re.escape(name)}(?=[.!?]*$)", "", text)
     text = _LEAD.sub("", text)
     if text.lower().startswith("been "):
-        text = "I've " + text
+        text = "I've b" + text[1:]
     elif _NO_SUBJECT.match(text):
         text = "I " + text[:1].lower() + text[1:]
     return text[:1].upper() + text[1:] if text else text
