@@ -27,7 +27,7 @@ import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -169,12 +169,12 @@ def _conversation(path: Path, kind: str) -> Conversation:
     return parse_conversation(json.dumps(data), fmt="native")
 
 
-_SPEAKER_PREFIX = re.compile(r"(?:^|[.!?]\s+)[\w .'-]{1,40}:\s")
-
-
-def summary_fragment(summary: str) -> bool:
-    """A summary a reader would not keep as one: a transcript line ("the user: ..."), code."""
-    return bool(_SPEAKER_PREFIX.search(summary)) or has_code(summary) or has_url(summary)
+def summary_fragment(summary: str, speakers: Iterable[str] = ()) -> bool:
+    """A summary a reader would not keep as one: a transcript line ("the user: ...", "Caroline:
+    ..."), code or a URL."""
+    labels = "|".join(re.escape(s) for s in {*speakers, "user", "the user", "assistant"})
+    line = re.compile(rf"(?:^|[.!?]\s+)(?:{labels}):\s", re.IGNORECASE)
+    return bool(line.search(summary)) or has_code(summary) or has_url(summary)
 
 
 async def run_extraction(
@@ -232,7 +232,8 @@ async def run_extraction(
         subjects.update(f.subject or "none" for f in facts)
         sessions_seen += len(conversation.sessions)
         summaries = {_session_key(e.session_id): e for e in episodes if e.summary}
-        fragments += sum(summary_fragment(e.summary or "") for e in summaries.values())
+        speakers = {m.name or m.role for s in conversation.sessions for m in s.messages}
+        fragments += sum(summary_fragment(e.summary or "", speakers) for e in summaries.values())
         samples["facts"] += [
             f"[{f.category}|{f.subject}] {f.content}" for f in facts[:: max(1, len(facts) // 6)][:6]
         ]

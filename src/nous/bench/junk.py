@@ -27,7 +27,7 @@ from nous.memory.dedup import DUPLICATE_THRESHOLD, DedupThresholds, Tier, classi
 
 MAX_CHARS = 300
 FROM_ASSISTANT_SHARE = 0.8
-RESTATED_SHARE = 0.5
+RESTATED_SHARE = 2 / 3
 
 _CODE = re.compile(
     r"```|~~~|\b\w+\.\w+\([^)]*\)|\b\w+\([\w\s,'\"=.]*\)|\w\s?(?:==|!=|=>|->|\+=|:=)\s?\w|"
@@ -55,13 +55,17 @@ _INVERTED = re.compile(
     r"[Aa]re)\s+(?:the user|he|she|they|I|we|[A-Z][a-z]+)\s+[a-z]+"
 )
 _WORD = re.compile(r"[a-z0-9]+")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMBER = re.compile(
+    r"\d+(?:[.,:]\d+)*|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun)[a-z]*\b",
+    re.IGNORECASE,
+)
 _FUNCTION = frozenset(
     re.findall(
         r"\S+",
         """a an the and or but so to of in on at for with by from as is are was were be been am has have
     had do does did it its this that these those i me my we our you your he she his her they them
-    their not no very really just also user there here will would can could should""",
+    their not no very really just also user there here will would can could should went go goes got
+    get make made take took come came keep kept use used""",
     )
 )
 
@@ -105,9 +109,9 @@ def from_assistant(
 
 
 def restates(a: str, b: str, subject: str | None = None) -> bool:
-    """``a`` says nothing ``b`` does not: every number of ``a`` is in ``b`` and at least half of its
-    content words (its subject's aside) occur in ``b``."""
-    if not set(_NUMBER.findall(a)) <= set(_NUMBER.findall(b)):
+    """``a`` says nothing ``b`` does not: every number, month or weekday of ``a`` is in ``b`` and two
+    thirds of its content words (its subject's aside) occur in ``b``."""
+    if not {n.lower() for n in _NUMBER.findall(a)} <= {n.lower() for n in _NUMBER.findall(b)}:
         return False
     words = content_words(a, [subject] if subject else [])
     return bool(words) and len(words & content_words(b)) / len(words) >= RESTATED_SHARE

@@ -35,7 +35,9 @@ MAX_WORDS = 60
 MAX_CHARS = 300  # a longer fact is not kept
 REPEAT_OVERLAP = 0.6  # a candidate sharing this share of its content words with a kept one is a repeat
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:Mr|Dr|Ms|St|vs)\.)(?<!Mrs\.)(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z\"'(])"
+)
 _LOWER_I = re.compile(r"\bi(?=\b(?!\.\w)|')")
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|me|myself|we|we're|we've|our|us)\b", re.IGNORECASE)
 _SUBJECT_I = re.compile(

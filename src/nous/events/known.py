@@ -6,9 +6,9 @@ vegetarian and so are two others, so dinners need real vegetarian options, not j
 a negation on one side only, so it calls them a possible contradiction and stores both. An
 extracted fact is a person's passing restatement, so the pipeline asks first whether it *adds*
 anything: it restates a stored fact of the same scope when their cosine reaches the write
-path's duplicate threshold, every number it states is in the stored fact, and at least half of
-its content words (its subject's aside) occur there. A restatement confirms the stored fact
-instead of being written again.
+path's duplicate threshold, every number, month or weekday it states is in the stored fact, and
+two thirds of its content words (its subject's aside; function words and common verbs aside)
+occur there. A restatement confirms the stored fact instead of being written again.
 
 Extracted facts add to what is known about a person, as the write path treats events whatever
 the category: a changed detail ("went camping" / "went to a pottery class", "uses Flask 2.3" /
@@ -26,30 +26,27 @@ import re
 from dataclasses import dataclass
 
 from nous.events.context import PipelineContext
+from nous.events.lexicon import GENERIC, STOP_WORDS
 from nous.memory.dedup import DUPLICATE_THRESHOLD, SimilarityCheck, Tier
 from nous.models import Fact, MemoryKind
 
-RESTATED_SHARE = 0.5
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-_WORD = re.compile(r"[a-z0-9]+")
-_FUNCTION = frozenset(
-    re.findall(
-        r"\S+",
-        """a an the and or but so to of in on at for with by from as is are was were be been am has
-        have had do does did it its this that these those i me my we our you your he she his her
-        they them their themselves not no very really just also there here will would can could
-        should user wants want family team""",
-    )
+RESTATED_SHARE = 2 / 3
+_NUMBER = re.compile(
+    r"\d+(?:[.,:]\d+)*|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun)[a-z]*\b",
+    re.IGNORECASE,
 )
+_WORD = re.compile(r"[a-z0-9]+")
+_FUNCTION = STOP_WORDS | GENERIC | frozenset({"user", "family", "team", "themselves", "went", "did"})
 
 
 def _words(text: str) -> set[str]:
-    return {w.rstrip("s") for w in _WORD.findall(text.lower()) if w not in _FUNCTION}
+    words = {w for w in _WORD.findall(text.lower()) if w not in _FUNCTION}
+    return {w.rstrip("s") for w in words if w.rstrip("s") not in _FUNCTION}
 
 
 def restates(candidate: str, stored: str, subject: str | None = None) -> bool:
     """Whether ``candidate`` says nothing ``stored`` does not (numbers and most content words)."""
-    if not set(_NUMBER.findall(candidate)) <= set(_NUMBER.findall(stored)):
+    if not {n.lower() for n in _NUMBER.findall(candidate)} <= {n.lower() for n in _NUMBER.findall(stored)}:
         return False
     words = _words(candidate) - (_words(subject) if subject else set())
     return bool(words) and len(words & _words(stored)) / len(words) >= RESTATED_SHARE

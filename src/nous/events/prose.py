@@ -34,7 +34,9 @@ _EMPHASIS = re.compile(r"(?<!\w)(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1(?!\w)")
 _INLINE_CODE = re.compile(r"`([^`]*)`")
 _MATH = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]|\$\$.*?\$\$|\\[a-z]+\{")
 _PLAIN_NAME = re.compile(r"^[\w.@/-]{1,40}$")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(`])")
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:Mr|Dr|Ms|St|vs)\.)(?<!Mrs\.)(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z\"'(`])"
+)
 
 
 def prose_lines(text: str) -> list[str]:
