@@ -31,7 +31,6 @@ __all__ = ["resolve_dates", "third_person"]
 PER_SESSION = 6  # facts kept per session, at most (best first)
 STANDING_PER_SESSION = 3  # standing instructions kept besides
 MIN_WORDS = 5
-MAX_WORDS = 60
 MAX_CHARS = 300  # a longer fact is not kept
 REPEAT_OVERLAP = 0.6  # a candidate sharing this share of its content words with a kept one is a repeat
 

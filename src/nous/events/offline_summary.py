@@ -93,7 +93,7 @@ async def offline_summary(
         [(s, 1.0) for _, ss in prose for s in ss], names=names
     )
     if to_assistant:
-        sentences = await _assistant_chat(embedder, prose, statements, facts, people, names, phrases, at)
+        sentences = await _assistant_chat(embedder, prose, statements, facts, people, names, phrases)
     else:
         sentences = _people_chat(prose, facts, people, phrases)
     lessons = [
@@ -124,7 +124,7 @@ def clean_message(text: str) -> str:
 
 
 def title_of(phrases: list[str], at: datetime) -> str:
-    """ "Budget tracker: password hashing and user authentication", from the key phrases."""
+    """The title from the key phrases: "Budget tracker: password hashing and user authentication"."""
     if not phrases:
         return f"Conversation on {at.day} {at:%B %Y}"
     head = phrases[0][:1].upper() + phrases[0][1:]
@@ -136,7 +136,7 @@ def title_of(phrases: list[str], at: datetime) -> str:
 
 
 def listing(items: list[str]) -> str:
-    """ "a", "a and b", "a, b and c"."""
+    """Items as a phrase: "a", "a and b", "a, b and c"."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
@@ -154,7 +154,6 @@ async def _assistant_chat(
     people: set[str],
     names: list[str],
     phrases: list[str],
-    at: datetime,
 ) -> list[str]:
     """What the person is doing, what they asked, what the assistant covered, what was decided or
     left open."""

@@ -180,8 +180,8 @@ def third_person(sentence: str, name: str, at: datetime) -> str:
 
 
 def standing_instruction_fact(sentence: str, name: str, at: datetime) -> str:
-    """ "Always include version numbers when I ask ..." said by Craig -> "Craig wants the assistant
-    to always include version numbers when they ask ..."."""
+    """A standing instruction as a preference: "Always include version numbers when I ask ..." said
+    by Craig -> "Craig wants the assistant to always include version numbers when they ask ..."."""
     text = resolve_dates(strip_openers(sentence), at)
     lead = _STANDING_LEAD.match(text)
     when = lead.group(1) if lead and lead.group(1) else ""
