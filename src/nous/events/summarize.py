@@ -64,7 +64,7 @@ def person_name(turn: Turn, user_id: str | None) -> tuple[str, str]:
     if turn.speaker and turn.speaker != turn.role:
         return turn.speaker, turn.speaker
     if user_id:
-        return (user_id.capitalize() if _NAME_LIKE.match(user_id) else "the user"), user_id
+        return (user_id.title() if _NAME_LIKE.match(user_id) else "the user"), user_id
     return "the user", "the user"
 
 
