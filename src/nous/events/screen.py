@@ -21,7 +21,8 @@ MAX_CLAUSE_CHARS = 200  # a longer sentence is cut at its coordinated first-pers
 _LEAD = re.compile(
     r"^(?:(?:(?:so|and|but|also|plus|anyway|actually|honestly|btw|by the way|well|oh|then)\b[,.!]*|"
     r"(?:yeah|yes|yep|nope|ok|okay|hmm+|sure|right|great|cool|alright|fyi|ah+|wow|woah|whoa|omg|aw+|"
-    r"o+h|yay|hey|hi|hello|haha|lol|nice|awesome|thanks|thank you|um+|uh+|gosh|geez|man|dude|now)\b[,.!]+)"
+    r"o+h|yay|hey|hi|hello|haha|lol|nice|awesome|thanks|thank you|um+|uh+|gosh|geez|man|dude|now|"
+    r"thanks for (?:asking|sharing|the \w+))\b[,.!]+)"
     r"\s+)+",
     re.IGNORECASE,
 )

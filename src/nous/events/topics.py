@@ -39,7 +39,7 @@ _DETERMINERS = frozenset(
     ]
 )
 _PARTICIPLE = re.compile(r"^[a-z]+(?<!e)ed$")
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9+#'-]*[A-Za-z0-9+#]|[A-Za-z]|[^\sA-Za-z]+")
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9+#'.-]*[A-Za-z0-9+#]|[A-Za-z]|[^\sA-Za-z]+")  # "Render.com" is one
 
 
 def _is_word(token: str, skip: frozenset[str] | set[str]) -> bool:
