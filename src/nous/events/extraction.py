@@ -184,7 +184,7 @@ FEATURES: tuple[str, ...] = (
 # in its session); scripts/fit_extractor.py reproduces them and prints the per-fold figures.
 # Questions are screened out before scoring, so no feature is spent on them.
 WEIGHTS = np.array(
-    [2.21, 0.73, -0.31, -0.21, 0.69, 0.33, 0.95, 1.19, -0.79, 0.01, 0.98, 0.23, 0.45, 0.4, 0.49, 1.06]
+    [2.21, 0.73, -0.28, -0.21, 0.69, 0.33, 0.94, 1.2, -0.79, 0.01, 0.98, 0.23, 0.45, 0.4, 0.49, 1.06]
 )
 BIAS = -6.22
 MIN_SCORE = -2.0  # a statement scored below this is never kept
