@@ -3,12 +3,14 @@
 
     .venv/bin/python scripts/fit_extractor.py ../shared/datasets/locomo
 
-Each sentence of each LoCoMo session is a sample: its features (``extraction.features``) and
-whether, rewritten in the third person, it matches an annotated event of its speaker in that
-session at cosine >= 0.60 with the shipped model (the threshold of ``nous bench extraction``).
-A logistic regression is fitted on all conversations but one and selects the held-out one's
-facts (the PER_SESSION best per session, scored at least MIN_SCORE); the table shows the
-held-out event coverage and unmatched share per conversation, then the weights fitted on all.
+Each candidate clause of each LoCoMo session (``extraction.statements_of``: what the pipeline
+scores) is a sample: its features (``extraction.features``) and whether its fact (the clause
+rewritten in the third person) matches an annotated event of its speaker in that session at
+cosine >= 0.60 with the shipped model (the threshold of ``nous bench extraction``). A logistic
+regression is fitted on all conversations but one and selects the held-out one's facts as the
+pipeline does (``extraction.select``: the PER_SESSION best per session scored at least
+MIN_SCORE, repeats skipped); the table shows the held-out event coverage and unmatched share per
+conversation, then the weights fitted on all.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ def main(directory: Path) -> None:
         if not session.events:
             continue
         statements = ex.statements_of(session.messages, session.at)
-        facts = provider.embed([ex.third_person(s.text, s.speaker, s.at) for s in statements])
+        if not statements:
+            continue
+        facts = provider.embed([ex.rewrite(s) for s in statements])
         events = provider.embed([text for _, text in session.events])
         sim = facts @ events.T
         for i, st in enumerate(statements):
@@ -48,6 +52,7 @@ def main(directory: Path) -> None:
                     "conv": session.conversation,
                     "session": session.key,
                     "x": ex.features(st),
+                    "statement": st,
                     "matched": matched,
                     "events": len(session.events),
                 }
@@ -80,8 +85,8 @@ def _select(rows: list[dict[str, object]], scores: np.ndarray) -> tuple[float, f
         sessions[(r["conv"], r["session"])].append(i)
     chosen = []
     for idx in sessions.values():
-        ranked = sorted((i for i in idx if scores[i] >= ex.MIN_SCORE), key=lambda i: -scores[i])
-        chosen += ranked[: ex.PER_SESSION]
+        scored = [(float(scores[i]), rows[i]["statement"]) for i in idx]
+        chosen += [idx[k] for k in ex.select(scored)]  # type: ignore[arg-type]
     matched = {(rows[i]["conv"], rows[i]["session"], j) for i in chosen for j in rows[i]["matched"]}  # type: ignore[attr-defined]
     total = sum(int(rows[idx[0]]["events"]) for idx in sessions.values())  # type: ignore[call-overload]
     unmatched = float(np.mean([0.0 if rows[i]["matched"] else 1.0 for i in chosen])) if chosen else 0.0

@@ -10,6 +10,8 @@ import pytest
 
 from nous import Settings
 from nous.bench.context import run_context
+from nous.bench.extraction import run_extraction
+from nous.bench.junk import from_assistant, has_code, has_url, is_request, near_duplicate
 from nous.bench.locomo import load_any_dir, run_locomo
 from nous.bench.scale import run_scale
 from nous.embeddings.base import EmbeddingProvider
@@ -48,6 +50,67 @@ async def test_locomo_benchmark_shape(tmp_path: Path, provider: EmbeddingProvide
     assert result["systems"]["nous"]["recall_all@10"] >= result["systems"]["bm25"]["recall_all@10"]
     assert result["latency_ms"]["p95"] >= result["latency_ms"]["p50"] > 0
     assert result["ingest_per_s"] > 0
+
+
+async def test_extraction_benchmark_checks_locomo_files_and_chats(
+    tmp_path: Path, provider: EmbeddingProvider
+) -> None:
+    directory = _small_locomo(tmp_path)
+    code = "Here it is:\n```python\nimport os\nprint(os.getcwd())\n```"
+    chat = {
+        "id": "chat",
+        "sessions": [
+            {
+                "id": "s1",
+                "started_at": "2026-03-01T09:00:00+00:00",
+                "messages": [
+                    {
+                        "id": "m0",
+                        "role": "user",
+                        "content": "I'm moving our billing service from Heroku to Fly.io.",
+                    },
+                    {"id": "m1", "role": "assistant", "content": "I love Fly.io; you should pin the region."},
+                    {"id": "m2", "role": "user", "content": code},
+                    {"id": "m3", "role": "user", "content": "Can you help me write the migration checklist?"},
+                ],
+            }
+        ],
+        "questions": [],
+    }
+    (directory / "chat.json").write_text(json.dumps(chat))
+    result = await run_extraction(directory, settings=Settings(home=tmp_path), provider=provider)
+    assert result["kinds"] == ["chat", "locomo"] and result["files"] == 2
+    junk = result["junk"]
+    assert junk["facts"] == result["facts"] > 0
+    for check in ("from_assistant", "code_or_url", "over_300", "request_or_question"):
+        assert junk[check] == 0, junk["examples"]
+    assert result["sessions"] == 3 and 0.0 <= result["event_coverage"] <= 1.0  # the LoCoMo sessions
+    assert result["summary_fragments"] == 0
+    (chat_row,) = [f for f in result["per_file"] if f["kind"] == "chat"]
+    assert chat_row["facts"] == 1
+
+
+def test_junk_checks_read_facts_as_a_reader_would() -> None:
+    roles = {"m0": "user", "m1": "assistant"}
+    said = {"m0": "I moved to Lisbon.", "m1": "Lisbon has great pastries and a mild winter climate."}
+    assert from_assistant("The user moved to Lisbon.", "the user", ["m1"], roles, said)  # by provenance
+    assert from_assistant("Lisbon has great pastries and a mild winter.", "the user", ["m0"], roles, said)
+    assert not from_assistant("The user moved to Lisbon.", "the user", ["m0"], roles, said)
+    assert has_code("The user has app = Flask(__name__) set up.") and has_url("See https://x.io/a")
+    assert not has_code("The user uses Flask 2.3.1 and Python 3.11 on Render.com.")
+    for text in [
+        "How can the user apply these new skills to their job search?",
+        "The user needs help completing the password hashing logic.",
+        "..., can the user applies these skills",
+        "The user is not sure how to proceed.",
+    ]:
+        assert is_request(text), text
+    assert not is_request("The user learned how to paint and is helping her kids with homework.")
+    vegetarian = "Maya is vegetarian, as are two other team members; dinners need real vegetarian options."
+    assert near_duplicate("Maya is vegetarian and so are two others.", vegetarian, 0.85, "Maya")
+    assert not near_duplicate(
+        "Maya went camping in June.", "Maya went to a pottery class in June.", 0.7, "Maya"
+    )
 
 
 async def test_scale_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider) -> None:

@@ -171,6 +171,21 @@ def test_truncate_prioritizes_decisions() -> None:
     assert decision in out and "line 30" not in out
 
 
+def test_truncate_keeps_first_last_and_decisions_when_they_are_long() -> None:
+    first = "user: " + "We are planning the migration of the billing system to a new broker. " * 40
+    last = "user: " + "Thanks, that settles it; I will report back after the cutover. " * 40
+    decision = "We decided to move billing events to Kafka because audits need replay."
+    long_turn = "assistant: Here is the analysis.\n" + "detail " * 300 + f"\n{decision}\n" + "more " * 200
+    turns = [first, *[f"assistant: filler {i} " + "x" * 300 for i in range(6)], long_turn, last]
+    out = truncate_transcript("\n\n".join(turns), max_chars=4000)
+    assert len(first) + len(last) > 2000 and len(out) <= 4000
+    parts = out.split("\n\n")
+    assert parts[0].startswith(first[:200]) and parts[0].endswith("…")  # the first turn, clipped
+    assert parts[-1].startswith(last[:200])  # the last turn
+    assert f"assistant: {decision}" in parts  # the decision line of a turn too long to keep
+    assert "detail detail" not in out
+
+
 def test_truncate_noop_under_limit() -> None:
     text = "user: hello\n\nassistant: hi there"
     assert truncate_transcript(text, max_chars=8000) == text
@@ -285,7 +300,8 @@ async def test_offline_summaries_and_facts_on_real_locomo_sessions(
         assert len(episodes) == 3
         for e in episodes:
             assert e.summary and (e.structured_summary or {}).get("source") == "offline"
-            assert e.title and any(s in e.title for s in speakers)
+            assert e.title and not any(f"{s}:" in e.title for s in speakers)  # a topic, not who talked
+            assert any(s in e.summary for s in speakers) and not any(f"{s}:" in e.summary for s in speakers)
         facts = [f for f in await nous.memories("fact", limit=500) if isinstance(f, Fact)]
         assert facts and all(f.source == "extraction" for f in facts)
         by_session: dict[str | None, list[Fact]] = {}

@@ -14,7 +14,7 @@ from nous.bench.agent import BASELINES, load_scenarios, run_agent
 from nous.bench.context import run_context
 from nous.bench.crash import run_crash
 from nous.bench.dedup import default_pairs_path, load_pairs, run_dedup
-from nous.bench.extraction import run_extraction, summarize_figures
+from nous.bench.extraction import junk_rows, run_extraction, summarize_figures
 from nous.bench.labelled import LabelledConversation
 from nous.bench.load import run_load
 from nous.bench.locomo import load_any_dir, load_labelled_dir, load_locomo_dir
@@ -381,45 +381,72 @@ def context(
 @app.command()
 def extraction(
     ctx: typer.Context,
-    directory: Annotated[Path, typer.Argument(help="Folder of LoCoMo *.json files (with events_session_N).")],
+    directories: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Folders of LoCoMo files and/or native-format chats (*.json); each is one dataset."
+        ),
+    ],
     out: Annotated[Path | None, _JSON_OPTION] = None,
     files: Annotated[int | None, _FILES_OPTION] = None,
 ) -> None:
-    """Extraction quality: do the pipeline's facts match the events people annotated?
+    """Extraction quality: are the pipeline's facts worth keeping, and do they match the events
+    people annotated?
 
-    For each LoCoMo conversation: a fresh store, ingest, the event pipeline run to completion
-    with the offline provider (summaries and facts without an LLM). Per annotated session, an
-    event is covered when an extracted fact of that session about the same speaker is within
-    cosine 0.60 of it (shipped model, fixed threshold). Prints event_coverage, facts_per_session
-    and unmatched_fact_share against the baseline of keeping every sentence, and the mean cosine
-    between each episode's summary and LoCoMo's own session summary.
+    For each conversation of each folder (LoCoMo files, or chats in the native format): a fresh
+    store, ingest, the event pipeline run to completion with the offline provider (summaries
+    and facts without an LLM). Per folder, the facts a reader would throw out: from an
+    assistant's turn, with code or a URL, over 300 characters, a request or question turned
+    into a sentence, a near-duplicate of an earlier fact of the same scope; facts per session,
+    categories, subjects, summaries that read as transcript fragments. On LoCoMo's annotated
+    sessions, an event is covered when an extracted fact of that session about the same
+    speaker is within cosine 0.60 of it (shipped model, fixed threshold): event_coverage,
+    facts_per_session and unmatched_fact_share against the baseline of keeping every sentence,
+    and the mean cosine between each episode's summary and LoCoMo's own session summary.
 
-    Example: nous bench extraction ../shared/datasets/locomo --json extraction.json
+    Example: nous bench extraction ../shared/datasets/locomo ../shared/datasets/beam --json x.json
     """
-    if not directory.is_dir():
-        raise fail(f"{directory} is not a directory", 2)
-    try:
-        result = run(
-            run_extraction(
-                directory,
-                settings=state(ctx).settings,
-                files=files,
-                progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+    for directory in directories:
+        if not directory.is_dir():
+            raise fail(f"{directory} is not a directory", 2)
+    results: list[dict[str, Any]] = []
+    for directory in directories:
+        try:
+            result = run(
+                run_extraction(
+                    directory,
+                    settings=state(ctx).settings,
+                    files=files,
+                    progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+                )
             )
+        except NousError as exc:
+            raise fail(str(exc), 2) from None
+        results.append(result)
+        table(
+            f"{result['dataset']} · {result['files']} conversations · {result['conversation_sessions']} sessions"
+            f" · {result['facts']} facts ({result['facts_per_conversation_session']}/session)",
+            ["junk check", "facts", "share"],
+            junk_rows(result),
         )
-    except NousError as exc:
-        raise fail(str(exc), 2) from None
-    table(
-        f"extraction · {result['sessions']} annotated sessions · {result['events']} events",
-        ["facts from", "event_coverage", "facts/session", "unmatched share"],
-        summarize_figures(result),
-    )
-    console.print(
-        f"summary_similarity {result['summary_similarity']} over {result['summaries_scored']} sessions"
-        f" · {result['seconds']} s"
-    )
+        categories = ", ".join(f"{c} {n}" for c, n in result["categories"].items())
+        subjects = ", ".join(f"{c} {n}" for c, n in list(result["subjects"].items())[:5])
+        console.print(
+            f"categories: {categories or '-'} · subjects: {subjects or '-'} · "
+            f"summaries that read as transcript fragments: {result['summary_fragments']}"
+        )
+        if result["sessions"]:
+            table(
+                f"{result['dataset']} · {result['sessions']} annotated sessions · {result['events']} events",
+                ["facts from", "event_coverage", "facts/session", "unmatched share"],
+                summarize_figures(result),
+            )
+            console.print(
+                f"summary_similarity {result['summary_similarity']} over {result['summaries_scored']} sessions"
+            )
+        console.print(f"{result['seconds']} s")
     if out:
-        out.write_text(json.dumps(result, indent=2))
+        out.write_text(json.dumps(results[0] if len(results) == 1 else results, indent=2))
         console.print(f"wrote {out}")
 
 

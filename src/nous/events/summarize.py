@@ -11,6 +11,8 @@ and a language model is configured, the model extracts them from the transcript 
 from __future__ import annotations
 
 import logging
+import re
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -18,13 +20,16 @@ from pydantic import BaseModel, Field
 
 from nous._time import as_utc, utcnow
 from nous.errors import InvalidInputError, StepDoneError
+from nous.events.category import categorize
 from nous.events.context import PipelineContext
 from nous.events.extraction import CandidateFact
+from nous.events.known import prior
 from nous.events.offline_summary import offline_summary
 from nous.events.summary import EpisodeSummary, session_turns, summarize_with_llm, transcript_of
 from nous.events.transcript import truncate_transcript
 from nous.llm import ChatMessage, complete_structured
-from nous.models import Episode, EpisodeOutcome, Fact, FactCategory, HistoryAction, Provenance, Turn
+from nous.memory import lifecycle
+from nous.models import Episode, EpisodeOutcome, Fact, FactCategory, HistoryAction, Memory, Provenance, Turn
 from nous.models.events import Event, EventKind
 from nous.storage import WriteOp
 from nous.storage.base import EmitEvent, EventStep
@@ -40,23 +45,50 @@ _OUTCOMES = {
 }
 
 
-def _messages(turns: list[Turn]) -> tuple[list[tuple[str, str, list[str]]], set[str]]:
-    """(speaker, text, message ids) per turn, and the speakers who are people (not the assistant)."""
+_NAME_LIKE = re.compile(r"^[A-Za-z][a-z]+(?:[ '-][A-Za-z][a-z]+)?$")
+
+
+@dataclass(slots=True)
+class Speakers:
+    """Who talked: the people (not an assistant) by the name facts use, and each one's subject."""
+
+    people: set[str] = field(default_factory=set)
+    subjects: dict[str, str] = field(default_factory=dict)  # name in the text -> subject
+    to_assistant: bool = False  # someone talked to an assistant
+
+
+def person_name(turn: Turn, user_id: str | None) -> tuple[str, str]:
+    """(name in the text, subject) of a person's turn: a named speaker is themselves; an unnamed
+    user is their user id (named in the text when it reads as a name: "lena" -> "Lena"), else
+    "the user"."""
+    if turn.speaker and turn.speaker != turn.role:
+        return turn.speaker, turn.speaker
+    if user_id:
+        return (user_id.title() if _NAME_LIKE.match(user_id) else "the user"), user_id
+    return "the user", "the user"
+
+
+def _messages(
+    turns: list[Turn], user_id: str | None = None
+) -> tuple[list[tuple[str, str, list[str]]], Speakers]:
+    """(speaker, text, message ids) per turn, and who the people are."""
     out: list[tuple[str, str, list[str]]] = []
-    people: set[str] = set()
+    who = Speakers()
     for t in turns:
-        speaker = (
-            t.speaker if t.speaker and t.speaker != t.role else ("the user" if t.role == "user" else t.role)
-        )
+        if t.role == "user":
+            speaker, subject = person_name(t, user_id)
+            who.people.add(speaker)
+            who.subjects[speaker] = subject
+        else:
+            speaker = t.speaker or t.role
+            who.to_assistant = who.to_assistant or t.role == "assistant"
         text = t.content
         for prefix in (f"{t.speaker}: ", f"{t.role}: "):
             if (t.speaker and text.startswith(prefix)) or text.startswith(prefix):
                 text = text[len(prefix) :]
                 break
         out.append((speaker, text, t.provenance.turn_ids or [t.id]))
-        if t.role == "user":
-            people.add(speaker)
-    return out, people
+    return out, who
 
 
 async def summarize_episode(event: Event, ctx: PipelineContext) -> list[WriteOp]:
@@ -67,7 +99,7 @@ async def summarize_episode(event: Event, ctx: PipelineContext) -> list[WriteOp]
     turns = await session_turns(ctx, found)
     if not turns:
         return []
-    messages, people = _messages(turns)
+    messages, who = _messages(turns, found.user_id)
     facts: list[CandidateFact]
     if ctx.llm.available:
         summary = await summarize_with_llm(ctx, found, turns)
@@ -76,8 +108,15 @@ async def summarize_episode(event: Event, ctx: PipelineContext) -> list[WriteOp]
     else:
         at = found.started_at
         summary, facts = await offline_summary(
-            repo.embedder, messages, people=people, participants=found.participants, at=at
+            repo.embedder,
+            messages,
+            people=who.people,
+            participants=found.participants,
+            at=at,
+            to_assistant=who.to_assistant,
         )
+        for f in facts:
+            f.subject = who.subjects.get(f.subject, f.subject)
         source = "offline"
     structured = {**summary.model_dump(), "source": source}
     updated = found.model_copy(
@@ -121,6 +160,7 @@ def _fact_payload(f: CandidateFact) -> dict[str, Any]:
     return {
         "text": f.text,
         "subject": f.subject or None,
+        "category": f.category,
         "turn_ids": f.turn_ids,
         "occurred_at": f.occurred_at.isoformat() if f.occurred_at else None,
     }
@@ -161,33 +201,75 @@ async def store_candidate_facts(event: Event, ctx: PipelineContext) -> list[Writ
             )
             candidates = [{"text": f} for f in extracted.facts]
     for i, c in enumerate(candidates):
-        occurred = c.get("occurred_at")
-        at = as_utc(datetime.fromisoformat(occurred)) if isinstance(occurred, str) else episode.started_at
+        step = EventStep(event.id, f"fact:{i}")
         try:
-            fact = Fact(
-                agent_id=repo.agent_id,
-                content=c["text"],
-                subject=c.get("subject") or None,
-                category=FactCategory.EVENT.value,
-                source=SOURCE,
-                user_id=episode.user_id,
-                session_id=episode.session_id,
-                occurred_at=at,
-                valid_from=at,
-                provenance=Provenance(
-                    source=SOURCE,
-                    session_id=episode.session_id,
-                    episode_id=episode.id,
-                    turn_ids=[str(t) for t in c.get("turn_ids") or []],
-                    actor="pipeline",
-                ),
+            fact = _fact(c, episode, repo.agent_id)
+            known = await prior(ctx, fact)
+            if known.restated is not None:
+                await _confirm(ctx, known.restated, fact, step)
+                continue
+            await ctx.write_path.store(
+                fact, actor="pipeline", dedup=known.dedup, supersedes=known.supersedes, extra_ops=[step]
             )
-            await ctx.write_path.store(fact, actor="pipeline", extra_ops=[EventStep(event.id, f"fact:{i}")])
         except StepDoneError:
             continue  # stored by an earlier attempt of this event
         except (InvalidInputError, ValueError) as exc:  # the same validation as any write
             log.info("candidate fact %r of episode %s rejected: %s", c["text"][:80], episode.id, exc)
     return []
+
+
+def _fact(c: dict[str, Any], episode: Episode, agent_id: str) -> Fact:
+    """A candidate as a fact of the episode: its scope, time, frame and censors."""
+    occurred = c.get("occurred_at")
+    at = as_utc(datetime.fromisoformat(occurred)) if isinstance(occurred, str) else episode.started_at
+    category = c.get("category")
+    if category not in {m.value for m in FactCategory}:
+        category = categorize(c["text"])
+    return Fact(
+        agent_id=agent_id,
+        content=c["text"],
+        subject=c.get("subject") or None,
+        category=category,
+        source=SOURCE,
+        user_id=episode.user_id,
+        session_id=episode.session_id,
+        occurred_at=at,
+        valid_from=at,
+        encoded_frame=episode.encoded_frame or episode.frame_used,
+        encoded_censors=list(episode.encoded_censors) if episode.encoded_censors else None,
+        provenance=Provenance(
+            source=SOURCE,
+            session_id=episode.session_id,
+            episode_id=episode.id,
+            turn_ids=[str(t) for t in c.get("turn_ids") or []],
+            actor="pipeline",
+        ),
+    )
+
+
+async def _confirm(ctx: PipelineContext, fact_id: str, restatement: Fact, step: EventStep) -> None:
+    """A restatement of a stored fact confirms and reviews it, as a duplicate write does; the new
+    wording goes into its history."""
+
+    def confirmed(current: Memory) -> dict[str, Any]:
+        changes: dict[str, Any] = dict(lifecycle.reviewed(current, utcnow()))
+        if isinstance(current, Fact):
+            changes["confirmation_count"] = current.confirmation_count + 1
+        return changes
+
+    repo = ctx.repo
+    await repo.update(
+        fact_id,
+        confirmed,
+        action=HistoryAction.CONFIRM,
+        actor="pipeline",
+        extra_ops=[
+            repo.audit(
+                fact_id, HistoryAction.CONFIRM, new={"restated_as": restatement.content}, actor="pipeline"
+            ),
+            step,
+        ],
+    )
 
 
 def summary_of(episode: Episode) -> EpisodeSummary | None:

@@ -1,0 +1,200 @@
+"""What a reader would throw out of the facts a pipeline stored, checked one fact at a time.
+
+These checks are written apart from the extractor's own filters (``nous.events.screen``), so the
+benchmark does not grade the pipeline by the rules it was built with:
+
+- **from the assistant**: a provenance turn id points at a message whose role is not ``user``, or
+  at least 80% of the fact's content words occur in one assistant message and fewer in every
+  message of a person;
+- **code or URL**: a code fence, a URL, call or assignment syntax, an import, a stack-trace
+  line, an exception name with its message, or a shell command;
+- **over 300 characters**;
+- **request or question**: a question mark, the assistant addressed ("you"), an inverted
+  question ("how can the user ..."), a plea for help or advice, or uncertainty put as a fact
+  ("is not sure how to ...");
+- **duplicate**: a near-duplicate (``near_duplicate``) of an earlier fact of the same scope.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nous.memory.dedup import DUPLICATE_THRESHOLD, DedupThresholds, Tier, classify
+
+MAX_CHARS = 300
+FROM_ASSISTANT_SHARE = 0.8
+RESTATED_SHARE = 2 / 3
+
+_CODE = re.compile(
+    r"```|~~~|\b\w+\.\w+\([^)]*\)|\b\w+\([\w\s,'\"=.]*\)|\w\s?(?:==|!=|=>|->|\+=|:=)\s?\w|"
+    r"\b\w+\s?=\s?['\"\[{(\d]|^\s*(?:def|class|import|from\s+\S+\s+import|return|SELECT|CREATE)\b|"
+    r"\bimport\s+[a-z_][\w.]*|\bfrom\s+[a-z_][\w.]*\s+import\b|[{};]\s*$|"
+    r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|\b[A-Z]\w*(?:Error|Exception):\s|"
+    r"(?:^|\s)\$\s+\w|\b(?:pip3?|npm|yarn|apt(?:-get)?|brew|sudo|docker|kubectl|git|curl|wget|"
+    r"poetry|cargo)\s+(?:install|run|add|commit|push|pull|clone|build|exec|apply|get|init|-{1,2}\w)",
+    re.MULTILINE,
+)
+_URL = re.compile(r"\bhttps?://|\bwww\.\w|\b\w[\w-]*\.(?:com|org|net|io|dev|app)/\S", re.IGNORECASE)
+_REQUEST = re.compile(
+    r"\?|\b(?:you|your|yours|yourself)\b|"
+    r"\b(?:how|why)\s+(?:can|could|should|would|do|does|did|is|are|will|might)\b|"
+    r"\b(?:what|where|when|whether)\s+(?:can|could|should|would|do|does|did|will|might)\b|"
+    r"\bhelp(?:ing)?\s+(?:me|us|the user)\b|\bplease\b|\blet (?:me|us) know\b|"
+    r"\b(?:need|needs|want|wants|would like|'d like|looking for|asks? for)\s+(?:some\s+|a\s+little\s+)?"
+    r"(?:help|advice|guidance|suggestions|recommendations|feedback|assistance|tips)\b|"
+    r"\b(?:not sure|unsure|wondering|wonders|no idea)\s+(?:how|if|whether|what|why|where|which|about)\b",
+    re.IGNORECASE,
+)
+# "..., can the user apply ...": an auxiliary before its subject (case matters for names).
+_INVERTED = re.compile(
+    r"(?:^|[,;:]\s*|\b(?:and|so|but)\s+)(?:[Cc]an|[Cc]ould|[Ww]ould|[Ww]ill|[Ss]hould|[Dd]oes|[Dd]o|[Ii]s|"
+    r"[Aa]re)\s+(?:the user|he|she|they|I|we|[A-Z][a-z]+)\s+[a-z]+"
+)
+_WORD = re.compile(r"[a-z0-9]+")
+_NUMBER = re.compile(
+    r"\d+(?:[.,:]\d+)*|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun)[a-z]*\b",
+    re.IGNORECASE,
+)
+_FUNCTION = frozenset(
+    re.findall(
+        r"\S+",
+        """a an the and or but so to of in on at for with by from as is are was were be been am has have
+    had do does did it its this that these those i me my we our you your he she his her they them
+    their not no very really just also user there here will would can could should went go goes got
+    get make made take took come came keep kept use used""",
+    )
+)
+
+
+def content_words(text: str, skip: Iterable[str] = ()) -> set[str]:
+    """Lower-cased words that are not function words (plural -s dropped), minus ``skip``'s words."""
+    skipped = {w.rstrip("s") for s in skip for w in _WORD.findall(s.lower())}
+    return {w.rstrip("s") for w in _WORD.findall(text.lower()) if w not in _FUNCTION} - skipped
+
+
+def has_code(text: str) -> bool:
+    return bool(_CODE.search(text))
+
+
+def has_url(text: str) -> bool:
+    return bool(_URL.search(text))
+
+
+def is_request(text: str) -> bool:
+    """A request, a question or an admission of not knowing, put as if it were a fact."""
+    return bool(_REQUEST.search(text) or _INVERTED.search(text))
+
+
+def from_assistant(
+    text: str, subject: str, turn_ids: Sequence[str], roles: dict[str, str], said: dict[str, str]
+) -> bool:
+    """Whether the fact came from an assistant's message: by provenance, or by its words.
+
+    ``roles`` and ``said`` map every message id of the conversation to its role and text."""
+    if any(roles.get(t, "user") != "user" for t in turn_ids):
+        return True
+    words = content_words(text, [subject])
+    if not words:
+        return False
+    best = {"user": 0.0, "other": 0.0}
+    for message_id, message in said.items():
+        side = "user" if roles.get(message_id, "user") == "user" else "other"
+        share = len(words & content_words(message)) / len(words)
+        best[side] = max(best[side], share)
+    return best["other"] >= FROM_ASSISTANT_SHARE and best["other"] > best["user"]
+
+
+def restates(a: str, b: str, subject: str | None = None) -> bool:
+    """``a`` says nothing ``b`` does not: every number, month or weekday of ``a`` is in ``b`` and two
+    thirds of its content words (its subject's aside) occur in ``b``."""
+    if not {n.lower() for n in _NUMBER.findall(a)} <= {n.lower() for n in _NUMBER.findall(b)}:
+        return False
+    words = content_words(a, [subject] if subject else [])
+    return bool(words) and len(words & content_words(b)) / len(words) >= RESTATED_SHARE
+
+
+def near_duplicate(a: str, b: str, cosine: float, subject: str | None = None) -> bool:
+    """Two facts of one scope that say the same thing: cosine at least the write path's duplicate
+    threshold, and either the stricter of the write path's lexical checks (the one for events: no
+    conflicting detail, and cosine >= 0.90 or half the content words shared) calls them
+    duplicates, or one restates the other (``restates``). Categories play no part."""
+    if cosine < DUPLICATE_THRESHOLD:
+        return False
+    tier, _ = classify(cosine, a, b, DedupThresholds(), subject=subject, additive=True)
+    return tier == Tier.DUPLICATE or restates(a, b, subject) or restates(b, a, subject)
+
+
+@dataclass(slots=True)
+class StoredFact:
+    """What the checks read of a stored fact."""
+
+    text: str
+    subject: str
+    scope: str | None  # user id
+    turn_ids: list[str]
+    category: str
+
+
+@dataclass(slots=True)
+class JunkTally:
+    """Counts of facts failing each check, with a few examples of each."""
+
+    facts: int = 0
+    from_assistant: int = 0
+    code_or_url: int = 0
+    over_300: int = 0
+    request_or_question: int = 0
+    duplicates: int = 0
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def note(self, check: str, text: str) -> None:
+        setattr(self, check, getattr(self, check) + 1)
+        kept = self.examples.setdefault(check, [])
+        if len(kept) < 5:
+            kept.append(text[:200])
+
+    def figures(self) -> dict[str, object]:
+        n = max(1, self.facts)
+        checks = ("from_assistant", "code_or_url", "over_300", "request_or_question", "duplicates")
+        return {
+            "facts": self.facts,
+            **{c: getattr(self, c) for c in checks},
+            **{f"{c}_share": round(getattr(self, c) / n, 4) for c in checks},
+            "examples": self.examples,
+        }
+
+
+def check_facts(
+    facts: Sequence[StoredFact],
+    vectors: np.ndarray,
+    roles: dict[str, str],
+    said: dict[str, str],
+    tally: JunkTally,
+) -> None:
+    """Add one conversation's facts (in the order they were stored) to ``tally``. ``vectors`` are
+    their normalised embeddings, row by row."""
+    sims = vectors @ vectors.T if len(facts) else np.zeros((0, 0))
+    for i, f in enumerate(facts):
+        tally.facts += 1
+        if from_assistant(f.text, f.subject, f.turn_ids, roles, said):
+            tally.note("from_assistant", f.text)
+        if has_code(f.text) or has_url(f.text):
+            tally.note("code_or_url", f.text)
+        if len(f.text) > MAX_CHARS:
+            tally.note("over_300", f.text)
+        if is_request(f.text):
+            tally.note("request_or_question", f.text)
+        earlier = [
+            j
+            for j in range(i)
+            if facts[j].scope == f.scope
+            and near_duplicate(
+                f.text, facts[j].text, float(sims[i, j]), f.subject if f.subject == facts[j].subject else None
+            )
+        ]
+        if earlier:
+            tally.note("duplicates", f"{f.text}  ==  {facts[earlier[0]].text}")

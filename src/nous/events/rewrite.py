@@ -1,0 +1,218 @@
+"""A person's sentence rewritten as a standalone third-person statement about them.
+
+"I went to a support group yesterday", said by Caroline on 8 May 2023, becomes "Caroline went
+to a support group on 7 May 2023". The first reference names the person; later ones are "they"
+/ "them" / "their" with the verb agreeing ("I'm sure I have" -> "Caroline is sure they have").
+"We" is the person and their family, or their team when the sentence is about work; relative
+dates become absolute.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from nous.events.lexicon import ADVERBS, IRREGULAR_PAST
+from nous.events.screen import strip_openers
+
+_TOKEN = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)?|\s+|[^A-Za-z\s]+")
+_WORK = re.compile(
+    r"\b(team|project|company|office|colleagues?|co-?workers?|clients?|customers?|sprint|deploy\w*|"
+    r"release\w*|migrat\w+|codebase|app|service|server|database|product|startup|manager|meeting|"
+    r"launch\w*|repo\w*|stack|backend|frontend|api|production|staging|code|feature|system|platform|"
+    r"pipeline|infrastructure|cluster|schema|ledger|payments?|billing|budget|deadline|roadmap|vendor|"
+    r"contract|hiring|hire|quarter|revenue|users?)\b",
+    re.IGNORECASE,
+)
+_PARTICIPLE = frozenset({"been", "had", "gone", "done", "seen", "never", "already", "just", "finished"})
+_SINGULAR = {"am": "is", "have": "has", "do": "does", "don't": "doesn't", "haven't": "hasn't", "go": "goes"}
+_PLURAL = {"am": "are", "was": "were", "wasn't": "weren't"}
+_TAIL = re.compile(
+    r"\s*(?:\s[-–—]\s|;|,? and it was\b|,? it was\b|,? it's been\b|,? which (?:was|is)\b|"
+    r",? so (?:much )?(?:fun|cool|great)\b|,? lol\b|,? haha\b).*$",
+    re.IGNORECASE,
+)
+_SLANG = [
+    (r"^(?:gonna|going to)\b", "I'm going to"),
+    (r"^wanna\b", "I want to"),
+    (r"\bgonna\b", "going to"),
+    (r"\bwanna\b", "want to"),
+    (r"\bgotta\b", "have to"),
+    (r"(?<!\w)'cause\b", "because"),
+    (r"\bfam\b", "family"),
+    (r"\bedu\b", "education"),
+    (r"\bkiddos\b", "kids"),
+    (r"\bbday\b", "birthday"),
+]
+_STANDING_LEAD = re.compile(r"^(?:please\s+)?(from now on|in (?:the )?future|going forward)?,?\s*", re.I)
+MIN_CORE_WORDS = 5
+
+
+def agree(verb: str) -> str:
+    """Third-person singular present of a verb that followed "I" ("love" -> "loves")."""
+    low = verb.lower()
+    if low in _SINGULAR:
+        return _SINGULAR[low]
+    past = low.endswith("ed") and not low.endswith("eed") and low not in ("embed", "shed")
+    if low in IRREGULAR_PAST or low in ADVERBS or past or not low.isalpha():
+        return verb
+    if low.endswith("ing") and len(low) > 5:
+        return verb
+    if low.endswith(("ss", "us", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if low.endswith("s"):
+        return verb
+    if low.endswith("y") and len(low) > 2 and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+@dataclass(slots=True)
+class _Person:
+    name: str
+    group: str  # "family" or "the team": who "we" are besides the person
+    named: bool = False  # the person has been named in this sentence
+
+    def subject(self) -> tuple[str, bool]:
+        """What "I" becomes, and whether it is singular (the name) or "they"."""
+        if self.named:
+            return "they", False
+        self.named = True
+        return self.name, True
+
+    def possessive(self) -> str:
+        if self.named:
+            return "their"
+        self.named = True
+        return f"{self.name}'s"
+
+    def group_subject(self) -> str:
+        if self.named:
+            return "they"
+        self.named = True
+        return f"{self.name} and {self.group}"
+
+
+def _pronouns(text: str, person: _Person) -> str:
+    tokens = _TOKEN.findall(text)
+    out = list(tokens)
+    words = [i for i, t in enumerate(tokens) if t[0].isalpha()]
+
+    def next_word(k: int) -> int | None:
+        """The token index of the word after words[k] when only spaces separate them, adverbs
+        ("really", "also") skipped: the verb of an "I"."""
+        j = k + 1
+        while j < len(words) and all(tokens[x].isspace() for x in range(words[j - 1] + 1, words[j])):
+            if tokens[words[j]].lower() not in ADVERBS:
+                return words[j]
+            j += 1
+        return None
+
+    for k, i in enumerate(words):
+        token = tokens[i].replace("’", "'")
+        low = token.lower()
+        if "-" in (tokens[i - 1] if i else "", tokens[i + 1] if i + 1 < len(tokens) else ""):
+            continue  # part of a compound ("me-time")
+        if low in ("i", "i'm", "i've", "i'd", "i'll") and token[0] == "I":
+            who, singular = person.subject()
+            following = next_word(k)
+            if low == "i'm":
+                out[i] = f"{who} {'is' if singular else 'are'}"
+            elif low == "i've":
+                out[i] = f"{who} {'has' if singular else 'have'}"
+            elif low == "i'd":
+                nxt = tokens[following].lower() if following is not None else ""
+                out[i] = f"{who} {'had' if nxt in _PARTICIPLE or nxt.endswith('ed') else 'would'}"
+            elif low == "i'll":
+                out[i] = f"{who} will"
+            else:
+                out[i] = who
+                if following is not None:
+                    verb = tokens[following]
+                    out[following] = agree(verb) if singular else _PLURAL.get(verb.lower(), verb)
+        elif low in ("me", "myself"):
+            out[i] = {"me": "them", "myself": "themselves"}[low] if person.named else person.subject()[0]
+        elif low == "my":
+            out[i] = person.possessive()
+        elif low == "mine":
+            out[i] = "theirs" if person.named else f"{person.possessive()}"
+        elif low in ("we", "we're", "we've", "we'd", "we'll"):
+            who = person.group_subject()
+            out[i] = (
+                who + {"we": "", "we're": " are", "we've": " have", "we'd": " would", "we'll": " will"}[low]
+            )
+        elif token in ("us", "Us"):
+            out[i] = "them" if person.named else person.group_subject()
+        elif low in ("our", "ours"):
+            out[i] = ("their" if low == "our" else "theirs") if person.named else person.possessive()
+        elif low == "ourselves":
+            out[i] = "themselves"
+    return "".join(out)
+
+
+def core(sentence: str) -> str:
+    """The statement without its trailing comment ("... - it was so fun") and chat slang."""
+    text = _TAIL.sub("", sentence).strip()
+    if len(text.split()) < MIN_CORE_WORDS:
+        text = sentence
+    for pattern, repl in _SLANG:
+        text = re.sub(pattern, repl, text, flags=re.IGNORECASE)
+    return text
+
+
+def _finish(text: str) -> str:
+    text = re.sub(r"(?:,?\s+(?:and|but|so|or|because|with|to))+\W*$", "", " ".join(text.split())).strip(
+        " ,;:-"
+    )
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    text = text.rstrip("!").rstrip()
+    return text if text.rstrip("\"')").endswith((".", "?")) else text + "."
+
+
+def third_person(sentence: str, name: str, at: datetime) -> str:
+    """``sentence`` about ``name`` instead of "I", with relative dates made absolute."""
+    text = strip_openers(resolve_dates(core(sentence), at))
+    group = "the team" if _WORK.search(text) else "family"
+    return _finish(_pronouns(text, _Person(name, group)))
+
+
+def standing_instruction_fact(sentence: str, name: str, at: datetime) -> str:
+    """A standing instruction as a preference: "Always include version numbers when I ask ..." said
+    by Craig -> "Craig wants the assistant to always include version numbers when they ask ..."."""
+    text = resolve_dates(strip_openers(sentence), at)
+    lead = _STANDING_LEAD.match(text)
+    when = lead.group(1) if lead and lead.group(1) else ""
+    body = text[lead.end() if lead else 0 :].rstrip(".! ")
+    body = body[:1].lower() + body[1:]
+    rewritten = _pronouns(body, _Person(name, "the team", named=True))
+    return _finish(f"{name} wants the assistant to {rewritten}{' ' + when.lower() if when else ''}")
+
+
+def _day(t: datetime) -> str:
+    return f"{t.day} {t:%B %Y}"
+
+
+def resolve_dates(text: str, at: datetime) -> str:
+    """Relative dates ("yesterday", "last year", "next month") as absolute ones, from ``at``."""
+    last_month = at.replace(day=1) - timedelta(days=1)
+    next_month = (at.replace(day=28) + timedelta(days=4)).replace(day=1)
+    rules = [
+        (r"\byesterday\b", f"on {_day(at - timedelta(days=1))}"),
+        (r"\btoday\b", f"on {_day(at)}"),
+        (r"\btomorrow\b", f"on {_day(at + timedelta(days=1))}"),
+        (r"\blast night\b", f"on the night of {_day(at - timedelta(days=1))}"),
+        (r"\blast week(end)?\b", f"the week before {_day(at)}"),
+        (r"\bnext week(end)?\b", f"the week after {_day(at)}"),
+        (r"\blast month\b", f"in {last_month:%B %Y}"),
+        (r"\bnext month\b", f"in {next_month:%B %Y}"),
+        (r"\bthis month\b", f"in {at:%B %Y}"),
+        (r"\blast year\b", f"in {at.year - 1}"),
+        (r"\bthis year\b", f"in {at.year}"),
+        (r"\bnext year\b", f"in {at.year + 1}"),
+    ]
+    for pattern, repl in rules:
+        text = re.sub(pattern, repl, text, flags=re.IGNORECASE)
+    return text

@@ -1,0 +1,125 @@
+"""What a conversation is about: its key phrases, most telling first.
+
+A phrase is a run of up to three words that are neither function words, chat filler nor common
+verbs ("password hashing", "support group", "Gunicorn"), counted over the prose of every message
+(pasted code is no topic); a person's words count twice an assistant's, and a phrase of two or
+three words counts more than a single word said as often. Each phrase is shown in its most
+frequent spelling ("PostgreSQL", "support group").
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from nous.events.lexicon import GENERIC, STOP_WORDS
+
+MAX_WORDS = 3
+LONGER_BONUS = 1.0  # each word beyond the first adds this share to a phrase's count
+SINGLE_WORD = 0.6  # a single word ("error", "API") tells less than a phrase
+_DETERMINERS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "my",
+        "your",
+        "our",
+        "their",
+        "his",
+        "her",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "some",
+        "any",
+    ]
+)
+_PARTICIPLE = re.compile(r"^[a-z]+(?<!e)ed$")
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9+#'.-]*[A-Za-z0-9+#]|[A-Za-z]|[^\sA-Za-z]+")  # "Render.com" is one
+
+
+def _is_word(token: str, skip: frozenset[str] | set[str]) -> bool:
+    low = token.lower()
+    return (
+        token[0].isalpha()
+        and len(low) > 2
+        and "'" not in low  # "I'm", "can't", "Jon's"
+        and not low.endswith("ly")  # adverbs: "finally", "really"
+        and low not in STOP_WORDS
+        and low not in GENERIC
+        and low not in skip
+    )
+
+
+def _noun_phrase(run: list[str], after: str) -> list[str]:
+    """A run of content words without what is likely a verb: a last word before a determiner
+    ("migration *eats* my week") and participles at either end ("offsite *sorted*")."""
+    if run and after.lower() in _DETERMINERS:
+        run = run[:-1]
+    while run and _PARTICIPLE.search(run[-1]):
+        run = run[:-1]
+    while run and _PARTICIPLE.search(run[0]):
+        run = run[1:]
+    return run
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Phrases with a word in common ("budget tracker", "personal budget")."""
+    return bool(set(a.split()) & set(b.split()))
+
+
+def _incidental(key: str, counts: dict[str, float]) -> bool:
+    """A three-word phrase whose last or first word adds nothing: one of its two-word parts is
+    said exactly as often ("Lisbon offsite sorted" / "Lisbon offsite")."""
+    words = key.split()
+    if len(words) < MAX_WORDS:
+        return False
+    return any(counts.get(" ".join(part), 0.0) == counts[key] for part in (words[1:], words[:-1]))
+
+
+def key_phrases(
+    texts: Iterable[tuple[str, float]], *, names: Iterable[str] = (), limit: int = 5
+) -> list[str]:
+    """The ``limit`` most telling phrases of ``texts`` (prose, weight), best first, none inside
+    another."""
+    skip = {w.lower() for n in names for w in n.split()} | {"user", "assistant"}
+    counts: dict[str, float] = {}
+    spellings: dict[str, Counter[str]] = {}
+    for text, weight in texts:
+        run: list[str] = []
+        seen: set[str] = set()  # a phrase counts once per text
+        for token in [*_TOKEN.findall(text), "."]:
+            if _is_word(token, skip):
+                run.append(token)
+                continue
+            run = _noun_phrase(run, token)
+            for n in range(1, MAX_WORDS + 1):
+                for i in range(len(run) - n + 1):
+                    surface = " ".join(run[i : i + n])
+                    key = surface.lower()
+                    spellings.setdefault(key, Counter())[surface] += 1
+                    if key not in seen:
+                        seen.add(key)
+                        counts[key] = counts.get(key, 0.0) + weight
+            run = []
+
+    def rank(key: str) -> float:
+        words = key.count(" ") + 1
+        return counts[key] * (1 + LONGER_BONUS * (words - 1)) * (1.0 if words > 1 else SINGLE_WORD)
+
+    ranked = sorted(counts.items(), key=lambda kv: (-rank(kv[0]), kv[0]))
+    out: list[str] = []
+    for key, score in ranked:
+        if out and (score < 2 or spellings[key].total() < 2):
+            continue  # besides the first, a phrase said once is no topic
+        if any(_overlap(key, kept.lower()) for kept in out) or _incidental(key, counts):
+            continue
+        surface, times = spellings[key].most_common(1)[0]
+        out.append(surface if times * 2 > spellings[key].total() else key)  # "Flask", "PostgreSQL"
+        if len(out) == limit:
+            break
+    return out
