@@ -76,7 +76,9 @@ def test_learn_and_recall_json_contract(backend: str, tmp_path: Path, request: p
     assert {h["id"] for h in hits} == {payload["id"], related["id"]}
     assert lasagne["id"] not in {h["id"] for h in hits}
     assert {"id", "type", "content", "score"} <= hits[0].keys() and hits[0]["type"] == "fact"
-    assert hits[0]["score"] >= hits[1]["score"]
+    assert hits[0]["score"] >= hits[1]["score"] and hits[0]["current"] and hits[0]["occurred_at"]
+    strict = _nous(["recall", "memory safety in Rust", "--min-score", "1"], env)
+    assert strict.returncode == 0 and "nothing relevant found" in strict.stderr
     if backend == "sqlite":
         assert (tmp_path / "home" / "nous.db").exists()
 
@@ -91,6 +93,7 @@ def test_errors_are_one_line_and_non_zero(tmp_path: Path) -> None:
         (["learn", "x", "--confidence", "abc"], "Invalid value for '--confidence'"),
         (["no-such-command"], "No such command"),
         (["recall"], "Missing argument"),
+        (["recall", "x", "--min-score", "2"], "--min-score"),
     ):
         usage = _nous(args, env)  # a usage mistake: one line that says where to look, exit 2
         assert usage.returncode == 2 and usage.stdout == ""

@@ -53,7 +53,10 @@ async def test_the_tools_in_process(
         again = _data(await a.call_tool("remember", {"content": "The staging cluster runs in eu-west-1"}))
         assert again["status"] == "duplicate" and again["existing_id"] == stored["id"]
         hits = _data(await a.call_tool("recall", {"query": "where does staging run?", "limit": 3}))
-        assert hits[0]["id"] == stored["id"]
+        assert hits[0]["id"] == stored["id"] and 0 < hits[0]["score"] <= 1 and hits[0]["current"]
+        assert hits[0]["at"]  # every result is dated
+        strict = await a.call_tool("recall", {"query": "where does staging run?", "min_score": 1.0})
+        assert _data(strict) == []
         decision = _data(
             await a.call_tool(
                 "record_decision",

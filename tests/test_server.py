@@ -136,6 +136,9 @@ def test_memories_and_recall_follow_the_contract_and_stay_with_their_agent(
         assert got.status_code == 200 and got.json()["content"] == "The staging cluster runs in eu-west-1"
         hits = a.post("/v1/recall", json={"query": "where does staging run?", "limit": 3}).json()["results"]
         assert hits and hits[0]["id"] == fact["id"] and {"id", "type", "content", "score"} <= hits[0].keys()
+        assert 0 < hits[0]["score"] <= 1 and hits[0]["current"] is True and hits[0]["occurred_at"]
+        above = a.post("/v1/recall", json={"query": "where does staging run?", "min_score": 1.0}).json()
+        assert above["results"] == []  # nothing is certain
         # Agent B: another agent's id is exactly a missing id, and its recall never sees A's memory.
         theirs = _is_problem(b.get(f"/v1/memories/{fact['id']}"), 404)
         missing = _is_problem(b.get("/v1/memories/00000000-0000-4000-8000-000000000000"), 404)
@@ -178,6 +181,7 @@ def test_bad_requests_are_problem_details_never_500(served: tuple[LiveServer, di
         _is_problem(a.post("/v1/memories", json={"type": "fact", "content": "ok", "surprise": 1}), 422)
         _is_problem(a.post("/v1/recall", json={"query": "x", "limit": 0}), 422)
         _is_problem(a.post("/v1/recall", json={"query": "x", "preset": "no-such-preset"}), 422)
+        _is_problem(a.post("/v1/recall", json={"query": "x", "min_score": 2}), 422)
         _is_problem(
             a.post("/v1/memories", content=b"x" * 4_100_000, headers={"content-type": "application/json"}),
             413,

@@ -61,7 +61,7 @@ async def store_sample(nous: Nous, sample: dict[str, Any]) -> dict[str, int]:
             source="demo",
             actor="demo",
         )
-    await nous.record_decision(**sample["decision"], episode_id=episode.id, actor="demo")
+    await nous.record_decision(**sample["decision"], episode_id=episode.id, occurred_at=started, actor="demo")
     await nous.end_episode(
         episode.id,
         summary="Planned the Lisbon offsite and the ledger migration.",
