@@ -25,7 +25,9 @@ from nous.cli.app import app as cli_app
 from nous.server import create_app, create_key
 from tests.test_server import LiveServer, live
 
-MARK = re.compile(r"zorblax|quillon|7419", re.IGNORECASE)  # words only the owner's memories hold
+# Words only the owner's memories hold. The number stands alone: inside a timestamp, a float or a
+# UUID ("…:41.974190", "…-7419-…") the same digits are chance, not a leak.
+MARK = re.compile(r"zorblax|quillon|(?<![-\w.])7419(?![-\w])", re.IGNORECASE)
 FACT = "The vault combination for Zorblax Industries is 7419"
 DECISION = "Move the Zorblax ledger to the Quillon cluster"
 TURN = "Remind me that the Zorblax launch is on Friday"
