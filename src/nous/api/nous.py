@@ -58,7 +58,7 @@ from nous.models.events import Event, EventStatus
 from nous.models.llm import LLMUsage
 from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
-from nous.retrieval.search import validate_limit_and_window, validate_min_score
+from nous.retrieval.query import validate_limit_and_window, validate_min_score
 from nous.storage import Store, create_store
 from nous.storage.base import PutEdge, RetryEvent
 

@@ -10,10 +10,8 @@ that put it there.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -25,88 +23,33 @@ from nous.memory import MemoryRepository
 from nous.memory.lifecycle import rank_factor
 from nous.models import Memory, MemoryKind, RecallHit
 from nous.retrieval import rerank
-from nous.retrieval.intent import NONE as NO_INTENT
-from nous.retrieval.intent import Intent, query_intent
+from nous.retrieval.candidates import (
+    FEATURE_INDEX,
+    Candidate,
+    Pools,
+    Run,
+    in_scope,
+    is_current,
+    nothing_close,
+    raw_score,
+    scaled,
+)
+from nous.retrieval.intent import query_intent
+from nous.retrieval.query import (
+    RecallQuery,
+    asks_about_recency,
+    validate_limit_and_window,
+    validate_min_score,
+)
 from nous.retrieval.timeparse import ParsedQuery, TimeWindow, parse_time_expression
 from nous.retrieval.weights import DEFAULT_WEIGHTS, RetrievalWeights, preset
 from nous.storage import MemoryQuery, ScoredId
 from nous.storage.base import CandidateInfo
 
-MAX_LIMIT = 1000
-# Questions about what is current or recent: only these (and time windows, recaps) use recency.
-_RECENCY_CUES = re.compile(
-    r"\b(recent|recently|latest|lately|newest|current|currently|now|nowadays|these days|"
-    r"anymore|still|so far|updated?|last time|most recent|at the moment|right now)\b",
-    re.IGNORECASE,
-)
-
-
-def asks_about_recency(text: str) -> bool:
-    """Whether a query is about what is current or recent (not merely about a time)."""
-    return _RECENCY_CUES.search(text) is not None
-
-
-@dataclass(slots=True)
-class RecallQuery:
-    """What to look for and where."""
-
-    text: str
-    limit: int = 10
-    kinds: tuple[MemoryKind, ...] | None = None
-    user_id: str | None = None
-    shared: bool = True  # with user_id: also the memories that belong to no user
-    session_id: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    include_inactive: bool = False
-    include_superseded: bool = False
-    frame: str | None = None
-    active_censors: tuple[str, ...] | None = None
-    now: datetime | None = None  # reference time for "yesterday", "last week", recency
-    # The store as it stood at this time: later memories unseen, a fact superseded after it current.
-    as_of: datetime | None = None
-    parse_time: bool = True
-    preset: str | None = None  # a named RetrievalWeights preset (None: the retriever's own)
-    min_score: float = 0.0  # results scoring below this are left out
-
-
-@dataclass(slots=True)
-class _Candidate:
-    id: str
-    base: float = 0.0  # reciprocal-rank fusion of the dense and keyword pools
-    score: float = 0.0
-    signals: dict[str, float] | None = None
-
-    def signal(self, name: str, value: float) -> None:
-        if self.signals is None:
-            self.signals = {}
-        self.signals[name] = value
-
-    def rounded_signals(self) -> dict[str, float]:
-        return {k: round(float(v), 6) for k, v in (self.signals or {}).items()}
-
 
 def cosine_search_query(repo: MemoryRepository, kinds: tuple[MemoryKind, ...] | None) -> MemoryQuery:
     """Scope for direct-cosine lookups (dedup): active, current memories of the given kinds."""
     return MemoryQuery(agent_id=repo.agent_id, kinds=kinds)
-
-
-def validate_limit_and_window(limit: object, since: object, until: object) -> None:
-    """Check a result limit (1..MAX_LIMIT) and an optional [since, until) window."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInputError(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
-    for name, value in (("since", since), ("until", until)):
-        if value is not None and not isinstance(value, datetime):
-            raise InvalidInputError(f"{name} must be a datetime", field=name)
-    if isinstance(since, datetime) and isinstance(until, datetime) and as_utc(since) >= as_utc(until):
-        raise InvalidInputError("since must be before until", field="since")
-
-
-def validate_min_score(value: object) -> float:
-    """A minimum score: a number from 0 to 1."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise InvalidInputError("min_score must be a number from 0 to 1", field="min_score")
-    return float(value)
 
 
 class Retriever:
@@ -133,7 +76,7 @@ class Retriever:
             if run.weights.boosts:
                 await self._outside_window(run, q)
         w, candidates, memories = run.weights, run.candidates, run.memories
-        if q.min_score > 0 and w.rerank and not run.parsed.recap and _nothing_close(candidates.values(), w):
+        if q.min_score > 0 and w.rerank and not run.parsed.recap and nothing_close(candidates.values(), w):
             return []  # no memory shares a word with the question or comes near it in meaning
         self._context_boosts(candidates, memories, q)
         if run.parsed.recap:
@@ -155,7 +98,7 @@ class Retriever:
                 score=round(c.score, 6),
                 signals=c.rounded_signals(),
                 occurred_at=full[c.id].occurred_at,
-                current=_current(full[c.id], q.as_of),
+                current=is_current(full[c.id], q.as_of),
                 memory=full[c.id],
             )
             for c in ranked
@@ -171,7 +114,7 @@ class Retriever:
         return rows, query
 
     # -- steps ----------------------------------------------------------------------
-    async def _collect(self, q: RecallQuery, *, keep_features: bool = False) -> _Run:
+    async def _collect(self, q: RecallQuery, *, keep_features: bool = False) -> Run:
         """Validate, search, fuse and re-rank: everything before the context multipliers."""
         text = self._validate(q)
         # Naive times are UTC, as everywhere in Nous (a naive ``since`` next to a parsed window's
@@ -192,7 +135,7 @@ class Retriever:
         if not pools.candidates and window is not None and q.since is None and q.until is None:
             window, scope = None, self._scope(q, None)  # nothing in the window: search everything
             pools = await self._search(text, scope, w)
-        run = _Run(w, now, parsed, window, pools.candidates, pools.memories, intent=query_intent(text))
+        run = Run(w, now, parsed, window, pools.candidates, pools.memories, intent=query_intent(text))
         run.candidates = {i: c for i, c in run.candidates.items() if i in run.memories}
         session_strength = self._session_strength(run.candidates, run.memories, w) if w.boosts else {}
         graph = await self._graph_evidence(run.candidates, run.memories, scope, w) if w.boosts else {}
@@ -200,12 +143,12 @@ class Retriever:
             await self._rerank(run, pools, text, session_strength, graph, keep_features, q.user_id)
         else:
             for c in run.candidates.values():
-                c.score = _raw_score(c, w)
+                c.score = raw_score(c, w)
         if w.boosts and (parsed.recap or asks_about_recency(text)):
             self._recency(run)
         return run
 
-    async def _outside_window(self, run: _Run, q: RecallQuery) -> None:
+    async def _outside_window(self, run: Run, q: RecallQuery) -> None:
         """A time window read from the question's words narrows the search, but not blindly: words
         can look like a time and not be one ("who looks after the BACS file?", "is it in April now
         instead of March?"). The question is also searched whole, without the window; what that
@@ -225,7 +168,7 @@ class Retriever:
             run.memories[cid] = wide.memories[cid]
         run.loaded = {**wide.loaded, **run.loaded}
 
-    def _recency(self, run: _Run) -> None:
+    def _recency(self, run: Run) -> None:
         """Questions about what is current: newer memories get up to ``recency`` more score,
         in proportion to their place between the oldest and newest of the head. Not applied
         to any other question: an answer is not better for being recent."""
@@ -296,14 +239,14 @@ class Retriever:
 
     async def _search(
         self, text: str, scope: MemoryQuery, w: RetrievalWeights, *, keyword_text: str | None = None
-    ) -> _Pools:
+    ) -> Pools:
         """Dense and keyword pools fused by reciprocal rank, with the candidates' descriptions
         (``keyword_text``, if given, is what the keyword side searches).
 
         Each side describes its hits as soon as its search returns, overlapping the other search.
         """
         store, agent_id = self.repo.store, self.repo.agent_id
-        pools = _Pools()
+        pools = Pools()
 
         async def described(hits: list[ScoredId]) -> tuple[list[ScoredId], dict[str, CandidateInfo]]:
             return hits, await store.describe(agent_id, [h.id for h in hits])
@@ -332,20 +275,20 @@ class Retriever:
         (dense, dense_info), (keyword, keyword_info) = await asyncio.gather(dense_side(), keyword_side())
         pools.memories = {**dense_info, **keyword_info}
         for rank, hit in enumerate(dense):  # knowledge found past the full pool ranks past its end
-            c = pools.candidates.setdefault(hit.id, _Candidate(hit.id))
+            c = pools.candidates.setdefault(hit.id, Candidate(hit.id))
             c.base += 1.0 / (w.rrf_k + rank + 1)
             c.signal("dense", hit.score)
             c.signal("dense_rank", rank + 1)
             pools.cosine[hit.id] = hit.score
         for rank, hit in enumerate(keyword):
-            c = pools.candidates.setdefault(hit.id, _Candidate(hit.id))
+            c = pools.candidates.setdefault(hit.id, Candidate(hit.id))
             c.base += 1.0 / (w.rrf_k + rank + 1)
             c.signal("keyword", hit.score)
             c.signal("keyword_rank", rank + 1)
         return pools
 
     def _session_strength(
-        self, candidates: dict[str, _Candidate], memories: dict[str, CandidateInfo], w: RetrievalWeights
+        self, candidates: dict[str, Candidate], memories: dict[str, CandidateInfo], w: RetrievalWeights
     ) -> dict[str, float]:
         """Per session, the sum of its best base scores relative to the strongest session (0..1)."""
         by_session: dict[str, list[float]] = defaultdict(list)
@@ -361,7 +304,7 @@ class Retriever:
 
     async def _graph_evidence(
         self,
-        candidates: dict[str, _Candidate],
+        candidates: dict[str, Candidate],
         memories: dict[str, CandidateInfo],
         scope: MemoryQuery,
         w: RetrievalWeights,
@@ -385,16 +328,16 @@ class Retriever:
         out: dict[str, float] = {}
         for mid, value in evidence.items():
             memory = memories.get(mid)
-            if memory is None or not _in_scope(memory, scope):
+            if memory is None or not in_scope(memory, scope):
                 continue
-            candidates.setdefault(mid, _Candidate(mid))
+            candidates.setdefault(mid, Candidate(mid))
             out[mid] = value
         return out
 
     async def _rerank(
         self,
-        run: _Run,
-        pools: _Pools,
+        run: Run,
+        pools: Pools,
         query: str,
         session_strength: dict[str, float],
         graph: dict[str, float],
@@ -465,7 +408,7 @@ class Retriever:
                 run.features.append((c.id, x))
 
     def _context_boosts(
-        self, candidates: dict[str, _Candidate], memories: dict[str, CandidateInfo], q: RecallQuery
+        self, candidates: dict[str, Candidate], memories: dict[str, CandidateInfo], q: RecallQuery
     ) -> None:
         """Lifecycle, frame and censor overlap (multiplicative)."""
         w = preset(q.preset) if q.preset is not None else self.weights
@@ -490,7 +433,7 @@ class Retriever:
 
     @staticmethod
     def _below_successors(
-        candidates: dict[str, _Candidate], memories: dict[str, CandidateInfo], w: RetrievalWeights
+        candidates: dict[str, Candidate], memories: dict[str, CandidateInfo], w: RetrievalWeights
     ) -> None:
         """Asked for the history too, a replaced memory still never ranks above what replaced it:
         just below its successor when that is among the results, faded otherwise."""
@@ -506,7 +449,7 @@ class Retriever:
 
     async def _recap(
         self,
-        candidates: dict[str, _Candidate],
+        candidates: dict[str, Candidate],
         memories: dict[str, CandidateInfo],
         q: RecallQuery,
         window: TimeWindow | None,
@@ -534,14 +477,14 @@ class Retriever:
         top = min(1.0, max((c.score for c in candidates.values()), default=0.0))
         for rank, episode in enumerate(recent):
             memories[episode.id] = CandidateInfo.of(episode)
-            c = candidates.setdefault(episode.id, _Candidate(episode.id))
+            c = candidates.setdefault(episode.id, Candidate(episode.id))
             # Above everything else, in order of time, and still a share of 1.
             c.score = top + (1.0 - top) * (w.recap_max - rank) / (w.recap_max + 1)
             c.signal("recap", rank + 1)
 
     def _floor(
-        self, ranked: list[_Candidate], memories: dict[str, CandidateInfo], w: RetrievalWeights
-    ) -> list[_Candidate]:
+        self, ranked: list[Candidate], memories: dict[str, CandidateInfo], w: RetrievalWeights
+    ) -> list[Candidate]:
         """Drop memories that only the dense search found, with a cosine below their type's floor."""
         floors = w.min_cosine
         out = []
@@ -553,11 +496,11 @@ class Retriever:
             out.append(c)
         return out
 
-    async def _diversify(self, ranked: list[_Candidate], limit: int, w: RetrievalWeights) -> list[_Candidate]:
+    async def _diversify(self, ranked: list[Candidate], limit: int, w: RetrievalWeights) -> list[Candidate]:
         """Skip results nearly identical to a better one (greedy, cosine over stored vectors)."""
         head = ranked[: limit * 3]
         vectors = await self.repo.store.vectors(self.repo.agent_id, [c.id for c in head])
-        chosen: list[_Candidate] = []
+        chosen: list[Candidate] = []
         kept: list[np.ndarray] = []
         for c in head:
             vec = vectors.get(c.id)
@@ -569,90 +512,3 @@ class Retriever:
             if len(chosen) == limit:
                 break
         return chosen
-
-
-FEATURE_INDEX = {name: i for i, name in enumerate(rerank.FEATURES)}
-
-
-def scaled(score: float, factor: float) -> float:
-    """A relevance (0..1) with its odds multiplied by ``factor``: a boost or a fade that keeps the
-    score a probability (for small scores it is simply ``score * factor``)."""
-    if score >= 1.0 or factor == 1.0:
-        return score
-    return score * factor / (1.0 - score + score * factor)
-
-
-def _raw_score(c: _Candidate, w: RetrievalWeights) -> float:
-    """The score of a preset without the re-ranker: what that search alone would report (the
-    cosine for dense alone, BM25 for keywords alone, reciprocal-rank fusion for both)."""
-    signals = c.signals or {}
-    if not w.keyword:
-        return max(0.0, signals.get("dense", 0.0))
-    if not w.dense:
-        return signals.get("keyword", 0.0)
-    return c.base
-
-
-@dataclass(slots=True)
-class _Pools:
-    """What the dense and keyword searches found."""
-
-    candidates: dict[str, _Candidate] = field(default_factory=dict)
-    memories: dict[str, CandidateInfo] = field(default_factory=dict)
-    cosine: dict[str, float] = field(default_factory=dict)
-    query_vector: np.ndarray | None = None
-
-
-@dataclass(slots=True)
-class _Run:
-    """One recall's state between the steps."""
-
-    weights: RetrievalWeights
-    now: datetime
-    parsed: ParsedQuery
-    window: TimeWindow | None
-    candidates: dict[str, _Candidate]
-    memories: dict[str, CandidateInfo]
-    loaded: dict[str, Memory] = field(default_factory=dict)
-    features: list[tuple[str, np.ndarray]] = field(default_factory=list)
-    query_features: np.ndarray | None = None
-    intent: Intent = NO_INTENT
-
-
-def _nothing_close(candidates: Iterable[_Candidate], w: RetrievalWeights) -> bool:
-    """No candidate has keyword evidence, none is of the kind the question asks for ("what did we
-    decide?" shares no word with the decision) and none is as close as ``nothing_below_cosine``:
-    the question is about something the store never heard of ("xyzzy plugh"), and the best of
-    the noise is still noise."""
-    for c in candidates:
-        signals = c.signals or {}
-        if signals.keys() & {"keyword", "kind_match"} or signals.get("dense", 0.0) >= w.nothing_below_cosine:
-            return False
-    return True
-
-
-def _current(memory: Memory, as_of: datetime | None) -> bool:
-    """Not superseded (as of ``as_of``, when given: a fact replaced later was current then)."""
-    if memory.superseded_by is None:
-        return True
-    return as_of is not None and memory.valid_to is not None and memory.valid_to > as_of
-
-
-def _in_scope(memory: CandidateInfo, scope: MemoryQuery) -> bool:
-    """Whether a memory reached by an edge passes the query's filters."""
-    if scope.kinds and memory.kind not in scope.kinds:
-        return False
-    if not scope.include_inactive and not memory.active:
-        return False
-    if not scope.include_superseded and memory.superseded_by is not None:
-        return False
-    others = scope.user_id is not None and memory.user_id != scope.user_id
-    if others and not (scope.shared and memory.user_id is None):
-        return False
-    if scope.session_id is not None and memory.session_id != scope.session_id:
-        return False
-    if scope.since and memory.occurred_at < scope.since:
-        return False
-    if scope.as_of and memory.occurred_at > scope.as_of:
-        return False
-    return not (scope.until and memory.occurred_at >= scope.until)
