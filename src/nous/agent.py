@@ -177,19 +177,7 @@ class AgentRunner:
                 user_id=self.user_id,
                 in_session=session,
             )
-            return {
-                "results": [
-                    {
-                        "id": h.id,
-                        "type": h.kind.value,
-                        "content": h.content,
-                        "score": h.score,
-                        "at": h.occurred_at.isoformat(),
-                        "current": h.current,
-                    }
-                    for h in hits
-                ]
-            }
+            return {"results": [h.brief() for h in hits]}
         if call.name == "recall_recent":
             found = await n.recall_recent(limit=int(a.get("limit", 5)), user_id=self.user_id)
             return {

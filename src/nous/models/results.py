@@ -62,6 +62,17 @@ class RecallHit(BaseModel):
     )
     memory: Memory
 
+    def brief(self) -> dict[str, Any]:
+        """What a tool hands a model: the memory's text, kind, relevance, date and currency."""
+        return {
+            "id": self.id,
+            "type": self.kind.value,
+            "content": self.content,
+            "score": self.score,
+            "at": self.occurred_at.isoformat(),
+            "current": self.current,
+        }
+
 
 class HistoryAction(StrEnum):
     CREATE = "create"

@@ -116,17 +116,7 @@ def create_mcp_server(
                 in_session=who.session_key(session_id) if session_id else None,
             ),
         )
-        return [
-            {
-                "id": h.id,
-                "type": h.kind.value,
-                "content": h.content,
-                "score": h.score,
-                "at": h.occurred_at.isoformat(),
-                "current": h.current,
-            }
-            for h in hits
-        ]
+        return [h.brief() for h in hits]
 
     @server.tool(description="The most recent memories by time (default: conversations of the last days).")
     async def recall_recent(
