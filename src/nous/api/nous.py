@@ -63,16 +63,6 @@ from nous.storage import Store, create_store
 from nous.storage.base import PutEdge, RetryEvent
 
 
-def _running_elsewhere(memory: Memory, session_id: str | None) -> bool:
-    """An episode still open in a session other than ``session_id``."""
-    return (
-        isinstance(memory, Episode)
-        and memory.ended_at is None
-        and memory.session_id is not None
-        and memory.session_id != session_id
-    )
-
-
 def parse_kinds(kinds: Sequence[str | MemoryKind] | str | MemoryKind | None) -> tuple[MemoryKind, ...] | None:
     """Memory kinds from names (a single name or a list)."""
     if kinds is None:
@@ -759,7 +749,7 @@ class Nous:
             user_id=user_id,
             shared=user_id is not None,
         )
-        return [m for m in found if not _running_elsewhere(m, session_id)][:limit]
+        return [m for m in found if not (isinstance(m, Episode) and m.running_elsewhere(session_id))][:limit]
 
     # -- conversations -------------------------------------------------------------
     async def ingest(

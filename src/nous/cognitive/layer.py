@@ -328,8 +328,7 @@ class CognitiveLayer:
         return [
             e
             for e in found
-            if e.session_id != session_id
-            and not (isinstance(e, Episode) and e.ended_at is None and e.session_id is not None)
+            if e.session_id != session_id and not (isinstance(e, Episode) and e.running_elsewhere(session_id))
         ]
 
     async def _already_said(self, session_id: str) -> list[str]:

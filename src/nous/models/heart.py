@@ -85,6 +85,11 @@ class Episode(Memory):
     def _utc_times(cls, value: datetime | None) -> datetime | None:
         return as_utc(value) if value is not None else None  # naive is UTC, as for every memory time
 
+    def running_elsewhere(self, session_id: str | None) -> bool:
+        """Still open in a session other than ``session_id``: that conversation's own business
+        until it ends (recent tiers and lists leave it out)."""
+        return self.ended_at is None and self.session_id is not None and self.session_id != session_id
+
     def embedding_text(self) -> str:
         parts = [self.title or "", self.summary or "", self.content]
         return "\n".join(dict.fromkeys(p for p in parts if p))
