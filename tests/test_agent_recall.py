@@ -23,7 +23,11 @@ NOW = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 
 
 async def test_what_did_we_decide_puts_the_decision_first(nous: Nous) -> None:
+    """As on a served demo: the pipeline has run and another conversation has begun, so the
+    decision has no graph link to the best matches; the question's intent alone lifts it."""
     await store_sample(nous, load_sample())
+    await nous.process_events()
+    await nous.pre_turn("later", "Why did we pick Postgres for the ledger?")
     hits = await nous.recall("what did we decide?")
     assert hits[0].kind == MemoryKind.DECISION
     assert hits[0].content == load_sample()["decision"]["description"]

@@ -485,12 +485,14 @@ class Retriever:
     def _floor(
         self, ranked: list[Candidate], memories: dict[str, CandidateInfo], w: RetrievalWeights
     ) -> list[Candidate]:
-        """Drop memories that only the dense search found, with a cosine below their type's floor."""
+        """Drop memories that only the dense search found, with a cosine below their type's floor
+        (a memory of the kind the question asks for is kept: "what did we decide?" shares neither
+        words nor much meaning with the decision it asks for)."""
         floors = w.min_cosine
         out = []
         for c in ranked:
             s = c.signals or {}
-            dense_only = "dense" in s and not s.keys() & {"keyword", "graph", "recap"}
+            dense_only = "dense" in s and not s.keys() & {"keyword", "graph", "recap", "kind_match"}
             if dense_only and s["dense"] < floors.get(memories[c.id].kind, 0.0):
                 continue
             out.append(c)
