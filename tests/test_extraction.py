@@ -10,6 +10,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from nous import Nous
+from nous.cli.demo import load_sample, store_sample
 from nous.events.extraction import candidate_clauses, statements_of
 from nous.events.rewrite import third_person
 from nous.models import Episode, Fact
@@ -234,3 +235,16 @@ async def test_the_summary_of_a_short_chat_is_a_title_and_sentences(nous: Nous) 
     assert 2 <= len(sentences) <= 4 and all(s[0].isupper() and s.endswith(".") for s in sentences)
     assert summary.startswith("The user is planning a solo ski trip to Banff in February")
     assert "avalanche" in summary.lower()
+
+
+async def test_restatements_of_the_demo_facts_confirm_them(nous: Nous) -> None:
+    """The sample conversation restates two facts stored beside it ("moving the ledger from
+    MongoDB to PostgreSQL", "never on Friday afternoons"): the pipeline confirms them, and a name
+    that begins like a month ("Maya") is not taken for one."""
+    await store_sample(nous, load_sample())
+    await nous.process_events()
+    facts = [f for f in await nous.memories("fact", limit=100) if isinstance(f, Fact)]
+    extracted = [f.content for f in facts if f.source == "extraction"]
+    assert not [c for c in extracted if "ledger" in c or "Friday" in c], extracted
+    confirmed = {f.content for f in facts if f.confirmation_count}
+    assert any("ledger" in c for c in confirmed) and any("Friday" in c for c in confirmed)

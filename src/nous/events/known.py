@@ -31,8 +31,11 @@ from nous.memory.dedup import DUPLICATE_THRESHOLD, SimilarityCheck, Tier
 from nous.models import Fact, MemoryKind
 
 RESTATED_SHARE = 2 / 3
+# Numbers, months and weekdays, whole or abbreviated ("Maya" and "Marcus" are names, not months).
 _NUMBER = re.compile(
-    r"\d+(?:[.,:]\d+)*|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun)[a-z]*\b",
+    r"\d+(?:[.,:]\d+)*|\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|"
+    r"aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|mon(?:day)?|tue(?:s|sday)?|"
+    r"wed(?:nesday)?|thu(?:rs|rsday)?|fri(?:day)?|sat(?:urday)?|sun(?:day)?)\b",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[a-z0-9]+")
@@ -41,7 +44,7 @@ _FUNCTION = STOP_WORDS | GENERIC | frozenset({"user", "family", "team", "themsel
 
 def _words(text: str) -> set[str]:
     words = {w for w in _WORD.findall(text.lower()) if w not in _FUNCTION}
-    return {w.rstrip("s") for w in words if w.rstrip("s") not in _FUNCTION}
+    return {w.rstrip("s") for w in words if w.rstrip("s") and w.rstrip("s") not in _FUNCTION}
 
 
 def restates(candidate: str, stored: str, subject: str | None = None) -> bool:
