@@ -111,3 +111,13 @@ async def test_recall_rejects_bad_queries(nous: Nous) -> None:
 def test_every_error_is_a_nous_error() -> None:
     assert issubclass(InvalidInputError, NousError) and issubclass(InvalidInputError, ValueError)
     assert issubclass(NotFoundError, NousError) and issubclass(NotFoundError, LookupError)
+
+
+def test_a_storage_error_is_one_line() -> None:
+    """A driver's message may span lines; the error a user sees never does."""
+    from nous.errors import StorageError
+
+    message = "lost the connection: server closed the connection unexpectedly\n\tThis probably means..."
+    assert str(StorageError(message)) == (
+        "lost the connection: server closed the connection unexpectedly This probably means..."
+    )

@@ -56,10 +56,15 @@ class GuardrailError(NousError):
 
 
 class StorageError(NousError):
-    """The storage backend failed or is misconfigured."""
+    """The storage backend failed or is misconfigured. Its message is one line: a driver's own
+    message may run on over several ("…unexpectedly\n\tThis probably means…"), and a CLI prints
+    one line and a log keeps one line per error."""
 
     code = "storage_error"
     http_status = 503
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
 
 
 class EmbeddingError(NousError):
