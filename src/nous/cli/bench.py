@@ -6,7 +6,7 @@ import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -25,6 +25,7 @@ from nous.cli.runtime import fail, run, state
 from nous.errors import NousError
 from nous.retrieval.weights import PRESETS
 
+T = TypeVar("T")
 app = typer.Typer(help="Benchmarks: figures printed, never pass/fail.", no_args_is_help=True)
 
 
@@ -36,6 +37,20 @@ def _ints(raw: str, name: str) -> list[int]:
     if not values or any(v <= 0 for v in values):
         raise fail(f"{name} must list positive integers", 2)
     return values
+
+
+def _progress(message: str) -> None:
+    err_console.print(f"[dim]{message}[/dim]")
+
+
+def _load(directory: Path, loader: Callable[[], T]) -> T:
+    """What ``loader`` reads from ``directory``; a missing folder or a bad file is one line, exit 2."""
+    if not directory.is_dir():
+        raise fail(f"{directory} is not a directory", 2)
+    try:
+        return loader()
+    except (NousError, FileNotFoundError) as exc:
+        raise fail(str(exc), 2) from None
 
 
 @app.command()
@@ -177,10 +192,7 @@ def _run_retrieval_command(
     unknown = [p for p in wanted if p not in PRESETS]
     if unknown:
         raise fail(f"unknown preset {unknown[0]!r}: choose from {', '.join(PRESETS)}", 2)
-    try:
-        conversations = loader()
-    except (NousError, FileNotFoundError) as exc:
-        raise fail(str(exc), 2) from None
+    conversations = loader()
     result = run(
         run_retrieval(
             conversations,
@@ -188,7 +200,7 @@ def _run_retrieval_command(
             settings=state(ctx).settings,
             presets=wanted,
             extract=extract,
-            progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+            progress=_progress,
         )
     )
     _retrieval_report(title, result, ks, out)
@@ -214,10 +226,14 @@ def retrieval(
 
     Example: nous bench retrieval ../shared/datasets/beam --json beam.json
     """
-    if not directory.is_dir():
-        raise fail(f"{directory} is not a directory", 2)
     _run_retrieval_command(
-        ctx, "retrieval", lambda: load_labelled_dir(directory, files), k, out, presets, extract
+        ctx,
+        "retrieval",
+        lambda: _load(directory, lambda: load_labelled_dir(directory, files)),
+        k,
+        out,
+        presets,
+        extract,
     )
 
 
@@ -235,10 +251,14 @@ def locomo(
 
     Example: nous bench locomo ../shared/datasets/locomo --json locomo.json
     """
-    if not directory.is_dir():
-        raise fail(f"{directory} is not a directory", 2)
     _run_retrieval_command(
-        ctx, "LoCoMo retrieval", lambda: load_locomo_dir(directory, files), k, out, presets, extract
+        ctx,
+        "LoCoMo retrieval",
+        lambda: _load(directory, lambda: load_locomo_dir(directory, files)),
+        k,
+        out,
+        presets,
+        extract,
     )
 
 
@@ -261,17 +281,12 @@ def agent(
 
     Example: nous bench agent ../shared/datasets/agent --json agent.json
     """
-    if not directory.is_dir():
-        raise fail(f"{directory} is not a directory", 2)
-    try:
-        scenarios = load_scenarios(directory, files)
-    except (NousError, FileNotFoundError) as exc:
-        raise fail(str(exc), 2) from None
+    scenarios = _load(directory, lambda: load_scenarios(directory, files))
     result = run(
         run_agent(
             scenarios,
             settings=state(ctx).settings,
-            progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+            progress=_progress,
         )
     )
 
@@ -338,17 +353,12 @@ def context(
 
     Example: nous bench context ../shared/datasets/locomo --json context.json
     """
-    if not directory.is_dir():
-        raise fail(f"{directory} is not a directory", 2)
-    try:
-        conversations = load_any_dir(directory, files)
-    except (NousError, FileNotFoundError) as exc:
-        raise fail(str(exc), 2) from None
+    conversations = _load(directory, lambda: load_any_dir(directory, files))
     result = run(
         run_context(
             conversations,
             settings=state(ctx).settings,
-            progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+            progress=_progress,
         )
     )
     table(
@@ -417,7 +427,7 @@ def extraction(
                     directory,
                     settings=state(ctx).settings,
                     files=files,
-                    progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+                    progress=_progress,
                 )
             )
         except NousError as exc:
