@@ -23,6 +23,8 @@ def _wait(barrier: Path, name: str, count: int) -> None:
     (barrier / f"{name}.{sys.argv[2]}").touch()
     deadline = time.monotonic() + 300
     while len(list(barrier.glob(f"{name}.*"))) < count:
+        if any(barrier.glob("failed.*")):  # a sibling died: nobody else will arrive
+            raise SystemExit(f"barrier {name}: another process failed")
         if time.monotonic() > deadline:
             raise SystemExit(f"barrier {name} timed out")
         time.sleep(0.02)
@@ -64,4 +66,8 @@ async def main(url: str, index: int, words: dict[str, list[str]], barrier: Path,
 
 if __name__ == "__main__":
     url, index, words, barrier, count = sys.argv[1:6]
-    asyncio.run(main(url, int(index), json.loads(words), Path(barrier), int(count)))
+    try:
+        asyncio.run(main(url, int(index), json.loads(words), Path(barrier), int(count)))
+    except BaseException:
+        (Path(barrier) / f"failed.{index}").touch()
+        raise

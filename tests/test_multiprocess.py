@@ -81,11 +81,14 @@ def test_sqlite_processes_see_each_others_writes_and_race_to_one_fact(tmp_path: 
         )
         for i in range(len(WORDS))
     ]
-    reports = []
-    for child in children:
-        out, err = child.communicate(timeout=600)
-        assert child.returncode == 0, err[-2000:]
-        reports.append(json.loads(out.strip().splitlines()[-1]))
+    finished = [child.communicate(timeout=600) for child in children]
+    failures = [
+        f"process {i} (exit {child.returncode}): {err[-2000:]}"
+        for i, (child, (_, err)) in enumerate(zip(children, finished, strict=True))
+        if child.returncode != 0
+    ]
+    assert not failures, "\n".join(failures)
+    reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in finished]
     for report in reports:  # each process found every other process's facts, both ways
         assert all(report["found_keyword"].values()), report["found_keyword"]
         assert all(report["found_dense"].values()), report["found_dense"]

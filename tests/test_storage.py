@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
 from nous import Nous, Settings, StorageError
 from nous.embeddings.base import EmbeddingProvider
 from nous.storage import create_store
-from nous.storage.migrations import load_migrations
+from nous.storage.migrations import Migration, load_migrations
 
 
 async def test_reopen_is_idempotent_and_keeps_data(
@@ -64,3 +65,33 @@ def test_unsupported_urls_are_refused() -> None:
         create_store("mysql://localhost/db")
     with pytest.raises(StorageError, match="needs a path"):
         create_store("sqlite://")
+
+
+def test_sqlite_migration_applied_by_another_process_meanwhile_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes open a new file at once: one reads the applied versions, then the other
+    applies every migration before the first takes the write lock. The first must skip them."""
+    from nous.storage.sqlite import store as sqlite_store
+    from nous.storage.sqlite.connection import connect
+
+    path = tmp_path / "nous.db"
+    real = sqlite_store.load_migrations
+
+    def after_the_other_process(package: str) -> list[Migration]:
+        monkeypatch.setattr(sqlite_store, "load_migrations", real)  # the other process: unpatched
+        other = connect(path)
+        try:
+            sqlite_store.SQLiteStore._migrate(other)  # the other process wins the race
+        finally:
+            other.close()
+        return list(real(package))
+
+    first = connect(path)
+    try:
+        monkeypatch.setattr(sqlite_store, "load_migrations", after_the_other_process)
+        sqlite_store.SQLiteStore._migrate(first)  # read 'nothing applied', then found it all done
+        versions = [v for (v,) in first.execute("SELECT version FROM schema_migrations ORDER BY 1")]
+    finally:
+        first.close()
+    assert versions == [m.version for m in real("nous.storage.sqlite")]

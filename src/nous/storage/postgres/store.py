@@ -208,15 +208,15 @@ class PostgresStore(Store):
 
     async def _check_embedding_space(self, model: str, dims: int) -> None:
         async with self._conn() as conn:
+            # The first process to open a new schema claims its embedding space; DO NOTHING
+            # keeps a claim made first elsewhere, and the read after it checks against that.
+            await conn.execute(
+                "INSERT INTO meta VALUES ('embedding_model', %s), ('embedding_dimensions', %s) "
+                "ON CONFLICT DO NOTHING",
+                (model, str(dims)),
+            )
             cur = await conn.execute("SELECT key, value FROM meta")
             meta = dict(await cur.fetchall())
-            if "embedding_model" not in meta:
-                await conn.execute(
-                    "INSERT INTO meta VALUES ('embedding_model', %s), ('embedding_dimensions', %s) "
-                    "ON CONFLICT DO NOTHING",
-                    (model, str(dims)),
-                )
-                return
         if meta["embedding_model"] != model or int(meta["embedding_dimensions"]) != dims:
             raise StorageError(
                 f"this store was built with embedding model {meta['embedding_model']!r} "

@@ -185,8 +185,16 @@ class SQLiteStore(Store):
         for migration in load_migrations("nous.storage.sqlite"):
             if migration.version in applied:
                 continue
+            # Decide under the write lock: another process opening the same file may have
+            # applied this migration since the read above, and running it twice fails.
             conn.execute("BEGIN IMMEDIATE")
             try:
+                done = conn.execute(
+                    "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
+                ).fetchone()
+                if done:
+                    conn.execute("COMMIT")
+                    continue
                 for statement in _split_sql(migration.sql):
                     conn.execute(statement)
                 conn.execute(
@@ -200,13 +208,19 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _check_embedding_space(conn: sqlite3.Connection, model: str, dims: int) -> None:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if "embedding_model" not in meta:
+        # The first process to open a new file claims its embedding space; OR IGNORE keeps a
+        # claim another process made first, and the read after it checks against that claim.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
             conn.executemany(
-                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                "INSERT OR IGNORE INTO meta VALUES (?, ?)",
                 [("embedding_model", model), ("embedding_dimensions", str(dims))],
             )
-            return
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            conn.execute("COMMIT")
+        except BaseException:
+            rollback(conn)
+            raise
         if meta["embedding_model"] != model or int(meta["embedding_dimensions"]) != dims:
             raise StorageError(
                 f"this store was built with embedding model {meta['embedding_model']!r} "
