@@ -18,7 +18,8 @@ ranking logit plus the question's features, on each question's first ten candida
 questions included): the held-out reliability table, the held-out abstention AUROC of the agent
 scenarios, the spread of the weights across folds and the weights fitted on everything are
 printed. Options: ``query_features=a,b``, ``calibrate_on=dataset``, ``weight_<dataset>=x``,
-``drop=feature,...``, ``l2=x``, ``focus=x`` (pairs with a high-ranked negative weigh more).
+``drop=feature,...``, ``l2=x``, ``focus=x`` (pairs with a high-ranked negative weigh more),
+``fixed=feature:weight,...`` (a weight set by rule, before calibration: the rest are fit around it).
 """
 
 from __future__ import annotations
@@ -172,14 +173,29 @@ def _training_set(records: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float = 1e-3) -> tuple[np.ndarray, float]:
-    """Weighted L2-regularised logistic regression by Newton's method (intercept unpenalised)."""
+    """Weighted L2-regularised logistic regression by Newton's method (intercept unpenalised).
+    Features of FIXED keep their set weight: they enter as an offset, and only the rest are fit."""
+    fixed = {i: v for i, v in FIXED.items() if i < x.shape[1]}
+    free = [i for i in range(x.shape[1]) if i not in fixed]
+    offset = sum((x[:, i] * v for i, v in fixed.items()), np.zeros(len(x)))
+    weights, bias = _fit_free(x[:, free], y, w, l2, offset)
+    full = np.zeros(x.shape[1])
+    full[free] = weights
+    for i, v in fixed.items():
+        full[i] = v
+    return full, bias
+
+
+def _fit_free(
+    x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float, offset: np.ndarray
+) -> tuple[np.ndarray, float]:
     xb = np.hstack([x, np.ones((len(x), 1))])
     w = w / w.sum()
     theta = np.zeros(xb.shape[1])
     penalty = np.full(xb.shape[1], l2)
     penalty[-1] = 0.0
     for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-(xb @ theta)))
+        p = 1.0 / (1.0 + np.exp(-(xb @ theta + offset)))
         grad = xb.T @ (w * (p - y)) + penalty * theta
         hess = (xb * (w * p * (1 - p))[:, None]).T @ xb + np.diag(penalty)
         step = np.linalg.solve(hess, grad)
@@ -228,6 +244,7 @@ def fit_model(records: list[dict], objective: str) -> tuple[np.ndarray, float]:
 
 
 DATASET_WEIGHT: dict[str, float] = {}
+FIXED: dict[int, float] = {}  # fit option fixed=name:weight,...: column -> weight set by rule
 L2 = [1e-3]  # fit option l2=x
 
 FOCUS: list[float] = [
@@ -323,6 +340,9 @@ def fit(*paths_and_options: str) -> None:
     names = [names[i] for i in keep]
     for r in records:
         r["x"] = [[row[i] for i in keep] for row in r["x"]]
+    for item in filter(None, options.get("fixed", "").split(",")):
+        name, value = item.split(":")
+        FIXED[names.index(name)] = float(value)
     units = sorted({(r["dataset"], r["conversation"]) for r in records})
     rank_only = np.zeros(len(names))
     rank_only[names.index("rank")] = 1.0

@@ -243,3 +243,40 @@ def _run_sql(url: str, statements: list[str]) -> None:
         conn.execute(f"SET search_path = {schema}, public")
         for statement in statements:
             conn.execute(statement.encode())
+
+
+async def test_a_censor_the_question_trips_comes_first(nous: Nous) -> None:
+    """Its author wrote the pattern to catch messages like this one: the censor outranks a
+    decision that shares more of the question's words."""
+    await nous.record_decision(
+        "Add 6 points to every lab report score this term",
+        reasons=[{"type": "empirical", "text": "the lab scale was miscalibrated for three weeks"}],
+    )
+    censor = await nous.add_censor(
+        r"(?i)\b(?:roommate|classmate|friend)(?:'s)?\b.*\b(?:scores?|grades?)\b",
+        action="block",
+        reason="A student's grades are shared only with that student and the course staff.",
+    )
+    hits = await nous.recall("My roommate says I can see his lab report score, what did he get?")
+    assert hits[0].id == censor.id and hits[0].signals.get("fires") == 1.0
+    assert [h for h in hits if h.kind == MemoryKind.DECISION]  # the decision is still there, below
+
+
+async def test_an_episode_is_judged_by_its_summary_not_its_title_alone(nous: Nous) -> None:
+    wanted = await nous.start_episode("Tuesday on site", started_at=NOW - timedelta(days=3))
+    await nous.end_episode(
+        wanted.id, summary="Lifting the bathroom floor exposed rotten joists under the old tub."
+    )
+    other = await nous.start_episode("Bathroom floor tiles", started_at=NOW - timedelta(days=2))
+    await nous.end_episode(other.id, summary="We compared three grey porcelain samples and kept two.")
+    hits = await nous.recall("What did they find under the bathroom floor when they lifted it?")
+    assert hits[0].id == wanted.id
+
+
+def test_a_named_person_choosing_asks_for_their_preferences() -> None:
+    from nous.retrieval.intent import query_intent
+
+    assert query_intent("Which finish did Aisha pick for the kitchen tap?").preference
+    assert MemoryKind.DECISION in query_intent("Which finish did Aisha pick for the kitchen tap?").kinds
+    assert not query_intent("Which builder did we pick in the end?").preference
+    assert not query_intent("What did You choose?").preference

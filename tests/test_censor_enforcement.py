@@ -22,9 +22,10 @@ from nous import (
     InvalidInputError,
     Nous,
 )
+from nous._patterns import pattern_matches
 from nous.cli.app import app
 from nous.embeddings.base import EmbeddingProvider
-from nous.heart.censor_rules import SEMANTIC_THRESHOLD, pattern_matches, validate_pattern
+from nous.heart.censor_rules import SEMANTIC_THRESHOLD, validate_pattern
 from nous.models import HistoryAction
 
 from .censor_calibration import SHOULD_MATCH, SHOULD_NOT_MATCH, cross_similarities, regex_fires, similarities

@@ -265,3 +265,44 @@ def test_servers_and_workers_on_one_postgres(pg_schema: str, tmp_path: Path) -> 
     asyncio.run(verify())
     logs = "".join((tmp_path / f"worker{i}.log").read_text() for i in range(2))
     assert "Traceback" not in logs, logs[-3000:]
+
+
+_OPEN_STORE = """
+import asyncio, sys, time
+from pathlib import Path
+from nous.storage import create_store
+
+async def main() -> None:
+    go = Path(sys.argv[2])
+    while not go.exists():  # start together: the parent creates it once every process is up
+        time.sleep(0.005)
+    store = create_store(sys.argv[1])
+    await store.open(embedding_model="sentence-transformers/all-MiniLM-L6-v2", embedding_dimensions=384)
+    await store.close()
+
+asyncio.run(main())
+"""
+
+
+def test_eight_processes_open_one_fresh_sqlite_file(tmp_path: Path) -> None:
+    """Each process migrates the new file as it opens it; every migration is applied once, under
+    the write lock, and none of the eight fails (the applied set is re-read inside the lock)."""
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    go = tmp_path / "go"
+    openers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OPEN_STORE, url, str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(url, tmp_path / "home"),
+        )
+        for _ in range(8)
+    ]
+    go.touch()
+    finished = [p.communicate(timeout=300) for p in openers]
+    failures = [err[-1500:] for p, (_, err) in zip(openers, finished, strict=True) if p.returncode != 0]
+    assert not failures, "\n".join(failures)
+    with sqlite3.connect(tmp_path / "fresh.db") as conn:
+        versions = [v for (v,) in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    assert versions == sorted(set(versions)) and versions[0] == 1 and len(versions) >= 7

@@ -2,7 +2,8 @@
 was stored is lost.
 
 Each round starts ``crash_child`` (ingest, then learn / confirm / forget in a loop, with the
-in-process event worker), kills it after a random delay, then opens the store and checks:
+in-process event worker), kills it at a random moment after a milestone (the store open, or
+the first acknowledged write), then opens the store and checks:
 
 - the store opens and is sound (SQLite ``integrity_check`` and ``foreign_key_check``);
 - every acknowledged memory is present with the same content hash, and has its creation audit row;
@@ -26,7 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from nous.api import Nous
 from nous.bench.crash_child import AGENT, LEASE_SECONDS, conversation
@@ -48,6 +49,20 @@ def _writer(url: str, home: str, seed: int) -> subprocess.Popen[str]:
     )
 
 
+_WRITES = ("ACK", "CONFIRM", "FORGOT")
+
+
+def _until(stdout: IO[str], milestones: tuple[str, ...]) -> list[str]:
+    """The writer's lines up to and including the first that starts with one of ``milestones``
+    (all of them if it exits first)."""
+    lines = []
+    for line in iter(stdout.readline, ""):
+        lines.append(line.rstrip("\n"))
+        if line.startswith(milestones):
+            break
+    return lines
+
+
 async def run_crash(
     *,
     kills: int = 20,
@@ -67,10 +82,15 @@ async def run_crash(
         started = time.perf_counter()
         for k in range(kills):
             child = _writer(url, home, seed * 1000 + k)
-            time.sleep(rng.uniform(0.5, 3.0))  # somewhere in ingest, a write, or an event handler
+            # Wait for a milestone, however slow the machine is to reach it, then kill somewhere
+            # after it: every other round after the store opens (often mid-ingest), the rest after
+            # the first acknowledged write (in a write or an event handler).
+            assert child.stdout is not None
+            before = _until(child.stdout, ("OPEN",) if k % 2 else _WRITES)
+            time.sleep(rng.uniform(0.0, 2.0))
             child.send_signal(signal.SIGKILL)
             out, _ = child.communicate(timeout=60)
-            for line in out.splitlines():
+            for line in before + out.splitlines():
                 kind, _, rest = line.partition(" ")
                 if kind == "ACK":
                     memory_id, digest = rest.split()

@@ -4,6 +4,7 @@ forgets facts in a loop, printing each write as soon as the store acknowledged i
     ACK <memory id> <content hash>      a new memory
     CONFIRM <memory id>                 a confirmation counted
     FORGOT <memory id>                  a soft delete
+    OPEN                                the store is open (the ingest starts)
     INGESTED <turns>                    the conversation is stored
 
     python -m nous.bench.crash_child DATABASE_URL HOME SEED
@@ -52,6 +53,7 @@ async def main(url: str, home: str, seed: int) -> None:
     )
     rng = random.Random(seed)
     async with Nous(settings, agent_id=AGENT) as nous:
+        print("OPEN", flush=True)
         report = await nous.ingest(conversation(0))
         print(f"INGESTED {report.turns}", flush=True)
         mine: list[str] = []

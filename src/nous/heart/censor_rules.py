@@ -9,7 +9,6 @@ expression) or, failing that, when the action means nearly the same as the censo
 
 from __future__ import annotations
 
-import functools
 import importlib
 import re
 from enum import StrEnum
@@ -19,6 +18,7 @@ import numpy as np
 import regex
 from pydantic import BaseModel, Field
 
+from nous._patterns import compile_pattern
 from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
 from nous.models import Censor, CensorAction
@@ -43,7 +43,6 @@ SEMANTIC_THRESHOLD = 0.45
 # PATTERN_BUDGET seconds on all its patterns, after which each remaining pattern gets
 # MIN_PATTERN_TIMEOUT. A pattern that runs out of time counts as matched (fail closed): padding
 # an action until its censor's regex gives up must not slip the action through.
-PATTERN_TIMEOUT = 0.25
 PATTERN_BUDGET = 1.0
 MIN_PATTERN_TIMEOUT = 0.01
 
@@ -51,8 +50,6 @@ MIN_PATTERN_TIMEOUT = 0.01
 # action text (the model reads ~700 characters of a text anyway); patterns read all of it.
 SEMANTIC_WINDOW_CHARS = 1000
 SEMANTIC_MAX_WINDOWS = 4
-
-_FLAGS = regex.IGNORECASE | regex.V0
 
 
 class ActionDecision(StrEnum):
@@ -136,7 +133,7 @@ def validate_pattern(pattern: object) -> str:
         raise InvalidInputError("trigger_pattern must be a non-empty regular expression", field=field)
     try:
         parsed = _sre.parse(pattern, re.IGNORECASE)
-        compiled = _compile(pattern)
+        compiled = compile_pattern(pattern)
     except (re.error, regex.error) as exc:
         raise InvalidInputError(
             f"trigger_pattern is not a valid regular expression: {exc}", field=field
@@ -156,26 +153,6 @@ def validate_pattern(pattern: object) -> str:
             field=field,
         )
     return pattern
-
-
-@functools.lru_cache(maxsize=1024)
-def _compile(pattern: str) -> regex.Pattern[str]:
-    return regex.compile(pattern, _FLAGS)
-
-
-def pattern_matches(pattern: str, text: str, *, timeout: float = PATTERN_TIMEOUT) -> bool | None:
-    """Whether ``pattern`` matches ``text`` (case-insensitive); None if it ran out of time.
-
-    A pattern stored before validation that does not compile is taken as literal text.
-    """
-    try:
-        compiled = _compile(pattern)
-    except (regex.error, RecursionError, OverflowError):
-        return pattern.lower() in text.lower()
-    try:
-        return compiled.search(text, timeout=timeout) is not None
-    except TimeoutError:
-        return None
 
 
 # -- meaning -------------------------------------------------------------------------------------

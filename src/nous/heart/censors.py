@@ -19,19 +19,18 @@ import weakref
 from datetime import datetime
 from typing import Any, Literal
 
+from nous._patterns import PATTERN_TIMEOUT, pattern_matches
 from nous._text import validate_content
 from nous._time import utcnow
 from nous.errors import EmbeddingError, InvalidInputError
 from nous.heart.censor_rules import (
     MIN_PATTERN_TIMEOUT,
     PATTERN_BUDGET,
-    PATTERN_TIMEOUT,
     SEMANTIC_THRESHOLD,
     ActionCheck,
     CensorMatch,
     decide,
     describe,
-    pattern_matches,
     similarities,
     validate_pattern,
 )

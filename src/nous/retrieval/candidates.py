@@ -87,12 +87,14 @@ class Run:
 
 def nothing_close(candidates: Iterable[Candidate], w: RetrievalWeights) -> bool:
     """No candidate has keyword evidence, none is of the kind the question asks for ("what did we
-    decide?" shares no word with the decision) and none is as close as ``nothing_below_cosine``:
-    the question is about something the store never heard of ("xyzzy plugh"), and the best of
-    the noise is still noise."""
+    decide?" shares no word with the decision), no censor's pattern fires on it, and none is as
+    close as ``nothing_below_cosine``: the question is about something the store never heard of
+    ("xyzzy plugh"), and the best of the noise is still noise."""
     for c in candidates:
         signals = c.signals or {}
-        if signals.keys() & {"keyword", "kind_match"} or signals.get("dense", 0.0) >= w.nothing_below_cosine:
+        if signals.keys() & {"keyword", "kind_match", "fires"}:
+            return False
+        if signals.get("dense", 0.0) >= w.nothing_below_cosine:
             return False
     return True
 

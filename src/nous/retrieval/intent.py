@@ -49,6 +49,12 @@ _PREFERENCE = re.compile(
     r"\b(do|does|did|would) [\w' ]{1,40}?\b(like|love|hate|want|expect)\b",
     re.IGNORECASE,
 )
+# A named person choosing ("which tiles did Aisha pick?") is that person's preference as much as
+# a decision: "did we pick" stays a decision alone. The name is a capitalised word (case-sensitive).
+_PERSON_CHOICE = re.compile(
+    r"\b(?:[Dd]id|[Dd]oes|[Ww]ill|[Ww]ould|[Hh]as|[Hh]ad)\s+(?!I\b|We\b|You\b|They\b)[A-Z][a-z]+\s+"
+    r"(?:pick|choose|chose|select|go for|opt for|settle on)\b"
+)
 _FACT_CATEGORIES = ("preference", "person")
 
 
@@ -82,7 +88,7 @@ def query_intent(text: str) -> Intent:
         kinds.add(MemoryKind.CENSOR)
     if _EPISODE.search(text):
         kinds.add(MemoryKind.EPISODE)
-    preference = _PREFERENCE.search(text) is not None
+    preference = _PREFERENCE.search(text) is not None or _PERSON_CHOICE.search(text) is not None
     if not kinds and not preference:
         return NONE
     return Intent(frozenset(kinds), preference)

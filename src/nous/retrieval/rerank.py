@@ -28,25 +28,26 @@ import numpy as np
 # (scripts/fit_reranker.py; docs/retrieval.md has the per-fold figures). A weight is on the scale
 # of the calibrated relevance (see BIAS and QUERY_WEIGHTS below).
 FEATURE_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("rrf", 2.075),  # fused reciprocal-rank score / the best one
-    ("rank", 0.429),  # 1 - rank / depth in the fused ranking
-    ("cosine", 2.53),  # cosine to the query (best chunk)
-    ("cover_passage", 2.474),  # share of the query's terms in its best passage of its own text
-    ("cover_context", 1.296),  # share of the query's terms found only in its context
-    ("session", 1.346),  # strength of its session / the strongest session's
-    ("graph", 0.415),  # evidence from edges to the best memories (0..1)
-    ("speaker", 1.496),  # the query names its speaker (or asks in the first person, of a user turn)
-    ("length", -0.076),  # log length of its text, 1 at ~4,000 characters
-    ("question", -0.089),  # it is itself a question
-    ("kind_match", 1.644),  # of a kind the question asks for (a decision for 'what did we decide')
-    ("own", 0.468),  # it belongs to the user who asks (not shared by every user)
-    ("turn", 0.159),  # it is a conversation turn
-    ("censor", -0.196),  # it is a censor (a rule of what not to do: rarely an answer)
-    ("answer_type", 0.577),  # asked when / how much / how many, it holds a time or number
+    ("rrf", 2.049),  # fused reciprocal-rank score / the best one
+    ("rank", 0.458),  # 1 - rank / depth in the fused ranking
+    ("cosine", 2.588),  # cosine to the query (best chunk)
+    ("cover_passage", 2.523),  # share of the query's terms in its best passage of its own text
+    ("cover_context", 1.343),  # share of the query's terms found only in its context
+    ("session", 1.389),  # strength of its session / the strongest session's
+    ("graph", 0.428),  # evidence from edges to the best memories (0..1)
+    ("speaker", 1.536),  # the query names its speaker (or asks in the first person, of a user turn)
+    ("length", -0.058),  # log length of its text, 1 at ~4,000 characters
+    ("question", -0.092),  # it is itself a question
+    ("kind_match", 1.672),  # of a kind the question asks for (a decision for 'what did we decide')
+    ("own", 0.485),  # it belongs to the user who asks (not shared by every user)
+    ("turn", 0.182),  # it is a conversation turn
+    ("censor", -0.385),  # it is a censor (a rule of what not to do: rarely an answer)
+    ("answer_type", 0.569),  # asked when / how much / how many, it holds a time or number
+    ("fires", 1.638),  # a censor whose trigger pattern matches the question: what it guards against
 )
 FEATURES: tuple[str, ...] = tuple(name for name, _ in FEATURE_WEIGHTS)
 WEIGHTS = np.array([weight for _, weight in FEATURE_WEIGHTS], dtype=np.float64)
-BIAS = -1.534
+BIAS = -1.589
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
@@ -121,7 +122,7 @@ class CandidateFacts:
     rrf: float
     rank: int
     cosine: float
-    content: str
+    content: str  # the text keyword search indexes: a procedure with its name, an episode with its summary
     context: str | None
     session_strength: float
     graph: float
@@ -130,6 +131,7 @@ class CandidateFacts:
     kind_match: bool = False
     kind: str = "turn"
     own: bool = False
+    fires: bool = False
 
 
 def feature_matrix(
@@ -166,6 +168,7 @@ def feature_matrix(
                 1.0 if f.kind == "turn" else 0.0,
                 1.0 if f.kind == "censor" else 0.0,
                 1.0 if asks_number and _HOLDS_NUMBER.search(f.content) else 0.0,
+                1.0 if f.fires else 0.0,
             )
         )
     return np.asarray(rows, dtype=np.float64)
@@ -177,7 +180,7 @@ QUERY_FEATURES: tuple[str, ...] = (
 # Relevance = sigmoid(x . WEIGHTS + q . QUERY_WEIGHTS + BIAS). Query features are the same for
 # every candidate of a question: they leave its ranking alone and set how sure the score is (the
 # best of 600 similar conversation turns is less surely the answer than the best of 40 facts).
-QUERY_WEIGHTS = np.array([-9.207], dtype=np.float64)
+QUERY_WEIGHTS = np.array([-9.348], dtype=np.float64)
 
 
 def query_features(found: int) -> np.ndarray:

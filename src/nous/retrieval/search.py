@@ -16,12 +16,13 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from nous._patterns import pattern_matches
 from nous._text import keyword_terms, validate_content
 from nous._time import as_utc, shifted, utcnow
 from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
 from nous.memory.lifecycle import rank_factor
-from nous.models import Memory, MemoryKind, RecallHit
+from nous.models import Censor, Memory, MemoryKind, RecallHit
 from nous.retrieval import rerank
 from nous.retrieval.candidates import (
     FEATURE_INDEX,
@@ -45,6 +46,10 @@ from nous.retrieval.timeparse import ParsedQuery, TimeWindow, parse_time_express
 from nous.retrieval.weights import DEFAULT_WEIGHTS, RetrievalWeights, preset
 from nous.storage import MemoryQuery, ScoredId
 from nous.storage.base import CandidateInfo
+
+# Seconds a censor's pattern may take on the question when recall asks whether it fires: a
+# pattern that runs out of time ranks as not firing (the censor check itself fails closed).
+FIRES_TIMEOUT = 0.05
 
 
 def cosine_search_query(repo: MemoryRepository, kinds: tuple[MemoryKind, ...] | None) -> MemoryQuery:
@@ -376,7 +381,7 @@ class Retriever:
                     rrf=c.base,
                     rank=rank,
                     cosine=cosine.get(c.id, 0.0),
-                    content=memory.content,
+                    content=memory.keyword_text(),
                     context=memory.keyword_context(),
                     session_strength=session_strength.get(info.session_id or "", 0.0),
                     graph=graph.get(c.id, 0.0),
@@ -385,6 +390,8 @@ class Retriever:
                     kind_match=run.intent.matches(memory.kind, memory.category),
                     kind=memory.kind.value,
                     own=memory.user_id is not None and memory.user_id == user_id,
+                    fires=isinstance(memory, Censor)
+                    and pattern_matches(memory.trigger_pattern, query, timeout=FIRES_TIMEOUT) is True,
                 )
             )
         terms = {rerank.stem(t) for t in keyword_terms(query)}
@@ -404,6 +411,8 @@ class Retriever:
                 c.signal("graph", float(x[FEATURE_INDEX["graph"]]))
             if x[FEATURE_INDEX["kind_match"]]:
                 c.signal("kind_match", 1.0)
+            if x[FEATURE_INDEX["fires"]]:
+                c.signal("fires", 1.0)
             if keep_features:
                 run.features.append((c.id, x))
 
