@@ -34,7 +34,7 @@ DROP = r"DROP\s+TABLE"
 DROP_REASON = "never drop tables in the production database"
 
 
-async def _add(nous: Nous, pattern: str, **fields: object) -> Censor:
+async def _add(nous: Nous, pattern: str, **fields: Any) -> Censor:
     result = await nous.add_censor(pattern, **fields)
     assert isinstance(result.memory, Censor)
     return result.memory

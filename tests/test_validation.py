@@ -42,9 +42,9 @@ async def test_content_at_the_limit_is_accepted(nous: Nous) -> None:
 @pytest.mark.parametrize("confidence", [math.nan, math.inf, -0.1, 1.5, "high"])
 async def test_bad_confidence_is_rejected(nous: Nous, confidence: object) -> None:
     with pytest.raises(InvalidInputError, match="confidence"):
-        await nous.learn("A fact", confidence=confidence)
+        await nous.learn("A fact", confidence=confidence)  # type: ignore[arg-type]  # a bad value on purpose
     with pytest.raises(InvalidInputError, match="confidence"):
-        await nous.record_decision("A decision", confidence=confidence)
+        await nous.record_decision("A decision", confidence=confidence)  # type: ignore[arg-type]  # a bad value on purpose
     assert await _count(nous) == 0
 
 

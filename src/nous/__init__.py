@@ -14,10 +14,13 @@ from nous.errors import (
     GuardrailError,
     InvalidInputError,
     LeaseLostError,
+    LLMError,
+    LLMOutputError,
     NotFoundError,
     NousError,
     PermissionDeniedError,
     StaleWriteError,
+    StepDoneError,
     StorageError,
 )
 from nous.events import EventWorker, PipelineContext, WorkerReport

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
@@ -54,7 +54,10 @@ from nous.models import (
     StoreStats,
     WriteResult,
 )
+from nous.models.base import Provenance
+from nous.models.brain import DecisionCategory, Reason, Stakes
 from nous.models.events import Event, EventStatus
+from nous.models.heart import EpisodeOutcome, FactCategory
 from nous.models.llm import LLMUsage
 from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
@@ -243,28 +246,114 @@ class Nous:
         await repo.create_many(memories, actor=actor, extra_ops=[PutEdge(e) for e in edges])
 
     # -- Heart -------------------------------------------------------------------
-    async def _encoding(self, fields: dict[str, Any]) -> dict[str, Any]:
+    async def _encoding(
+        self, session_id: str | None, frame: str | None, censors: list[str] | None
+    ) -> tuple[str | None, list[str] | None]:
         """Frame-tagged encoding: a memory written in a live session carries the session's frame
         and active censors unless given; an unknown frame is an InvalidInputError."""
-        session_id = fields.get("session_id")
-        if session_id and ("frame" not in fields or "censors" not in fields):
+        if session_id and (frame is None or censors is None):
             state = await self.heart.sessions.find(session_id)
             if state is not None and not state.ended:
-                fields.setdefault("frame", state.frame)
-                fields.setdefault("censors", state.active_censors or None)
-        check_frame(fields.get("frame"))
-        return fields
+                frame = state.frame if frame is None else frame
+                censors = (state.active_censors or None) if censors is None else censors
+        check_frame(frame)
+        return frame, censors
 
-    async def learn(self, content: str, **fields: Any) -> WriteResult:
-        """Store a fact (see ``Facts.learn`` for the fields). With ``session_id`` of a live session
-        the fact carries that session's frame and active censors."""
-        return await self.heart.facts.learn(content, **await self._encoding(fields))
+    async def learn(
+        self,
+        content: str,
+        *,
+        subject: str | None = None,
+        category: str | FactCategory | None = None,
+        source: str | None = None,
+        confidence: float = 1.0,
+        tags: list[str] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        occurred_at: datetime | None = None,
+        frame: str | None = None,
+        censors: list[str] | None = None,
+        provenance: Provenance | None = None,
+        supersedes: str | None = None,
+        dedup: bool = True,
+        actor: str = "api",
+    ) -> WriteResult:
+        """Store a fact through the write path (duplicate, update and contradiction checks).
+        ``supersedes`` names a fact this one replaces; ``dedup=False`` stores it unchecked. With
+        ``session_id`` of a live session the fact carries that session's frame and active censors."""
+        frame, censors = await self._encoding(session_id, frame, censors)
+        return await self.heart.facts.learn(
+            content,
+            subject=subject,
+            category=category,
+            source=source,
+            confidence=confidence,
+            tags=tags,
+            user_id=user_id,
+            session_id=session_id,
+            occurred_at=occurred_at,
+            frame=frame,
+            censors=censors,
+            provenance=provenance,
+            supersedes=supersedes,
+            dedup=dedup,
+            actor=actor,
+        )
 
-    async def start_episode(self, title: str, **fields: Any) -> Episode:
-        return await self.heart.episodes.start(title, **await self._encoding(fields))
+    async def start_episode(
+        self,
+        title: str,
+        *,
+        trigger: str | None = None,
+        frame: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        started_at: datetime | None = None,
+        participants: list[str] | None = None,
+        tags: list[str] | None = None,
+        censors: list[str] | None = None,
+        provenance: Provenance | None = None,
+        opening: str | None = None,
+        actor: str = "api",
+    ) -> Episode:
+        """Open an episode (what happened: a conversation, a task); close it with ``end_episode``."""
+        frame, censors = await self._encoding(session_id, frame, censors)
+        return await self.heart.episodes.start(
+            title,
+            trigger=trigger,
+            frame=frame,
+            session_id=session_id,
+            user_id=user_id,
+            started_at=started_at,
+            participants=participants,
+            tags=tags,
+            censors=censors,
+            provenance=provenance,
+            opening=opening,
+            actor=actor,
+        )
 
-    async def end_episode(self, episode_id: str, **fields: Any) -> Episode:
-        return await self.heart.episodes.end(episode_id, **fields)
+    async def end_episode(
+        self,
+        episode_id: str,
+        *,
+        summary: str | None = None,
+        outcome: str | EpisodeOutcome = EpisodeOutcome.SUCCESS,
+        lessons: list[str] | None = None,
+        structured_summary: dict[str, Any] | None = None,
+        ended_at: datetime | None = None,
+        actor: str = "api",
+    ) -> Episode:
+        """Close an episode with its summary, outcome and lessons."""
+        return await self.heart.episodes.end(
+            episode_id,
+            summary=summary,
+            outcome=outcome,
+            lessons=lessons,
+            structured_summary=structured_summary,
+            ended_at=ended_at,
+            actor=actor,
+        )
 
     # -- the turn loop -------------------------------------------------------------
     @property
@@ -349,12 +438,76 @@ class Nous:
         the old text stays in its history."""
         return await self.cognitive.identity.set(section, content)
 
-    async def add_procedure(self, name: str, description: str, **fields: Any) -> WriteResult:
-        """Store a procedure; with ``session_id`` it carries the live session's frame and censors."""
-        return await self.heart.procedures.add(name, description, **await self._encoding(fields))
+    async def add_procedure(
+        self,
+        name: str,
+        description: str,
+        *,
+        domain: str | None = None,
+        goals: list[str] | None = None,
+        core_patterns: list[str] | None = None,
+        core_tools: list[str] | None = None,
+        core_concepts: list[str] | None = None,
+        notes: str | None = None,
+        tags: list[str] | None = None,
+        frame: str | None = None,
+        censors: list[str] | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        occurred_at: datetime | None = None,
+        dedup: bool = True,
+        actor: str = "api",
+    ) -> WriteResult:
+        """Store a procedure (how to do something); with ``session_id`` it carries the live
+        session's frame and censors."""
+        frame, censors = await self._encoding(session_id, frame, censors)
+        return await self.heart.procedures.add(
+            name,
+            description,
+            domain=domain,
+            goals=goals,
+            core_patterns=core_patterns,
+            core_tools=core_tools,
+            core_concepts=core_concepts,
+            notes=notes,
+            tags=tags,
+            frame=frame,
+            censors=censors,
+            session_id=session_id,
+            user_id=user_id,
+            occurred_at=occurred_at,
+            dedup=dedup,
+            actor=actor,
+        )
 
-    async def add_censor(self, trigger_pattern: str, **fields: Any) -> WriteResult:
-        return await self.heart.censors.add(trigger_pattern, **fields)
+    async def add_censor(
+        self,
+        trigger_pattern: str,
+        *,
+        action: str | CensorAction = CensorAction.WARN,
+        reason: str | None = None,
+        domain: str | None = None,
+        escalation_threshold: int = 3,
+        tags: list[str] | None = None,
+        user_id: str | None = None,
+        occurred_at: datetime | None = None,
+        dedup: bool = True,
+        actor: str = "api",
+    ) -> WriteResult:
+        """Store a censor: a case-insensitive trigger regex and what happens when it fires
+        (``warn``, ``block``, ``absolute``), with the reason shown to the agent."""
+        return await self.heart.censors.add(
+            trigger_pattern,
+            action=action,
+            reason=reason,
+            domain=domain,
+            escalation_threshold=escalation_threshold,
+            tags=tags,
+            user_id=user_id,
+            occurred_at=occurred_at,
+            dedup=dedup,
+            actor=actor,
+        )
 
     async def check_censors(self, text: str, *, record: bool = True) -> list[CensorMatch]:
         return await self.heart.censors.check(text, record=record)
@@ -419,10 +572,49 @@ class Nous:
         return await self.heart.censors.retire(censor_id, reason)
 
     # -- Brain -------------------------------------------------------------------
-    async def record_decision(self, description: str, **fields: Any) -> Decision:
-        """Store a decision (see ``Decisions.record`` for the fields); with ``session_id`` it carries
-        the live session's frame and censors."""
-        return await self.brain.decisions.record(description, **await self._encoding(fields))
+    async def record_decision(
+        self,
+        description: str,
+        *,
+        context: str | None = None,
+        confidence: float = 0.5,
+        category: str | DecisionCategory | None = None,
+        stakes: str | Stakes = Stakes.MEDIUM,
+        reasons: Sequence[Reason | Mapping[str, Any]] | None = None,
+        pattern: str | None = None,
+        tags: list[str] | None = None,
+        thoughts: list[str] | None = None,
+        session_id: str | None = None,
+        episode_id: str | None = None,
+        user_id: str | None = None,
+        frame: str | None = None,
+        censors: list[str] | None = None,
+        occurred_at: datetime | None = None,
+        actor: str = "api",
+    ) -> Decision:
+        """Store a decision with its confidence and typed reasons (made at ``occurred_at``, default
+        now; linked to ``episode_id`` when given). It carries a quality score and flags; a blocking
+        guardrail raises ``GuardrailError`` and stores nothing. With ``session_id`` of a live
+        session it carries that session's frame and censors."""
+        frame, censors = await self._encoding(session_id, frame, censors)
+        return await self.brain.decisions.record(
+            description,
+            context=context,
+            confidence=confidence,
+            category=category,
+            stakes=stakes,
+            reasons=reasons,
+            pattern=pattern,
+            tags=tags,
+            thoughts=thoughts,
+            session_id=session_id,
+            episode_id=episode_id,
+            user_id=user_id,
+            frame=frame,
+            censors=censors,
+            occurred_at=occurred_at,
+            actor=actor,
+        )
 
     async def review_decision(self, decision_id: str, outcome: str, *, note: str | None = None) -> Decision:
         return await self.brain.decisions.review(decision_id, outcome, note=note)

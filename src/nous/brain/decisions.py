@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +33,7 @@ from nous.storage.base import PutEdge
 log = logging.getLogger(__name__)
 
 
-def _reasons(raw: list[Reason | dict[str, Any]] | None) -> list[Reason]:
+def _reasons(raw: Sequence[Reason | Mapping[str, Any]] | None) -> list[Reason]:
     out = []
     for i, reason in enumerate(raw or []):
         try:
@@ -59,7 +59,7 @@ class Decisions:
         confidence: float = 0.5,
         category: str | DecisionCategory | None = None,
         stakes: str | Stakes = Stakes.MEDIUM,
-        reasons: list[Reason | dict[str, Any]] | None = None,
+        reasons: Sequence[Reason | Mapping[str, Any]] | None = None,
         pattern: str | None = None,
         tags: list[str] | None = None,
         thoughts: list[str] | None = None,
