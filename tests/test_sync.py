@@ -15,7 +15,7 @@ def test_sync_wrapper_round_trip(tmp_path: Path, provider: EmbeddingProvider) ->
         assert result.status is WriteStatus.CREATED
         hits = nous.recall("can synchronous code save facts?")
         assert hits[0].id == result.id
-        episode = nous.heart.episodes.start("A sync episode")
+        episode = nous.start_episode("A sync episode")
         assert nous.get(episode.id).content == "A sync episode"
         assert len(nous.export_lines()) == 3
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 
-from nous.api.sync import _Proxy, _Runner
 from nous.errors import (
     AuthenticationError,
     ConflictError,
@@ -189,23 +188,3 @@ class AsyncClient:
 
     async def stats(self) -> dict[str, Any]:
         return dict(await self._call("GET", "/v1/stats"))
-
-
-class Client(_Proxy):
-    """``AsyncClient`` with blocking methods: ``Client(url, key=KEY).learn("...")``."""
-
-    def __init__(self, url: str, *, key: str | None = None, timeout: float = 60.0) -> None:
-        runner = _Runner()
-        super().__init__(AsyncClient(url, key=key, timeout=timeout), runner)
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        try:
-            self._runner.run(self._target.close())
-        finally:
-            self._runner.stop()
