@@ -222,6 +222,8 @@ def _fill(value: Any, ids: dict[str, str]) -> Any:
         return value
     if isinstance(value, dict):
         return {k: _fill(v, ids) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, ids) for v in value]
     return value
 
 
@@ -356,6 +358,8 @@ MCP_TOOLS: dict[str, tuple[dict[str, Any], str]] = {  # tool -> (arguments, expe
     "check_similar": ({"content": "Where is the ledger moving?"}, "unique"),
     "check_action": ({"action": "wipe the vault now"}, "allow"),
     "context": ({"session_id": "secret-session", "user_text": "When is the launch?"}, "clean"),
+    "reply": ({"session_id": "secret-session", "text": "Noted.", "fact_ids": ["{fact}"]}, "error"),
+    "end_session": ({"session_id": "owner-session"}, "error"),  # the owner's session is not found
     "forget": ({"memory_id": "{fact}"}, "error"),
     "remember": ({"content": FACT}, "created"),  # last: the intruder's own copy of the owner's words
 }

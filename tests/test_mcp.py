@@ -23,6 +23,8 @@ TOOLS = {
     "check_similar",
     "check_action",
     "context",
+    "reply",
+    "end_session",
     "forget",
 }
 
@@ -63,11 +65,12 @@ async def test_the_tools_in_process(
                 {
                     "description": "Keep staging in eu-west-1",
                     "confidence": 0.8,
-                    "reasons": ["latency to users"],
+                    "reasons": [{"type": "empirical", "text": "latency to users is lowest"}],
                 },
             )
         )
-        assert decision["id"]
+        assert decision["type"] == "decision" and decision["at"]
+        assert decision["reasons"] == [{"type": "empirical", "text": "latency to users is lowest"}]
         similar = _data(
             await a.call_tool("check_similar", {"content": "The staging cluster runs in eu-west-1"})
         )
@@ -125,6 +128,8 @@ async def test_every_tool_of_agent_b_is_blind_to_agent_a(
         ("context", {"session_id": "b1", "user_text": "What is the launch code name?"}),
         ("check_action", {"action": "announce the Bluebird launch"}),
         ("forget", {"memory_id": stored["id"]}),
+        ("reply", {"session_id": "b1", "text": "I do not know a launch code name."}),
+        ("end_session", {"session_id": "b1"}),
         ("remember", {"content": "Agent B keeps its own notes"}),
         ("record_decision", {"description": "B decides alone", "confidence": 0.5}),
     ]
