@@ -77,7 +77,7 @@ async def test_every_parameter_is_described_bounded_and_every_tool_annotated(
     assert set(tools) >= {"context", "reply", "end_session"}
     seen_enums = set()
     for name, tool in tools.items():
-        assert tool.description and len(tool.description) > 40, name
+        assert tool.description and len(tool.description) > 40 and tool.title, name
         # Descriptions name MCP tools only (never a Python method a model cannot call).
         for quoted in re.findall(r"`([a-z_]+)`", tool.description):
             assert quoted in tools or quoted == "reflection", (name, quoted)
@@ -119,7 +119,11 @@ async def test_every_parameter_is_described_bounded_and_every_tool_annotated(
 @pytest.mark.parametrize(
     ("tool", "arguments", "allowed"),
     [
-        ("remember", {"content": "Alice is allergic to nuts", "category": "health"}, "'preference'"),
+        (
+            "remember",
+            {"content": "Alice is allergic to nuts", "category": "health"},
+            "'other' (got 'health')",
+        ),
         ("recall", {"query": "anything", "limit": 1000}, "less than or equal to 100"),
         ("recall", {"query": "anything", "types": ["note"]}, "'episode'"),
         ("recall", {"query": "anything", "min_score": 2}, "less than or equal to 1"),
@@ -142,6 +146,7 @@ async def test_a_bad_value_is_a_tool_error_naming_what_is_allowed(
         result = await client.call_tool(tool, arguments)
         text = " ".join(getattr(c, "text", "") for c in result.content)
         assert result.is_error and allowed in text, text
+        assert text.startswith(f"invalid arguments for {tool}: ") and "pydantic.dev" not in text, text
         still = await client.call_tool("recall", {"query": "anything"})
         assert not still.is_error  # the server answers on
     async with Nous(settings, embedding_provider=provider) as nous:

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp_types import InputRequiredResult
-from pydantic import AnyUrl
+from mcp_types import CallToolResult, InputRequiredResult
+from pydantic import AnyUrl, ValidationError
 
 from nous.api import Nous
 from nous.errors import NousError
@@ -46,7 +46,22 @@ _reading: ContextVar[Context | None] = ContextVar("nous_mcp_reading", default=No
 
 
 class _NousMCP(MCPServer[Any]):
-    """MCPServer that makes the request of a resource read visible to the resource's function."""
+    """MCPServer that words a refused argument for the model that sent it, and makes the request
+    of a resource read visible to the resource's function."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            # One line per refused argument, its allowed values or bounds, and what was sent;
+            # the cause is kept, so the SDK still logs the refusal by field name only.
+            problems = "; ".join(_problem(error) for error in cause.errors())
+            raise ToolError(f"invalid arguments for {name}: {problems}") from cause
 
     async def read_resource(
         self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
@@ -184,6 +199,16 @@ def _add_resources(
             ]
 
         return await read(active)
+
+
+def _problem(error: Any) -> str:
+    """``reasons.0.type: Input should be 'analysis', ... or 'constraint' (got 'gut')``."""
+    where = ".".join(str(part) for part in error["loc"]) or "arguments"
+    text = f"{where}: {error['msg']}"
+    sent = error.get("input")
+    if error["type"] != "missing" and isinstance(sent, str | int | float | bool):
+        text += f" (got {str(sent)[:80]!r})" if isinstance(sent, str) else f" (got {sent!r})"
+    return text
 
 
 def _iso(value: Any) -> str | None:

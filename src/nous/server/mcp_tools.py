@@ -64,6 +64,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
     """Register every tool on ``server``; ``call`` runs a tool body for the request's caller."""
 
     @server.tool(
+        title="Context for this turn",
         name="context",
         annotations=WRITE,
         description="Call at the start of every turn, with the user's message, before you answer. "
@@ -101,6 +102,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         }
 
     @server.tool(
+        title="Record your reply",
         annotations=WRITE,
         description="Call after you answered the user's message given to `context`, with your answer. "
         "Stores the exchange in the conversation, so it is remembered and summarised; list the "
@@ -143,6 +145,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         return await call(ctx, post)
 
     @server.tool(
+        title="End the conversation",
         annotations=ONCE,
         description="Call when the conversation is over (the user said goodbye or the task is done). "
         "Closes it: a conversation that mattered becomes an episode that is summarised and "
@@ -181,6 +184,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         }
 
     @server.tool(
+        title="Remember a fact",
         annotations=WRITE,
         description="Store a lasting fact: a preference, a person, a plan, a rule, a technical detail. "
         "It is checked first: a duplicate confirms the existing fact (status duplicate, existing_id), "
@@ -218,6 +222,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         }
 
     @server.tool(
+        title="Search memory",
         annotations=READ,
         description="Search memory: facts, decisions, procedures, censors, episodes and conversation "
         "turns. Each result has its type, a relevance score from 0 to 1, its date, and whether it "
@@ -267,6 +272,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         return [h.brief() for h in hits]
 
     @server.tool(
+        title="Recent memories",
         annotations=READ,
         description="The most recent memories by time, whatever their topic: by default the "
         "conversations (episodes) of the last 48 hours, newest first.",
@@ -299,6 +305,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         ]
 
     @server.tool(
+        title="Record a decision",
         annotations=WRITE,
         description="Record a decision you make, with your confidence, its stakes and typed reasons, "
         "so its outcome can be reviewed and your confidence calibrated later. A decision the "
@@ -349,6 +356,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         }
 
     @server.tool(
+        title="Check before storing",
         annotations=READ,
         description="What storing this text would find, without storing anything: the close "
         "memories (type, date, similarity, tier) and a recommendation (duplicate_found, "
@@ -381,6 +389,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         return await call(ctx, check)
 
     @server.tool(
+        title="Check an action",
         annotations=WRITE,
         description="Before a risky or irreversible action (deleting, deploying, sending, paying), "
         "check it against the agent's censors: the decision is allow, warn or block, with the "
@@ -420,6 +429,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         }
 
     @server.tool(
+        title="Forget a memory",
         annotations=REMOVE,
         description="Forget a memory by its id (from `recall` or `remember`): it is no longer "
         "recalled. Nothing is deleted for good; the store's owner can restore it.",
