@@ -80,7 +80,7 @@ async def test_every_parameter_is_described_bounded_and_every_tool_annotated(
         assert tool.description and len(tool.description) > 40 and tool.title, name
         # Descriptions name MCP tools only (never a Python method a model cannot call).
         for quoted in re.findall(r"`([a-z_]+)`", tool.description):
-            assert quoted in tools or quoted == "reflection", (name, quoted)
+            assert quoted in tools, (name, quoted)
         assert not re.search(r"pre_turn|post_turn|learn\(|nous\.", tool.description), name
         schema = tool.input_schema
         required = set(schema.get("required", []))

@@ -149,7 +149,8 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         annotations=ONCE,
         description="Call when the conversation is over (the user said goodbye or the task is done). "
         "Closes it: a conversation that mattered becomes an episode that is summarised and "
-        "recalled later; each line of `reflection` is kept as a lesson. Ending twice changes nothing.",
+        "recalled later (a single short exchange is not kept: its episode comes back with active "
+        "false); each line of reflection is kept as a lesson. Ending twice changes nothing.",
     )
     async def end_session(
         ctx: Context,
