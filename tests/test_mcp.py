@@ -81,6 +81,13 @@ async def test_the_tools_in_process(
             await a.call_tool("context", {"session_id": "m1", "user_text": "Where does staging run?"})
         )
         assert "eu-west-1" in turn["context"] and turn["tokens"] <= turn["budget"]
+        assert {"id": stored["id"], "type": "fact", "section": "facts"} in turn["memories"]
+        window = {"query": "where does staging run?", "since": "2020-01-01", "until": "2100-01-01T00:00:00Z"}
+        assert stored["id"] in {h["id"] for h in _data(await a.call_tool("recall", window))}
+        later = _data(await a.call_tool("recall", {**window, "since": "2099-01-01T00:00:00Z"}))
+        assert later == []
+        not_a_time = await a.call_tool("recall", {**window, "since": "last tuesday"})
+        assert not_a_time.is_error and "since" in _text(not_a_time)
         recent = _data(await a.call_tool("recall_recent", {"limit": 5}))
         assert isinstance(recent, list)
         bad = await a.call_tool("remember", {"content": "   "})

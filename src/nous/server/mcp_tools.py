@@ -3,6 +3,7 @@ destructive, idempotent; never open-world: it touches only this store), describe
 and names only MCP tool names in its text, so a model can use it from the schema alone."""
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -98,7 +99,13 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
             "tokens": turn.tokens,
             "budget": turn.budget,
             "episode_id": turn.episode_id,
-            "memory_ids": turn.included_ids(),
+            # The memories the context shows (each dated in its text), for `reply`'s links or `forget`.
+            "memories": [
+                {"id": i.id, "type": i.kind, "section": sec.name}
+                for sec in turn.sections
+                for i in sec.items
+                if i.id is not None
+            ],
         }
 
     @server.tool(
@@ -257,6 +264,14 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 "what it is about; omit outside a conversation.",
             ),
         ] = None,
+        since: Annotated[
+            datetime | None,
+            Field(description="Only memories from this time on (ISO 8601, e.g. 2026-03-01T00:00:00Z)."),
+        ] = None,
+        until: Annotated[
+            datetime | None,
+            Field(description="Only memories before this time (ISO 8601)."),
+        ] = None,
         user_id: UserId = None,
     ) -> list[dict[str, Any]]:
         hits = await call(
@@ -267,6 +282,8 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 kinds=types,
                 user_id=acting_user(who, user_id),
                 min_score=min_score,
+                since=since,
+                until=until,
                 in_session=who.session_key(session_id) if session_id else None,
             ),
         )
