@@ -25,6 +25,7 @@ TOOLS = {
     "context",
     "reply",
     "end_session",
+    "create_censor",
     "forget",
 }
 
@@ -137,6 +138,7 @@ async def test_every_tool_of_agent_b_is_blind_to_agent_a(
         ("forget", {"memory_id": stored["id"]}),
         ("reply", {"session_id": "b1", "text": "I do not know a launch code name."}),
         ("end_session", {"session_id": "b1"}),
+        ("create_censor", {"pattern": "announce\\s+launches", "reason": "B rule", "action": "block"}),
         ("remember", {"content": "Agent B keeps its own notes"}),
         ("record_decision", {"description": "B decides alone", "confidence": 0.5}),
     ]

@@ -177,6 +177,16 @@ async def test_user_id_is_honoured_within_what_the_key_may_do(
             )
             assert bobs["id"] not in {h["id"] for h in for_alice}
             # A user-bound key acts only as its own user: another user_id is refused, not replaced.
+            shared = await as_alice.call_tool(
+                "create_censor", {"pattern": "desk swap", "reason": "ask first"}
+            )
+            assert shared.is_error and "agent's key" in _text(shared)  # censors bind every user
+            made = _data(
+                await as_agent.call_tool("create_censor", {"pattern": "desk swap", "reason": "ask first"})
+            )
+            assert made["status"] == "created" and made["type"] == "censor"
+            verdict = _data(await as_alice.call_tool("check_action", {"action": "do a desk swap with Bob"}))
+            assert verdict["decision"] == "warn" and verdict["censors"][0]["id"] == made["id"]
             refused = await as_alice.call_tool(
                 "remember", {"content": "Alice's desk is on floor 5", "user_id": "bob"}
             )

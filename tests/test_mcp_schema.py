@@ -16,7 +16,7 @@ from nous import Nous, Settings
 from nous.embeddings.base import EmbeddingProvider
 from nous.models import MemoryKind
 from nous.models.brain import DecisionCategory, ReasonType, Stakes
-from nous.models.heart import FactCategory
+from nous.models.heart import CensorAction, FactCategory
 from nous.server import mcp_schema
 from nous.server.mcp import create_mcp_server
 
@@ -29,6 +29,7 @@ ENUMS: dict[tuple[str, str], type[StrEnum]] = {
     ("record_decision", "category"): DecisionCategory,
     ("record_decision", "stakes"): Stakes,
     ("record_decision", "reasons[].type"): ReasonType,
+    ("create_censor", "action"): CensorAction,
 }
 
 
@@ -63,6 +64,7 @@ def test_the_literal_value_sets_are_the_models_enums() -> None:
         (mcp_schema.DecisionCategoryName, DecisionCategory),
         (mcp_schema.StakesName, Stakes),
         (mcp_schema.ReasonTypeName, ReasonType),
+        (mcp_schema.CensorActionName, CensorAction),
     ]
     for literal, enum in pairs:
         assert list(get_args(literal)) == [e.value for e in enum], enum
@@ -137,6 +139,7 @@ async def test_every_parameter_is_described_bounded_and_every_tool_annotated(
         ),
         ("record_decision", {"description": "Ship it", "reasons": ["empirical: it worked"]}, "reasons"),
         ("record_decision", {"description": "Ship it", "confidence": 1.5}, "less than or equal to 1"),
+        ("create_censor", {"pattern": "rm -rf", "reason": "no", "action": "deny"}, "'absolute' (got 'deny')"),
     ],
 )
 async def test_a_bad_value_is_a_tool_error_naming_what_is_allowed(
@@ -150,4 +153,4 @@ async def test_a_bad_value_is_a_tool_error_naming_what_is_allowed(
         still = await client.call_tool("recall", {"query": "anything"})
         assert not still.is_error  # the server answers on
     async with Nous(settings, embedding_provider=provider) as nous:
-        assert await nous.memories(["fact", "decision"]) == []  # nothing half-written
+        assert await nous.memories(["fact", "decision", "censor"]) == []  # nothing half-written

@@ -24,6 +24,7 @@ FactCategoryName = Literal[
 MemoryKindName = Literal["fact", "episode", "procedure", "censor", "decision", "turn"]
 DecisionCategoryName = Literal["architecture", "process", "tooling", "security", "integration", "other"]
 StakesName = Literal["low", "medium", "high", "critical"]
+CensorActionName = Literal["warn", "block", "absolute"]
 ReasonTypeName = Literal[
     "analysis", "pattern", "empirical", "authority", "intuition", "analogy", "elimination", "constraint"
 ]

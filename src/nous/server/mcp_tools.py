@@ -14,6 +14,7 @@ from nous.api import Nous
 from nous.cognitive import TurnResult
 from nous.errors import PermissionDeniedError
 from nous.server.mcp_schema import (
+    CensorActionName,
     Confidence,
     DecisionCategoryName,
     FactCategoryName,
@@ -445,6 +446,46 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 for m in verdict.matches
             ],
         }
+
+    @server.tool(
+        title="Add a censor",
+        annotations=WRITE,
+        description="Add a rule about what not to do: an action matching the pattern is warned "
+        "about or blocked by `check_action` from now on. Use when the user says never to do "
+        "something, or after a mistake that must not happen again. For the agent's key.",
+    )
+    async def create_censor(
+        ctx: Context,
+        pattern: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=2000,
+                description="What the censor catches: a case-insensitive regular expression matched "
+                r"against the action's text (e.g. DROP\s+TABLE); actions close in meaning also fire.",
+            ),
+        ],
+        reason: Annotated[
+            str,
+            Field(
+                min_length=1, max_length=5000, description="Why the action is refused, shown when it fires."
+            ),
+        ],
+        action: Annotated[
+            CensorActionName,
+            Field(
+                description="warn (allowed, with a warning; escalates to block after repeated "
+                "firings), block (refused unless overridden) or absolute (always refused)."
+            ),
+        ] = "warn",
+    ) -> dict[str, Any]:
+        async def add(n: Nous, who: Caller) -> dict[str, Any]:
+            # Censors bind every user of the agent, so only the agent's key sets them.
+            who.require_agent_key("a censor (the agent's shared memory)")
+            result = await n.add_censor(pattern, action=action, reason=reason)
+            return {**dated(result.memory), "status": result.status.value, "existing_id": result.existing_id}
+
+        return await call(ctx, add)
 
     @server.tool(
         title="Forget a memory",
