@@ -187,6 +187,9 @@ async def test_user_id_is_honoured_within_what_the_key_may_do(
             assert made["status"] == "created" and made["type"] == "censor"
             verdict = _data(await as_alice.call_tool("check_action", {"action": "do a desk swap with Bob"}))
             assert verdict["decision"] == "warn" and verdict["censors"][0]["id"] == made["id"]
+            assert (
+                verdict["censors"][0]["reason"] == "ask first" and verdict["censors"][0]["action"] == "warn"
+            )
             refused = await as_alice.call_tool(
                 "remember", {"content": "Alice's desk is on floor 5", "user_id": "bob"}
             )

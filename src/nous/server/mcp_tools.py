@@ -440,7 +440,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                     "pattern": m.censor.trigger_pattern,
                     "action": m.action.value,
                     "how": m.how,
-                    "reason": m.reason or m.censor.reason,
+                    "reason": m.censor.reason or m.reason,
                     "escalated": m.escalated,
                 }
                 for m in verdict.matches
