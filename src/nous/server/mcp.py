@@ -24,6 +24,8 @@ from pydantic import AnyUrl, ValidationError
 
 from nous.api import Nous
 from nous.errors import NousError
+from nous.models import Censor, Episode
+from nous.server.mcp_schema import iso
 from nous.server.mcp_tools import add_tools
 from nous.server.scope import Caller
 
@@ -38,7 +40,6 @@ When useful: `remember` a lasting fact (a preference, a person, a plan); `recall
 with your confidence and typed reasons."""
 
 Resolver = Callable[[Context], Awaitable[tuple[Nous, Caller]]]
-Call = Callable[[Context, Callable[[Nous, Caller], Awaitable[T]]], Awaitable[T]]
 
 # The request a resource is being read for. A static resource's function takes no arguments in
 # the SDK, so the server sets this around each read for the function to find whose key is asking.
@@ -113,9 +114,7 @@ def create_mcp_server(
     return server
 
 
-def _add_resources(
-    server: MCPServer[Any], caller: Callable[[Context], Awaitable[tuple[Nous, Caller]]]
-) -> None:
+def _add_resources(server: MCPServer[Any], caller: Resolver) -> None:
     """Read-only views a client may show or attach without a tool call."""
 
     async def read(fn: Callable[[Nous, Caller], Awaitable[Any]]) -> str:
@@ -164,14 +163,15 @@ def _add_resources(
                 {
                     "id": e.id,
                     "type": e.kind.value,
-                    "title": getattr(e, "title", None),
-                    "summary": getattr(e, "summary", None),
+                    "title": e.title,
+                    "summary": e.summary,
                     "content": e.content,
                     "at": e.occurred_at.isoformat(),
-                    "ended_at": _iso(getattr(e, "ended_at", None)),
-                    "outcome": str(getattr(e, "outcome", "")) or None,
+                    "ended_at": iso(e.ended_at),
+                    "outcome": e.outcome.value,
                 }
                 for e in found
+                if isinstance(e, Episode)
             ]
 
         return await read(episodes)
@@ -190,12 +190,13 @@ def _add_resources(
                 {
                     "id": c.id,
                     "type": c.kind.value,
-                    "pattern": getattr(c, "trigger_pattern", c.content),
-                    "action": str(getattr(c, "action", "")),
-                    "reason": getattr(c, "reason", None),
+                    "pattern": c.trigger_pattern,
+                    "action": c.action.value,
+                    "reason": c.reason,
                     "at": c.occurred_at.isoformat(),
                 }
                 for c in await nous.memories("censor", limit=1000)
+                if isinstance(c, Censor)
             ]
 
         return await read(active)
@@ -209,7 +210,3 @@ def _problem(error: Any) -> str:
     if error["type"] != "missing" and isinstance(sent, str | int | float | bool):
         text += f" (got {str(sent)[:80]!r})" if isinstance(sent, str) else f" (got {sent!r})"
     return text
-
-
-def _iso(value: Any) -> str | None:
-    return None if value is None else value.isoformat()
