@@ -222,6 +222,8 @@ def _fill(value: Any, ids: dict[str, str]) -> Any:
         return value
     if isinstance(value, dict):
         return {k: _fill(v, ids) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, ids) for v in value]
     return value
 
 
@@ -356,6 +358,9 @@ MCP_TOOLS: dict[str, tuple[dict[str, Any], str]] = {  # tool -> (arguments, expe
     "check_similar": ({"content": "Where is the ledger moving?"}, "unique"),
     "check_action": ({"action": "wipe the vault now"}, "allow"),
     "context": ({"session_id": "secret-session", "user_text": "When is the launch?"}, "clean"),
+    "reply": ({"session_id": "secret-session", "text": "Noted.", "fact_ids": ["{fact}"]}, "error"),
+    "end_session": ({"session_id": "owner-session"}, "error"),  # the owner's session is not found
+    "create_censor": ({"pattern": "wipe the vault", "reason": "Porto rule"}, "agent-only"),
     "forget": ({"memory_id": "{fact}"}, "error"),
     "remember": ({"content": FACT}, "created"),  # last: the intruder's own copy of the owner's words
 }
@@ -378,6 +383,8 @@ async def test_every_mcp_tool_keeps_the_owners_memory_from_the_intruder(
     async with Client(streamable_http_client(f"{server.url}/mcp/", http_client=http)) as intruder:
         assert {t.name for t in (await intruder.list_tools()).tools} == set(MCP_TOOLS)
         for tool, (arguments, expect) in MCP_TOOLS.items():
+            if expect == "agent-only":  # the agent's shared memory: refused to a user-bound key
+                expect = "error" if pair == "users" else "created"
             result = await intruder.call_tool(tool, _fill(arguments, ids))
             text = _mcp_text(result)
             if expect == "error":  # the owner's id fails exactly as a missing one does

@@ -23,6 +23,9 @@ TOOLS = {
     "check_similar",
     "check_action",
     "context",
+    "reply",
+    "end_session",
+    "create_censor",
     "forget",
 }
 
@@ -63,11 +66,12 @@ async def test_the_tools_in_process(
                 {
                     "description": "Keep staging in eu-west-1",
                     "confidence": 0.8,
-                    "reasons": ["latency to users"],
+                    "reasons": [{"type": "empirical", "text": "latency to users is lowest"}],
                 },
             )
         )
-        assert decision["id"]
+        assert decision["type"] == "decision" and decision["at"]
+        assert decision["reasons"] == [{"type": "empirical", "text": "latency to users is lowest"}]
         similar = _data(
             await a.call_tool("check_similar", {"content": "The staging cluster runs in eu-west-1"})
         )
@@ -78,6 +82,13 @@ async def test_the_tools_in_process(
             await a.call_tool("context", {"session_id": "m1", "user_text": "Where does staging run?"})
         )
         assert "eu-west-1" in turn["context"] and turn["tokens"] <= turn["budget"]
+        assert {"id": stored["id"], "type": "fact", "section": "facts"} in turn["memories"]
+        window = {"query": "where does staging run?", "since": "2020-01-01", "until": "2100-01-01T00:00:00Z"}
+        assert stored["id"] in {h["id"] for h in _data(await a.call_tool("recall", window))}
+        later = _data(await a.call_tool("recall", {**window, "since": "2099-01-01T00:00:00Z"}))
+        assert later == []
+        not_a_time = await a.call_tool("recall", {**window, "since": "last tuesday"})
+        assert not_a_time.is_error and "since" in _text(not_a_time)
         recent = _data(await a.call_tool("recall_recent", {"limit": 5}))
         assert isinstance(recent, list)
         bad = await a.call_tool("remember", {"content": "   "})
@@ -125,6 +136,9 @@ async def test_every_tool_of_agent_b_is_blind_to_agent_a(
         ("context", {"session_id": "b1", "user_text": "What is the launch code name?"}),
         ("check_action", {"action": "announce the Bluebird launch"}),
         ("forget", {"memory_id": stored["id"]}),
+        ("reply", {"session_id": "b1", "text": "I do not know a launch code name."}),
+        ("end_session", {"session_id": "b1"}),
+        ("create_censor", {"pattern": "announce\\s+launches", "reason": "B rule", "action": "block"}),
         ("remember", {"content": "Agent B keeps its own notes"}),
         ("record_decision", {"description": "B decides alone", "confidence": 0.5}),
     ]

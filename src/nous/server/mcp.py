@@ -1,48 +1,89 @@
 """The MCP server (official ``mcp`` SDK): Nous's memory as tools for Claude Desktop, Claude Code,
 Cursor and other MCP clients. ``nous mcp --agent NAME`` serves one agent over stdio.
 
-Tools: remember (a fact through the duplicate check), recall, recall_recent, record_decision,
-check_similar, check_action, context (the turn's assembled context) and forget. A refused or
-invalid call is a tool error with the reason, never a crash of the server. Inside `nous serve`,
-each call speaks for its API key: a user-bound key's tools see and change only what that key
-may over REST (``nous.server.scope``).
+Tools: the turn loop (``context`` before answering, ``reply`` after, ``end_session`` at the end,
+so a conversation becomes a summarised episode), ``remember``, ``recall``, ``recall_recent``,
+``record_decision``, ``check_similar``, ``check_action`` and ``forget``; read-only resources for
+the agent's identity, its recent episodes and its active censors. A refused or invalid call is a
+tool error with the reason, never a crash of the server. Inside `nous serve`, each call speaks for
+its API key: a user-bound key's tools see and change only what that key may over REST
+(``nous.server.scope``).
 """
 
-from __future__ import annotations
-
-from collections.abc import AsyncIterator, Awaitable, Callable
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import CallToolResult, InputRequiredResult
+from pydantic import AnyUrl, ValidationError
 
 from nous.api import Nous
 from nous.errors import NousError
-from nous.server.scope import Caller, owned
+from nous.models import Censor, Episode
+from nous.server.mcp_schema import iso
+from nous.server.mcp_tools import add_tools
+from nous.server.scope import Caller
 
 T = TypeVar("T")
-INSTRUCTIONS = (
-    "Long-term memory. Call `context` with the user's message at the start of a turn to get what "
-    "you should know; `remember` lasting facts (preferences, decisions' reasons, people, plans); "
-    "`recall` to search; `check_action` before a risky action; `record_decision` for choices you "
-    "make, with your confidence."
-)
-
+INSTRUCTIONS = """Long-term memory for this conversation and the ones before it.
+Each turn: call `context` with the user's message before you answer (it returns what you should
+know: identity, rules, relevant memories, recent conversations), then `reply` with your answer
+after you give it. When the conversation is over, call `end_session`; it is then summarised and
+remembered. Use one session_id for the whole conversation.
+When useful: `remember` a lasting fact (a preference, a person, a plan); `recall` to search memory;
+`check_action` before a risky or irreversible action; `record_decision` for a choice you make,
+with your confidence and typed reasons."""
 
 Resolver = Callable[[Context], Awaitable[tuple[Nous, Caller]]]
+
+# The request a resource is being read for. A static resource's function takes no arguments in
+# the SDK, so the server sets this around each read for the function to find whose key is asking.
+_reading: ContextVar[Context | None] = ContextVar("nous_mcp_reading", default=None)
+
+
+class _NousMCP(MCPServer[Any]):
+    """MCPServer that words a refused argument for the model that sent it, and makes the request
+    of a resource read visible to the resource's function."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            # One line per refused argument, its allowed values or bounds, and what was sent;
+            # the cause is kept, so the SDK still logs the refusal by field name only.
+            problems = "; ".join(_problem(error) for error in cause.errors())
+            raise ToolError(f"invalid arguments for {name}: {problems}") from cause
+
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        token = _reading.set(context)
+        try:
+            return await super().read_resource(uri, context)
+        finally:
+            _reading.reset(token)
 
 
 def create_mcp_server(
     open_nous: Callable[[], Nous] | None = None, *, resolve: Resolver | None = None
-) -> MCPServer:
+) -> MCPServer[Any]:
     """An MCP server over one agent's memory: the Nous ``open_nous`` builds (opened when the
     server starts; stdio), or, with ``resolve``, the agent each request's API key names
     (streamable HTTP inside `nous serve`)."""
     holder: dict[str, Nous] = {}
 
     @asynccontextmanager
-    async def lifespan(server: MCPServer) -> AsyncIterator[None]:
+    async def lifespan(server: MCPServer[Any]) -> AsyncIterator[None]:
         if open_nous is None:
             yield
             return
@@ -51,131 +92,121 @@ def create_mcp_server(
             yield
         holder.clear()
 
-    server = MCPServer(name="nous", instructions=INSTRUCTIONS, lifespan=lifespan)
+    server = _NousMCP(name="nous", instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    async def caller(ctx: Context) -> tuple[Nous, Caller]:
+        if resolve is not None:
+            return await resolve(ctx)
+        if "nous" not in holder:
+            raise ToolError("the memory store is not open")
+        nous = holder["nous"]
+        return nous, Caller(agent_id=nous.agent_id)
 
     async def call(ctx: Context, fn: Callable[[Nous, Caller], Awaitable[T]]) -> T:
         try:
-            if resolve is not None:
-                nous, who = await resolve(ctx)
-            else:
-                if "nous" not in holder:
-                    raise ToolError("the memory store is not open")
-                nous = holder["nous"]
-                who = Caller(agent_id=nous.agent_id)
+            nous, who = await caller(ctx)
             return await fn(nous, who)
         except NousError as exc:  # a tool error with the reason, as the REST API's 4xx
             raise ToolError(str(exc)) from None
 
-    @server.tool(description="Store a lasting fact. Duplicates are recognised and confirm the existing one.")
-    async def remember(
-        ctx: Context,
-        content: str,
-        subject: str | None = None,
-        category: str | None = None,
-        session_id: str | None = None,
-    ) -> dict[str, Any]:
-        result = await call(
-            ctx,
-            lambda n, who: n.learn(
-                content,
-                subject=subject,
-                category=category,
-                user_id=who.user_id,
-                session_id=who.session_keys(session_id),
-            ),
-        )
-        return {
-            "id": result.memory.id,
-            "status": result.status.value,
-            "existing_id": result.existing_id,
-            "warnings": result.warnings,
-        }
-
-    @server.tool(
-        description="Search memory: facts, decisions, procedures, censors, episodes and conversation turns. "
-        "Each result has a relevance score from 0 to 1 (results below min_score, default 0.05, are left "
-        "out, so a question nothing answers gets an empty list), its date, and whether it is current. "
-        "Give the session_id of the conversation (as passed to `context`) to rank by its frame too."
-    )
-    async def recall(
-        ctx: Context,
-        query: str,
-        limit: int = 10,
-        types: list[str] | None = None,
-        min_score: float | None = None,
-        session_id: str | None = None,
-    ) -> list[dict[str, Any]]:
-        hits = await call(
-            ctx,
-            lambda n, who: n.recall(
-                query,
-                limit=limit,
-                kinds=types,
-                user_id=who.user_id,
-                min_score=min_score,
-                in_session=who.session_key(session_id) if session_id else None,
-            ),
-        )
-        return [h.brief() for h in hits]
-
-    @server.tool(description="The most recent memories by time (default: conversations of the last days).")
-    async def recall_recent(
-        ctx: Context, limit: int = 10, hours: float | None = None
-    ) -> list[dict[str, Any]]:
-        found = await call(ctx, lambda n, who: n.recall_recent(limit=limit, hours=hours, user_id=who.user_id))
-        return [
-            {"id": m.id, "type": m.kind.value, "content": m.content, "at": m.occurred_at.isoformat()}
-            for m in found
-        ]
-
-    @server.tool(description="Record a decision with its confidence (0-1) and reasons.")
-    async def record_decision(
-        ctx: Context,
-        description: str,
-        confidence: float = 0.5,
-        reasons: list[str] | None = None,
-        session_id: str | None = None,
-    ) -> dict[str, Any]:
-        decision = await call(
-            ctx,
-            lambda n, who: n.record_decision(
-                description,
-                confidence=confidence,
-                reasons=[{"type": "analysis", "text": r} for r in reasons or []],
-                user_id=who.user_id,
-                session_id=who.session_keys(session_id),
-            ),
-        )
-        return {"id": decision.id, "flags": decision.flags}
-
-    @server.tool(description="What storing this text would find: close memories and a recommendation.")
-    async def check_similar(ctx: Context, content: str, type: str = "fact") -> dict[str, Any]:
-        found = await call(ctx, lambda n, who: n.check_similar(content, type, user_id=who.user_id))
-        return found.model_dump(mode="json")
-
-    @server.tool(description="Check a planned action against the agent's censors: allow, warn or block.")
-    async def check_action(ctx: Context, action: str, session_id: str | None = None) -> dict[str, Any]:
-        verdict = await call(
-            ctx, lambda n, who: n.check_action(action, session_id=who.session_keys(session_id))
-        )
-        return verdict.model_dump(mode="json")
-
-    @server.tool(
-        name="context",
-        description="The context for this turn: identity, rules, relevant memories, within a budget.",
-    )
-    async def turn_context(ctx: Context, session_id: str, user_text: str) -> dict[str, Any]:
-        turn = await call(
-            ctx, lambda n, who: n.pre_turn(who.session_key(session_id), user_text, user_id=who.user_id)
-        )
-        return {"frame": turn.frame, "context": turn.text, "tokens": turn.tokens, "budget": turn.budget}
-
-    @server.tool(description="Forget a memory (restorable; nothing is deleted for good).")
-    async def forget(ctx: Context, memory_id: str) -> dict[str, Any]:
-        async def forget_owned(n: Nous, who: Caller) -> Any:
-            return await n.forget((await owned(n, who, memory_id)).id)
-
-        memory = await call(ctx, forget_owned)
-        return {"id": memory.id, "active": memory.active}
-
+    add_tools(server, call)
+    _add_resources(server, caller)
     return server
+
+
+def _add_resources(server: MCPServer[Any], caller: Resolver) -> None:
+    """Read-only views a client may show or attach without a tool call."""
+
+    async def read(fn: Callable[[Nous, Caller], Awaitable[Any]]) -> str:
+        ctx = _reading.get()
+        if ctx is None:
+            raise ResourceError("this resource is read through an MCP request")
+        try:
+            nous, who = await caller(ctx)
+            return json.dumps(await fn(nous, who), ensure_ascii=False)
+        except NousError as exc:
+            raise ResourceError(str(exc)) from None
+
+    @server.resource(
+        "nous://identity",
+        name="identity",
+        description="The agent's identity: character, values, protocols, preferences, boundaries "
+        "(the sections that were set), each with its version and date. For the agent's key.",
+        mime_type="application/json",
+    )
+    async def identity() -> str:
+        async def sections(nous: Nous, who: Caller) -> list[dict[str, Any]]:
+            who.require_agent_key("the agent's identity")
+            return [
+                {
+                    "section": s.section,
+                    "content": s.content,
+                    "version": s.version,
+                    "at": s.updated_at.isoformat(),
+                }
+                for s in await nous.identity()
+            ]
+
+        return await read(sections)
+
+    @server.resource(
+        "nous://episodes/recent",
+        name="recent-episodes",
+        description="The conversations of the last days, newest first: each episode's title, "
+        "summary, dates and outcome.",
+        mime_type="application/json",
+    )
+    async def recent_episodes() -> str:
+        async def episodes(nous: Nous, who: Caller) -> list[dict[str, Any]]:
+            found = await nous.recall_recent(limit=20, kinds="episode", user_id=who.user_id)
+            return [
+                {
+                    "id": e.id,
+                    "type": e.kind.value,
+                    "title": e.title,
+                    "summary": e.summary,
+                    "content": e.content,
+                    "at": e.occurred_at.isoformat(),
+                    "ended_at": iso(e.ended_at),
+                    "outcome": e.outcome.value,
+                }
+                for e in found
+                if isinstance(e, Episode)
+            ]
+
+        return await read(episodes)
+
+    @server.resource(
+        "nous://censors",
+        name="censors",
+        description="The agent's active censors: what each one catches (pattern), its action "
+        "(warn, block or absolute), why, and when it was made. For the agent's key.",
+        mime_type="application/json",
+    )
+    async def censors() -> str:
+        async def active(nous: Nous, who: Caller) -> list[dict[str, Any]]:
+            who.require_agent_key("the agent's censors")
+            return [
+                {
+                    "id": c.id,
+                    "type": c.kind.value,
+                    "pattern": c.trigger_pattern,
+                    "action": c.action.value,
+                    "reason": c.reason,
+                    "at": c.occurred_at.isoformat(),
+                }
+                for c in await nous.memories("censor", limit=1000)
+                if isinstance(c, Censor)
+            ]
+
+        return await read(active)
+
+
+def _problem(error: Any) -> str:
+    """``reasons.0.type: Input should be 'analysis', ... or 'constraint' (got 'gut')``."""
+    where = ".".join(str(part) for part in error["loc"]) or "arguments"
+    text = f"{where}: {error['msg']}"
+    sent = error.get("input")
+    if error["type"] != "missing" and isinstance(sent, str | int | float | bool):
+        text += f" (got {str(sent)[:80]!r})" if isinstance(sent, str) else f" (got {sent!r})"
+    return text
