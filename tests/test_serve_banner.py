@@ -4,6 +4,7 @@ the access log is optional, and SIGTERM ends it even with a stalled request open
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -16,6 +17,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from nous import Nous
+from nous.events.context import PipelineContext
+from nous.events.worker import EventWorker
+from nous.models.events import Event, EventKind, EventStatus
+from nous.storage import WriteOp
 
 NOUS = str(Path(sys.executable).parent / "nous")
 CURL = "/usr/bin/curl"
@@ -186,3 +193,26 @@ def test_the_readmes_curl_examples_work(demo: Serve) -> None:
     assert stored.get("id"), stored
     found = json.loads(_shell(prefix + commands[1].replace("localhost:8765", port)))
     assert any("eu-west-1" in hit["content"] for hit in found["results"]), found
+
+
+async def test_a_stopping_worker_takes_no_event_after_the_one_in_hand(nous: Nous) -> None:
+    """Shutdown does not wait for the rest of a claimed batch: once stop is set, the event in
+    hand finishes and the others are left for their lease to run out (as after a crash)."""
+    sessions = [
+        {"id": f"s{i}", "messages": [{"role": "user", "content": f"I planted {i} olive trees today."}]}
+        for i in range(3)
+    ]
+    await nous.ingest(json.dumps({"sessions": sessions}))
+    stop = asyncio.Event()
+    handled: list[str] = []
+
+    async def stopping(event: Event, context: PipelineContext) -> list[WriteOp]:
+        handled.append(event.id)
+        stop.set()  # as SIGTERM would, while this event is being handled
+        return []
+
+    worker = EventWorker(nous.pipeline_context(), handlers=dict.fromkeys(EventKind, (stopping,)))
+    report = await worker.run_once(stop=stop)
+    assert len(handled) == 1 and report.handled == 1
+    leased = (await nous.event_counts()).get(EventStatus.RUNNING, 0)
+    assert leased >= 2  # still leased to the stopped worker, not done
