@@ -179,7 +179,8 @@ def banner(host: str, port: int, *, agent_id: str, token: str | None, no_auth: b
         + ("  ·  no auth" if no_auth else ""),
         f"store:  curl -s {base}/v1/memories {headers} -d '{remember}'",
         f"recall: curl -s {base}/v1/recall {headers} -d '{recall}'",
-        f"MCP over HTTP: {base}/mcp/ with the header Authorization: Bearer KEY (see README, MCP)",
+        f"MCP over HTTP: {base}/mcp/ "
+        + ("(no key needed)" if no_auth else "with the header Authorization: Bearer KEY (see README, MCP)"),
         f"MCP:  {nous} --agent {agent} mcp",  # last: the stdio command, runnable as printed
     ]
     if not token and not no_auth:
@@ -197,7 +198,7 @@ def _prepare_demo(ctx: typer.Context) -> str | None:
             await store_sample(nous, load_sample())
             console.print("[dim]stored the sample conversation (empty store)[/dim]")
         if await nous.store.api_keys():
-            console.print("[dim]API keys exist: use yours, or `nous keys create --agent NAME`[/dim]")
+            console.print("[dim]API keys exist: use yours, or make one as the `a key:` line shows[/dim]")
             return None
         _, token = await create_key(nous.store, agent_id=nous.agent_id, name="quick start")
         print(f"created an API key for agent {nous.agent_id} (shown once): {token}", flush=True)
