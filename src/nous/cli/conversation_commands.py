@@ -74,9 +74,11 @@ def ingest(
         f"({report.sessions_skipped} already stored) from {file}"
     )
     if pending:
+        nous = nous_command()
+        events = f"{pending} event{'s' if pending != 1 else ''}"
         print(
-            f"{pending} event{'s' if pending != 1 else ''} pending (episode summaries, facts) — run `{nous_command()} maintain --events` "
-            f"or keep `{nous_command()} serve` running",
+            f"{events} pending (episode summaries, facts) — run `{nous} maintain --events` "
+            f"or keep `{nous} serve` running",
             flush=True,
         )
 

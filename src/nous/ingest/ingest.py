@@ -157,7 +157,8 @@ async def ingest_conversation(
     progress: Callable[[int], None] | None = None,
 ) -> IngestReport:
     """Store every session of the conversation that is not stored yet; ``progress`` is called
-    with the number of turns done, a few at a time (a skipped session's all at once)."""
+    with the number of turns processed, a few at a time as they are embedded (a skipped
+    session's all at once); each session is written once its last turn is."""
     agent = repo.agent_id
     # A user's conversation ids are its own: two users of one agent may both ingest "c1", and
     # neither is skipped as a re-run of the other's (the ids of the agent's own are unchanged).
