@@ -83,6 +83,10 @@ class Settings(BaseSettings):
         le=3600,
         description="nous serve: how long a client may take to send a request's headers, and its body.",
     )
+    access_log: bool = Field(
+        default=False,
+        description="nous serve: log one line per request (client, method, path, status) on stdout.",
+    )
     lock_timeout_s: float = Field(
         default=30.0,
         gt=0,

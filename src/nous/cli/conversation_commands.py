@@ -11,8 +11,10 @@ import typer
 from nous.api import Nous
 from nous.cli.output import console, print_json, progress_bar, short, table, when
 from nous.cli.runtime import fail, with_nous
+from nous.cli.server_commands import nous_command
 from nous.ingest import Conversation, IngestReport
 from nous.models import Memory
+from nous.models.events import EventStatus
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 
@@ -24,8 +26,13 @@ def register(app: typer.Typer) -> None:
 
 def ingest(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="Conversation JSON: Nous native or LoCoMo format.")],
-    fmt: Annotated[str, typer.Option("--format", help="auto, native or locomo.")] = "auto",
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help='Conversation JSON: Nous native, {"messages": [...]}, a list of messages or chats, LoCoMo.'
+        ),
+    ],
+    fmt: Annotated[str, typer.Option("--format", help="auto, native, messages or locomo.")] = "auto",
     user: Annotated[str | None, typer.Option(help="User id to scope the memories to.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -42,24 +49,37 @@ def ingest(
     if not file.is_file():
         raise fail(f"{file} does not exist or is not a file", 2)
 
-    async def act(nous: Nous) -> IngestReport:
+    async def act(nous: Nous) -> tuple[IngestReport, int]:
         with progress_bar() as progress:
             task = progress.add_task("ingesting turns", total=None)
 
             def parsed(conv: Conversation) -> None:
                 progress.update(task, total=sum(len(s.messages) for s in conv.sessions))
 
-            return await nous.ingest(
+            report = await nous.ingest(
                 file, fmt=fmt, user_id=user, on_parsed=parsed, progress=lambda n: progress.advance(task, n)
             )
+        # A CLI command runs no event worker, so the summaries and facts of what was just stored
+        # wait for one: say so, or the new episodes look finished when they are not.
+        return report, (await nous.event_counts()).get(EventStatus.PENDING, 0)
 
-    report = with_nous(ctx, act)
+    report, pending = with_nous(ctx, act)
     if as_json:
-        print_json({"status": "ingested", **report.model_dump(exclude={"episode_ids"})})
-    else:
-        console.print(
-            f"[green]ingested[/green] {report.turns} turns in {report.sessions} sessions "
-            f"({report.sessions_skipped} already stored) from {file}"
+        print_json(
+            {"status": "ingested", **report.model_dump(exclude={"episode_ids"}), "events_pending": pending}
+        )
+        return
+    console.print(
+        f"[green]ingested[/green] {report.turns} turns in {report.sessions} sessions "
+        f"({report.sessions_skipped} already stored) from {file}"
+    )
+    if pending:
+        nous = nous_command()
+        events = f"{pending} event{'s' if pending != 1 else ''}"
+        print(
+            f"{events} pending (episode summaries, facts) — run `{nous} maintain --events` "
+            f"or keep `{nous} serve` running",
+            flush=True,
         )
 
 

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import ipaddress
+import logging
+import os
+import shlex
+import shutil
+import socket
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -55,6 +64,9 @@ def serve(
             help="First run: store the sample data if the store is empty and create a key if there is none.",
         ),
     ] = False,
+    access_log: Annotated[
+        bool, typer.Option("--access-log", help="Log each request on stdout (or NOUS_ACCESS_LOG=true).")
+    ] = False,
 ) -> None:
     """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) over the configured store.
 
@@ -71,29 +83,109 @@ def serve(
     if no_auth and not _is_loopback(host):
         raise fail("--no-auth only binds a loopback address (127.0.0.1 or ::1)", 2)
     settings = state(ctx).settings.model_copy(update={"agent_id": state(ctx).agent_id})
+    # The port is taken before anything is printed or stored: a busy port is one line and exit 2,
+    # not a banner followed by uvicorn's own bind error among log lines.
+    sock = _bind(host, port)
     token = _prepare_demo(ctx) if demo else None
     app = create_app(settings, auth=not no_auth)
-    base = f"http://{host}:{port}"
-    console.print(
-        f"[green]serving[/green] {base}  ·  API docs {base}/docs  ·  OpenAPI {base}/openapi.json  ·  "
-        f"health {base}/health" + ("  ·  [yellow]no auth[/yellow]" if no_auth else ""),
-        highlight=False,
-    )
-    auth = "" if no_auth else f' -H "Authorization: Bearer {token or "$KEY"}"'
-    console.print(
-        f'try:  curl -s {base}/v1/recall{auth} -d \'{{"query": "what did we decide?", "limit": 3}}\'\n'
-        f"MCP:  nous --agent {settings.agent_id} mcp   (stdio; see the README for the client config)",
-        highlight=False,
-        markup=False,
-    )
-    uvicorn.run(
+    for line in banner(host, port, agent_id=settings.agent_id, token=token, no_auth=no_auth):
+        print(line, flush=True)  # plain print: a terminal renderer would wrap the key and commands
+    logged = access_log or settings.access_log
+    config = uvicorn.Config(
         app,
-        host=host,
-        port=port,
-        log_level="warning",
-        timeout_graceful_shutdown=30,
+        log_level="info" if logged else "warning",
+        access_log=logged,
+        # In-flight requests get a few seconds after SIGTERM/SIGINT, then the process exits: a
+        # stalled client must not keep a stopped server alive for the request timeout.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         http=guarded_protocol(settings.request_timeout_s),  # slow clients are cut off
     )
+    logging.getLogger("uvicorn.error").addFilter(_quiet_cancel)
+    if not logged:  # the MCP session manager's start/stop lines are noise next to the banner
+        logging.getLogger("mcp").setLevel(logging.WARNING)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+SHUTDOWN_GRACE_S = 3
+
+
+def _quiet_cancel(record: logging.LogRecord) -> bool:
+    """Drop the traceback of a request cancelled because the shutdown grace ran out: it is the
+    intended end of a stalled request, and uvicorn already logs one line saying so."""
+    exc = record.exc_info[0] if record.exc_info else None
+    return not (exc is not None and issubclass(exc, asyncio.CancelledError))
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening-ready socket on ``host:port``; a busy or forbidden port exits 2 with one line."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise fail(
+            f"cannot listen on {host}: {exc.strerror}; pass --host with an address of this machine", 2
+        ) from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: restart at once
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise fail(
+                f"port {port} on {host} is already in use: pass --port with a free port, "
+                "or stop the process that holds it",
+                2,
+            ) from None
+        raise fail(f"cannot listen on {host}:{port}: {exc.strerror}; pass --port or --host", 2) from None
+    return sock
+
+
+def nous_command() -> str:
+    """How to run this same `nous` from a shell: `nous` when that is what PATH finds, else the
+    absolute path of the running executable (e.g. .venv/bin/nous), or `python -m nous`."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if Path(argv0).name in ("nous", "nous.exe") and Path(argv0).is_file():
+        here = Path(os.path.abspath(argv0))
+        found = shutil.which("nous")
+        if found and Path(found).is_file() and os.path.samefile(found, here):
+            return "nous"
+        return shlex.quote(str(here))
+    return f"{shlex.quote(sys.executable)} -m nous"
+
+
+def _store_env() -> str:
+    """The NOUS_ variables that choose the store, as a shell prefix, so a printed command opens
+    the store this server serves."""
+    names = ("NOUS_HOME", "NOUS_DATABASE_URL")
+    return "".join(f"{n}={shlex.quote(os.environ[n])} " for n in names if os.environ.get(n))
+
+
+def banner(host: str, port: int, *, agent_id: str, token: str | None, no_auth: bool) -> list[str]:
+    """What `nous serve` prints before serving: where things are, a `curl` to store and one to
+    recall (runnable as printed; `$KEY` when no new key was made), and how to attach MCP."""
+    shown = f"[{host}]" if ":" in host else host
+    base = f"http://{shown}:{port}"
+    headers = "-H 'Content-Type: application/json'"
+    if not no_auth:
+        headers += f' -H "Authorization: Bearer {token or "$KEY"}"'
+    remember = '{"type": "fact", "content": "The staging cluster runs in eu-west-1"}'
+    recall = '{"query": "where does staging run?", "limit": 3}'
+    nous = f"{_store_env()}{nous_command()}"
+    agent = shlex.quote(agent_id)
+    lines = [
+        f"serving {base}  ·  API docs {base}/docs  ·  OpenAPI {base}/openapi.json  ·  health {base}/health"
+        + ("  ·  no auth" if no_auth else ""),
+        f"store:  curl -s {base}/v1/memories {headers} -d '{remember}'",
+        f"recall: curl -s {base}/v1/recall {headers} -d '{recall}'",
+        f"MCP over HTTP: {base}/mcp/ "
+        + ("(no key needed)" if no_auth else "with the header Authorization: Bearer KEY (see README, MCP)"),
+        f"MCP:  {nous} --agent {agent} mcp",  # last: the stdio command, runnable as printed
+    ]
+    if not token and not no_auth:
+        lines.insert(1, f"a key: KEY=$({nous} keys create --agent {agent} | tail -1)")
+    return lines
 
 
 def _prepare_demo(ctx: typer.Context) -> str | None:
@@ -106,10 +198,10 @@ def _prepare_demo(ctx: typer.Context) -> str | None:
             await store_sample(nous, load_sample())
             console.print("[dim]stored the sample conversation (empty store)[/dim]")
         if await nous.store.api_keys():
-            console.print("[dim]API keys exist: use yours, or `nous keys create --agent NAME`[/dim]")
+            console.print("[dim]API keys exist: use yours, or make one as the `a key:` line shows[/dim]")
             return None
         _, token = await create_key(nous.store, agent_id=nous.agent_id, name="quick start")
-        console.print(f"[green]created an API key for agent {nous.agent_id}[/green] (shown once): {token}")
+        print(f"created an API key for agent {nous.agent_id} (shown once): {token}", flush=True)
         return token
 
     return with_nous(ctx, act)

@@ -71,14 +71,20 @@ class EventWorker:
         self.retry_base = retry_base
         self.batch = batch
 
-    async def run_once(self, now: datetime | None = None) -> WorkerReport:
-        """Claim one batch of due events and handle each."""
+    async def run_once(
+        self, now: datetime | None = None, *, stop: asyncio.Event | None = None
+    ) -> WorkerReport:
+        """Claim one batch of due events and handle each; once ``stop`` is set, none after the
+        one in hand (a stopping process exits promptly; the rest are claimed again when their
+        lease runs out, as after a crash)."""
         now = now or utcnow()
         events = await self.repo.store.claim_events(
             self.repo.agent_id, self.worker_id, limit=self.batch, lease_until=now + self.lease, now=now
         )
         report = WorkerReport()
         for event in events:
+            if stop is not None and stop.is_set():
+                break
             report.add(await self.handle(event))
         return report
 
@@ -105,7 +111,7 @@ class EventWorker:
             try:
                 if tick is not None:
                     await tick()
-                report = await self.run_once()
+                report = await self.run_once(stop=stop)
             except NousError as exc:  # the store is unreachable for now: try again later
                 log.warning("event worker: %s", exc)
                 report = WorkerReport()

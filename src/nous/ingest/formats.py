@@ -1,4 +1,5 @@
-"""Conversation file formats: Nous's native JSON and LoCoMo's.
+"""Conversation file formats: Nous's native JSON, chat logs of messages (``nous.ingest.shapes``)
+and LoCoMo's.
 
 Native: ``{"sessions": [{"id": "s1", "started_at": "ISO-8601",
 "messages": [{"role": "user", "name": "optional", "content": "..."}]}]}``
@@ -20,6 +21,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from nous._time import as_utc
 from nous.errors import InvalidInputError
+from nous.ingest.shapes import detect_shape, messages_to_native, refused
+
+FORMATS = ("auto", "native", "messages", "locomo")
 
 
 class ConversationMessage(BaseModel):
@@ -106,6 +110,29 @@ def _parse_locomo(data: dict[str, Any], digest: str) -> Conversation:
     return Conversation(id=conv_id, participants=participants, sessions=sessions, source_format="locomo")
 
 
+def _parse_locomo_list(data: list[Any], digest: str) -> Conversation:
+    """Several LoCoMo samples as one conversation: each sample's sessions, ids prefixed by the
+    sample's id (``26/session_1``) so they stay apart."""
+    sessions: list[ConversationSession] = []
+    participants: list[str] = []
+    for n, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise _bad(f"[{n}]", "expected a LoCoMo sample object")
+        try:
+            one = _parse_locomo(item, f"{digest}-{n}")
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"[{n}].{exc}", field=f"[{n}]") from None
+        sample = str(item.get("sample_id") or n + 1)
+        sessions += [s.model_copy(update={"id": f"{sample}/{s.id}"}) for s in one.sessions]
+        participants += [p for p in one.participants if p not in participants]
+    ids = [s.id for s in sessions]
+    if len(set(ids)) != len(ids):
+        raise _bad("sample_id", "LoCoMo samples in one file need distinct sample_id values")
+    return Conversation(
+        id=f"locomo-{digest}", participants=participants, sessions=sessions, source_format="locomo"
+    )
+
+
 def _parse_native(data: dict[str, Any], digest: str) -> Conversation:
     raw_sessions = data.get("sessions")
     if not isinstance(raw_sessions, list) or not raw_sessions:
@@ -161,7 +188,8 @@ def _parse_native(data: dict[str, Any], digest: str) -> Conversation:
 
 
 def parse_conversation(raw: str | bytes, *, fmt: str = "auto") -> Conversation:
-    """Parse a conversation file's text; ``fmt`` is ``auto``, ``native`` or ``locomo``."""
+    """Parse a conversation file's text; ``fmt`` is ``auto`` (the shape decides, see
+    ``nous.ingest.shapes``), ``native``, ``messages`` or ``locomo``."""
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         text.encode("utf-8")  # a str given directly may hold lone surrogates
@@ -179,17 +207,23 @@ def parse_conversation(raw: str | bytes, *, fmt: str = "auto") -> Conversation:
         raise InvalidInputError("JSON nested too deeply to be a conversation file") from None
     except ValueError as exc:  # JSON Python will not read, e.g. an integer of over 4,300 digits
         raise InvalidInputError(f"not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise InvalidInputError("expected a JSON object at the top level")
+    if fmt not in FORMATS:
+        raise InvalidInputError(f"unknown format {fmt!r}: use {', '.join(FORMATS)}", field="format")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    if fmt == "auto":
-        fmt = "native" if "sessions" in data else "locomo"
-    if fmt == "native":
+    shape = detect_shape(data) if fmt == "auto" else fmt
+    if shape == "messages":
+        if fmt != "auto":
+            detect_shape(data)  # a --format messages file still has to be one of its shapes
+        conversation = _parse_native(messages_to_native(data), digest)
+        conversation.source_format = "messages"
+    elif isinstance(data, list) and shape == "locomo":
+        conversation = _parse_locomo_list(data, digest)
+    elif not isinstance(data, dict):
+        raise refused(f"format {fmt} needs a JSON object at the top level, not {type(data).__name__}")
+    elif shape == "native":
         conversation = _parse_native(data, digest)
-    elif fmt == "locomo":
-        conversation = _parse_locomo(data, digest)
     else:
-        raise InvalidInputError(f"unknown format {fmt!r}: use auto, native or locomo", field="format")
+        conversation = _parse_locomo(data, digest)
     for session in conversation.sessions:
         if session.started_at is not None:
             session.started_at = as_utc(session.started_at)

@@ -19,17 +19,19 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ValidationError
 
 from nous._time import shifted, utcnow
+from nous.embeddings import Embedded
 from nous.heart.sessions import SUMMARY_CHARS as OPENING_CHARS
 from nous.heart.sessions import Sessions, state_of
 from nous.ingest.formats import Conversation, ConversationMessage, ConversationSession
 from nous.memory import MemoryRepository
 from nous.memory.outbox import session_ended_event
 from nous.memory.repository import invalid_from_pydantic
-from nous.models import Edge, EdgeRelation, Episode, EpisodeOutcome, Provenance, Turn
+from nous.models import Edge, EdgeRelation, Episode, EpisodeOutcome, Memory, Provenance, Turn
 from nous.storage.base import PutEdge, PutSession, WriteOp
 
 _NAMESPACE = uuid.UUID("5b0c6c0e-8f1e-4e55-9d7e-6e6f75730002")
 TURN_SPACING = timedelta(seconds=30)
+PROGRESS_SLICE = 16  # memories embedded between two progress reports
 
 
 class IngestReport(BaseModel):
@@ -154,7 +156,9 @@ async def ingest_conversation(
     user_id: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IngestReport:
-    """Store every session of the conversation that is not stored yet."""
+    """Store every session of the conversation that is not stored yet; ``progress`` is called
+    with the number of turns processed, a few at a time as they are embedded (a skipped
+    session's all at once); each session is written once its last turn is."""
     agent = repo.agent_id
     # A user's conversation ids are its own: two users of one agent may both ingest "c1", and
     # neither is skipped as a re-run of the other's (the ids of the agent's own are unchanged).
@@ -203,11 +207,18 @@ async def ingest_conversation(
         elif state.is_trivial():
             episode.active = False  # kept, restorable, but out of recall
             trivial += 1
-        await repo.create_many([*([] if duplicate else [episode]), *turns], actor="ingest", extra_ops=ops)
+        memories: list[Memory] = [*([] if duplicate else [episode]), *turns]
+        # Embedding is most of the time a session takes: it runs a slice at a time so progress
+        # moves per turn on a long session, and the session is still written in one transaction.
+        embedded: list[Embedded | None] = []
+        for start in range(0, len(memories), PROGRESS_SLICE):
+            vectors, _ = await repo.embed(memories[start : start + PROGRESS_SLICE])
+            embedded += vectors
+            if progress:
+                progress(sum(isinstance(m, Turn) for m in memories[start : start + PROGRESS_SLICE]))
+        await repo.create_many(memories, actor="ingest", extra_ops=ops, embedded=embedded)
         stored_sessions += 1
         stored_turns += len(turns)
-        if progress:
-            progress(len(session.messages))
     return IngestReport(
         conversation_id=conversation.id,
         sessions=stored_sessions,
