@@ -208,19 +208,23 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _check_embedding_space(conn: sqlite3.Connection, model: str, dims: int) -> None:
-        # The first process to open a new file claims its embedding space; OR IGNORE keeps a
-        # claim another process made first, and the read after it checks against that claim.
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.executemany(
-                "INSERT OR IGNORE INTO meta VALUES (?, ?)",
-                [("embedding_model", model), ("embedding_dimensions", str(dims))],
-            )
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            conn.execute("COMMIT")
-        except BaseException:
-            rollback(conn)
-            raise
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if "embedding_model" not in meta:
+            # The first process to open a new file claims its embedding space, under the write
+            # lock; OR IGNORE keeps a claim another process made first, and the read after it
+            # checks against that claim. A store already claimed is opened with reads alone, so
+            # it opens while another process holds the write lock.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                    [("embedding_model", model), ("embedding_dimensions", str(dims))],
+                )
+                meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                conn.execute("COMMIT")
+            except BaseException:
+                rollback(conn)
+                raise
         if meta["embedding_model"] != model or int(meta["embedding_dimensions"]) != dims:
             raise StorageError(
                 f"this store was built with embedding model {meta['embedding_model']!r} "
