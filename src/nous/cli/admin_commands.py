@@ -30,7 +30,10 @@ def register(app: typer.Typer) -> None:
 
 
 def init(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Create the store (or migrate an existing one) and show where it is."""
+    """Create the store (or migrate an existing one) and show where it is.
+
+    Example: nous --db sqlite:///team.db init
+    """
     st = state(ctx)
 
     async def act(nous: Nous) -> StoreStats:
@@ -52,7 +55,10 @@ def init(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Counts of memories by type, edges, history rows, pending embeddings, outbox events, and
-    language-model calls and tokens per provider, model and purpose."""
+    language-model calls and tokens per provider, model and purpose.
+
+    Example: nous stats --json
+    """
 
     async def act(nous: Nous) -> tuple[StoreStats, dict[EventStatus, int], list[LLMUsage]]:
         return await nous.stats(), await nous.event_counts(), await nous.llm_usage()
@@ -86,7 +92,12 @@ def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 
 def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Check the store, the embedding model and the database extensions; say how to fix problems."""
+    """Check the store, the embedding model and the database extensions; say how to fix problems.
+
+    Exits with 1 when a check fails, so it can gate a deployment script.
+
+    Example: nous doctor
+    """
     st = state(ctx)
     checks: list[dict[str, str]] = []
 
@@ -142,7 +153,10 @@ def export(
     ctx: typer.Context,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write; default stdout.")] = None,
 ) -> None:
-    """Export this agent's memories and edges as JSON Lines."""
+    """Export this agent's memories and edges as JSON Lines.
+
+    Example: nous export -o backup.jsonl
+    """
 
     async def act(nous: Nous) -> int:
         total = sum((await nous.stats()).active_by_kind.values())
@@ -170,7 +184,10 @@ def import_(
     file: Annotated[Path, typer.Argument(help="A file written by `nous export`.", exists=False)],
     as_json: JsonOpt = False,
 ) -> None:
-    """Import memories from a `nous export` file (validated whole before anything is written)."""
+    """Import memories from a `nous export` file (validated whole before anything is written).
+
+    Example: nous import backup.jsonl
+    """
     if not file.exists():
         raise fail(f"{file} does not exist", 2)
 

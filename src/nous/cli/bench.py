@@ -26,7 +26,11 @@ from nous.errors import NousError
 from nous.retrieval.weights import PRESETS
 
 T = TypeVar("T")
-app = typer.Typer(help="Benchmarks: figures printed, never pass/fail.", no_args_is_help=True)
+app = typer.Typer(
+    help="Benchmarks: figures printed, never pass/fail. Each shows its progress on stderr.\n\n"
+    "Example: nous bench dedup --json dedup.json",
+    no_args_is_help=True,
+)
 
 
 def _ints(raw: str, name: str) -> list[int]:
@@ -70,6 +74,8 @@ def scale(
 
     Each size runs on a fresh temporary SQLite store, and on PostgreSQL when --postgres is given
     (in a scratch schema, dropped afterwards).
+
+    Example: nous bench scale --n 10000,100000 --json scale.json
     """
     settings = state(ctx).settings
     sizes = _ints(n, "--n")
@@ -568,6 +574,8 @@ def dedup(
 
     Uses the thresholds in force (NOUS_DEDUP_DUPLICATE_THRESHOLD, NOUS_DEDUP_CONNECT_THRESHOLD)
     and prints a cosine-only baseline at the same thresholds beside them.
+
+    Example: nous bench dedup --errors 5 --json dedup.json
     """
     from nous.embeddings import create_provider
     from nous.errors import NousError

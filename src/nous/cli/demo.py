@@ -79,6 +79,8 @@ def demo(
     """Store a sample conversation in a fresh demo store, then answer questions from memory.
 
     The demo store is NOUS_HOME/demo.db (recreated on each run) unless --db is given.
+
+    Example: nous demo --top 2
     """
     st = state(ctx)
     settings = st.settings

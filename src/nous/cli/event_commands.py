@@ -123,7 +123,7 @@ def worker(
     claims events with a lease, so none is run twice; a worker that dies mid-event leaves nothing
     half-written, and its event is claimed again when the lease (NOUS_EVENT_LEASE_SECONDS) runs out.
 
-    Example: nous worker --agent support-bot
+    Example: nous --agent support-bot worker
     """
     st = state(ctx)
     settings = st.settings.model_copy(update={"events_worker": "off"})

@@ -276,7 +276,12 @@ def _list(ctx: typer.Context, kind: str, limit: int) -> list[Memory]:
 
 
 def facts(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
-    """List facts, newest first."""
+    """List facts, newest first.
+
+    Long contents end in an ellipsis to keep one fact per line; --json prints them in full.
+
+    Example: nous facts --limit 20
+    """
     found = [f for f in _list(ctx, "fact", limit) if isinstance(f, Fact)]
     if as_json:
         print_json(found)
@@ -300,7 +305,10 @@ def facts(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) ->
 
 
 def decisions(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
-    """List decisions, newest first."""
+    """List decisions, newest first.
+
+    Example: nous decisions --json
+    """
     found = [d for d in _list(ctx, "decision", limit) if isinstance(d, Decision)]
     if as_json:
         print_json(found)
@@ -324,7 +332,10 @@ def decisions(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False
 
 
 def episodes(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
-    """List episodes, most recent first (closed ones included)."""
+    """List episodes, most recent first (closed ones included).
+
+    Example: nous episodes --limit 10
+    """
     found = [e for e in _list(ctx, "episode", limit) if isinstance(e, Episode)]
     if as_json:
         print_json(found)
@@ -351,7 +362,10 @@ def show(
     memory_id: Annotated[str, typer.Argument(help="Id or 6+ char prefix.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Show one memory in full."""
+    """Show one memory in full: every field, long texts wrapped rather than cut.
+
+    Example: nous show 3f2a9c1b --json
+    """
     memory = with_nous(ctx, lambda nous: nous.get(memory_id))
     payload = {"kind": memory.kind.value, **memory.model_dump(mode="json")}
     if as_json:
@@ -369,7 +383,13 @@ def history(
     memory_id: Annotated[str, typer.Argument(help="Id or 6+ char prefix.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Show every recorded change to a memory: what, from, to, who, when."""
+    """Show every recorded change to a memory: what, from, to, who, when.
+
+    The history outlives the memory: after `nous forget ID --hard` the id, or a 6+ character
+    prefix of it, still shows what happened to it, the purge included.
+
+    Example: nous history 3f2a9c1b
+    """
     entries: list[HistoryEntry] = with_nous(ctx, lambda nous: nous.history(memory_id))
     if as_json:
         print_json(entries)
@@ -393,7 +413,12 @@ def forget(
     hard: Annotated[bool, typer.Option("--hard", help="Delete the row for good (still audited).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Forget a memory: hidden from recall but restorable, or purged with --hard."""
+    """Forget a memory: hidden from recall but restorable, or purged with --hard.
+
+    Either way the change is audited: `nous history ID` shows it.
+
+    Example: nous forget 3f2a9c1b --hard
+    """
     memory = with_nous(ctx, lambda nous: nous.forget(memory_id, hard=hard))
     status = "purged" if hard else "forgotten"
     if as_json:

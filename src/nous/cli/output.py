@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -44,18 +45,128 @@ def when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M") if value else ""
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """Print a table; says so plainly when there is nothing to show."""
-    rows = list(rows)
-    if not rows:
+# A column whose cells are all this short (ids, dates, numbers, states) is never wrapped: a date
+# or an id split over two lines reads as two values. Longer, free-text columns take the rest.
+SHORT_CELL = 20
+
+
+def table(
+    title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, wrap: bool = False
+) -> None:
+    """Print a table; says so plainly when there is nothing to show.
+
+    Short columns keep each value on one line; free-text columns share the remaining width and
+    end in an ellipsis when a value does not fit (one row, one line), or, with ``wrap``, break at
+    spaces (for tables that exist to show a value in full, such as ``nous show``). The full
+    values are in each command's ``--json``.
+    """
+    cells = [["" if v is None else str(v) for v in r] for r in rows]
+    if not cells:
         console.print(f"[dim]{title or 'nothing'}: none[/dim]")
         return
     t = Table(title=title, show_lines=False, header_style="bold")
-    for c in columns:
-        t.add_column(c, overflow="fold")
-    for r in rows:
-        t.add_row(*("" if v is None else str(v) for v in r))
+    for i, name in enumerate(columns):
+        longest = max((len(r[i]) for r in cells if i < len(r)), default=0)
+        if longest <= SHORT_CELL:
+            t.add_column(name, no_wrap=True, min_width=min(len(name), SHORT_CELL))
+        elif wrap:
+            t.add_column(name, overflow="fold", ratio=1, min_width=12)
+        else:
+            t.add_column(name, no_wrap=True, overflow="ellipsis", ratio=1, min_width=12)
+    for r in cells:
+        t.add_row(*r)
     console.print(t)
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 session``, ``2 sessions`` (``many`` for irregular words: ``plural(n, "memory", "memories")``)."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+def number(value: float | int | None, digits: int = 2) -> str:
+    """A number as people read it: at most ``digits`` decimals, no trailing zeros (36.00001 -> 36)."""
+    if value is None:
+        return ""
+    if isinstance(value, int):  # bool included
+        return str(value)
+    text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def duration(seconds: float) -> str:
+    """Seconds as people read them: 850 ms, 4.2 s, 3 min 5 s, 1 h 2 min."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{number(seconds, 1)} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+class Steps:
+    """Progress of long work on stderr, one step per item (an event, a question, a conversation).
+
+    On a terminal it is a live bar; otherwise (a log, a pipe, a test) it prints a line for the
+    first item, for each tenth of a known total (for an unknown one at 1-10, 20, 30, ..., 100,
+    200, ...) and for the last, so a long run visibly moves without a line per item. Stdout is
+    left alone, so ``--json`` output stays clean.
+    """
+
+    def __init__(self, label: str, total: int | None = None) -> None:
+        self.label = label
+        self.total = total or None
+        self.done = 0
+        self._printed = 0
+        self._bar: Progress | None = None
+        self._task: Any = None
+
+    def __enter__(self) -> Steps:
+        if err_console.is_terminal:
+            self._bar = progress_bar()
+            self._bar.start()
+            self._task = self._bar.add_task(self.label, total=self.total)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+        elif self.done and self._printed != self.done and exc[0] is None:
+            self._line(None)
+
+    def retotal(self, total: int | None) -> None:
+        """Change the total (work found along the way); None when it is no longer known."""
+        self.total = total or None
+        if self._bar is not None:
+            self._bar.update(self._task, total=self.total)
+
+    def advance(self, note: str | None = None, count: int = 1) -> None:
+        """Count ``count`` more items done; ``note`` names the latest (shown with its line)."""
+        self.done += count
+        if self.total is not None and self.done > self.total:
+            self.retotal(None)
+        if self._bar is not None:
+            description = f"{self.label}: {escape(note)}" if note else self.label
+            self._bar.update(self._task, advance=count, description=description)
+        elif self._due():
+            self._line(note)
+
+    def _due(self) -> bool:
+        if self.done <= 1 or self.done == self.total:
+            return True
+        if self.total is not None:
+            step = max(1, self.total // 10)
+            return self.done // step != self._printed // step
+        scale = 10 ** max(0, len(str(self.done)) - 1)
+        return self.done // scale != self._printed // scale
+
+    def _line(self, note: str | None) -> None:
+        self._printed = self.done
+        of = f"/{self.total}" if self.total is not None else ""
+        tail = f" · {escape(note)}" if note else ""
+        err_console.print(f"[dim]{self.label} {self.done}{of}{tail}[/dim]", highlight=False, soft_wrap=True)
 
 
 def progress_bar() -> Progress:
