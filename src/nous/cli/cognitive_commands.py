@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from nous._text import validate_content
 from nous.api import Nous
-from nous.cli.output import console, print_json, short, table, when
+from nous.cli.output import console, plural, print_json, short, table, when
 from nous.cli.runtime import fail, read_text_arg, with_nous
 from nous.cognitive import FRAMES, ContextSection, SessionEnd, TurnContext, TurnResult
 from nous.heart.identity import SECTION_BUDGETS
@@ -257,7 +257,7 @@ def end_session(
         )
         return
     console.print(
-        f"[green]ended[/green] {escape(done.session.session_id)} after {done.session.turn_count} turns",
+        f"[green]ended[/green] {escape(done.session.session_id)} after {plural(done.session.turn_count, 'turn')}",
         highlight=False,
     )
     if episode is not None:
@@ -646,7 +646,7 @@ def calibration(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         ["category", "reviewed", "brier", "directional", "mean confidence", "success rate"],
         [row(cal.overall), *(row(c) for c in cal.per_category)],
     )
-    console.print(f"{cal.pending} decision{'' if cal.pending == 1 else 's'} awaiting review")
+    console.print(f"{plural(cal.pending, 'decision')} awaiting review")
 
 
 def review(

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from nous.api import Nous
-from nous.cli.output import console, print_json, short, table
+from nous.cli.output import console, plural, print_json, short, table
 from nous.cli.runtime import fail, run, state, with_nous
 from nous.models.events import Event, EventStatus
 
@@ -145,4 +145,4 @@ def worker(
 
     done = run(go())
     if once:
-        console.print(f"[green]done[/green] {done} events")
+        console.print(f"[green]done[/green] {plural(done, 'event')}")

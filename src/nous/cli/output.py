@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 console = Console()
 err_console = Console(stderr=True)
@@ -45,9 +46,16 @@ def when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M") if value else ""
 
 
-# A column whose cells are all this short (ids, dates, numbers, states) is never wrapped: a date
-# or an id split over two lines reads as two values. Longer, free-text columns take the rest.
+def day(value: datetime | None) -> str:
+    """The date alone, for listings where the width is better spent on the content."""
+    return value.strftime("%Y-%m-%d") if value else ""
+
+
+# A column whose cells are all this short (ids, dates, numbers, states) is never wrapped or cut:
+# a date or an id split over two lines reads as two values. Longer, free-text columns share the
+# rest of the width, each at least TEXT_MIN_WIDTH wide.
 SHORT_CELL = 20
+TEXT_MIN_WIDTH = 12
 
 
 def table(
@@ -55,24 +63,45 @@ def table(
 ) -> None:
     """Print a table; says so plainly when there is nothing to show.
 
-    Short columns keep each value on one line; free-text columns share the remaining width and
-    end in an ellipsis when a value does not fit (one row, one line), or, with ``wrap``, break at
-    spaces (for tables that exist to show a value in full, such as ``nous show``). The full
-    values are in each command's ``--json``.
+    Short columns keep each value whole on one line; free-text columns share the remaining width
+    in proportion to their longest value and end in an ellipsis when a value does not fit (one
+    row, one line), or, with ``wrap``, break at spaces (for tables that exist to show values in
+    full, such as ``nous show``). The full values are in each command's ``--json``.
     """
     cells = [["" if v is None else str(v) for v in r] for r in rows]
     if not cells:
         console.print(f"[dim]{title or 'nothing'}: none[/dim]")
         return
+    natural = [
+        max([len(name), *(len(Text.from_markup(r[i]).plain) for r in cells if i < len(r))])
+        for i, name in enumerate(columns)
+    ]
+    text_columns = [i for i, n in enumerate(natural) if n > max(SHORT_CELL, len(columns[i]))]
+    widths = list(natural)
+    # each column costs its width plus two spaces of padding and one border line
+    room = (
+        console.width - 1 - 3 * len(columns) - sum(n for i, n in enumerate(natural) if i not in text_columns)
+    )
+    wanted = sum(natural[i] for i in text_columns)
+    if wanted > room:
+        for i in text_columns:
+            widths[i] = max(TEXT_MIN_WIDTH, room * natural[i] // wanted)
+    # still too wide (many columns on a narrow terminal): cut the widest short values, never
+    # below their header or 8 characters, so a value is shortened rather than split in two
+    excess = sum(widths) + 1 + 3 * len(columns) - console.width
+    for i in sorted(set(range(len(columns))) - set(text_columns), key=lambda c: -widths[c]):
+        if excess <= 0:
+            break
+        cut = min(excess, widths[i] - max(len(columns[i]), 8))
+        if cut > 0:
+            widths[i] -= cut
+            excess -= cut
     t = Table(title=title, show_lines=False, header_style="bold")
     for i, name in enumerate(columns):
-        longest = max((len(r[i]) for r in cells if i < len(r)), default=0)
-        if longest <= SHORT_CELL:
-            t.add_column(name, no_wrap=True, min_width=min(len(name), SHORT_CELL))
-        elif wrap:
-            t.add_column(name, overflow="fold", ratio=1, min_width=12)
+        if i in text_columns and wrap:
+            t.add_column(name, overflow="fold", width=widths[i])
         else:
-            t.add_column(name, no_wrap=True, overflow="ellipsis", ratio=1, min_width=12)
+            t.add_column(name, no_wrap=True, overflow="ellipsis", width=widths[i])
     for r in cells:
         t.add_row(*r)
     console.print(t)
@@ -91,6 +120,37 @@ def number(value: float | int | None, digits: int = 2) -> str:
         return str(value)
     text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def joined(parts: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    if len(parts) <= 1:
+        return "".join(parts)
+    return f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def readable(value: Any) -> str:
+    """One stored value as people read it: numbers rounded, times to the minute, lists and
+    objects as compact JSON with their numbers rounded too."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return number(value)
+    if isinstance(value, datetime):
+        return when(value)
+    if isinstance(value, dict | list):
+
+        def rounded(v: Any) -> Any:
+            if isinstance(v, float):
+                return round(v, 3)
+            if isinstance(v, dict):
+                return {k: rounded(x) for k, x in v.items()}
+            if isinstance(v, list):
+                return [rounded(x) for x in v]
+            return v
+
+        return json.dumps(rounded(value), ensure_ascii=False)
+    return str(value)
 
 
 def duration(seconds: float) -> str:
