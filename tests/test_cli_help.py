@@ -179,3 +179,27 @@ def test_version(flag: str) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == f"nous {nous.__version__}"
     assert re.fullmatch(r"\d+\.\d+\.\d+.*", nous.__version__)
+
+
+# Commands that list or report nothing a script would parse, each with why it has no --json.
+NO_JSON = {
+    "nous": "the root: its commands have it",
+    "nous bench": "a group: its benchmarks write their figures with --json FILE",
+    "nous export": "writes JSON Lines already (stdout or --out)",
+    "nous worker": "runs until stopped; reports nothing",
+    "nous serve": "runs a server",
+    "nous mcp": "speaks MCP on stdio",
+    "nous chat": "an interactive conversation",
+    "nous keys create": "prints the key alone on its last line, for $(...)",
+    "nous keys revoke": "says revoked or already revoked; the exit code tells scripts",
+}
+
+
+@pytest.mark.parametrize("path,command", COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])
+def test_every_listing_has_json(path: tuple[str, ...], command: Command) -> None:
+    name = " ".join(path)
+    options = {o for p in command.params for o in getattr(p, "opts", [])}
+    if name in NO_JSON:
+        assert NO_JSON[name]
+        return
+    assert "--json" in options, f"`{name}` has no --json"

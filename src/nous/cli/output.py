@@ -217,7 +217,7 @@ class Steps:
         if self.done <= 1 or self.done == self.total:
             return True
         if self.total is not None:
-            step = max(1, self.total // 10)
+            step = -(-self.total // 10)  # a tenth, rounded up
             return self.done // step != self._printed // step
         scale = 10 ** max(0, len(str(self.done)) - 1)
         return self.done // scale != self._printed // scale
