@@ -200,3 +200,60 @@ def test_bench_dedup_says_what_it_is_doing(cli: CliRunner, tmp_path: Path) -> No
     result = ok(cli, "bench", "dedup", "--data", str(pairs))
     assert "embedding the 2 labelled pairs (4 texts)" in result.stderr
     assert "2 pairs" in result.stdout
+
+
+def test_every_listing_fits_80_columns_with_whole_headers(
+    cli: CliRunner, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = ("--db", database_url)
+    fact_id = data(cli, *db, "learn", LONG, "--subject", "Priya", "--category", "person")["id"]
+    ok(
+        cli,
+        *db,
+        "decide",
+        "Use Postgres for the ledger because we need strict ACID",
+        "-r",
+        "analysis:needs ACID",
+    )
+    ok(
+        cli,
+        *db,
+        "censors",
+        "add",
+        r"DROP\s+TABLE",
+        "--action",
+        "block",
+        "--reason",
+        "never drop production tables",
+    )
+    ok(cli, *db, "procedures", "add", "deploy", "Run the tests, tag the release, then push the tag to origin")
+    ok(cli, *db, "context", "Why did we pick Postgres for the ledger?", "--session", "a-long-session-name")
+    ok(cli, *db, "reply", "--session", "a-long-session-name", "Because of ACID.", "--tool", "recall")
+    ok(cli, *db, "end-session", "a-long-session-name")
+    monkeypatch.setenv("COLUMNS", "80")
+    listings = [
+        ["facts"],
+        ["decisions"],
+        ["episodes"],
+        ["sessions"],
+        ["censors"],
+        ["procedures"],
+        ["events"],
+        ["calibration"],
+        ["stats"],
+        ["recall", "Postgres ledger"],
+        ["check-similar", "Priya keeps the budget spreadsheet"],
+        ["history", fact_id[:8]],
+        ["show", fact_id[:8]],
+        ["recent"],
+        ["working-memory", "a-long-session-name", "--focus", "keep ACID"],
+    ]
+    for args in listings:
+        out = ok(cli, *db, *args).stdout
+        lines = out.splitlines()
+        assert max(len(line) for line in lines) <= 80, (args, out)
+        headers = [line for line in lines if line.startswith("┃")]
+        assert headers and not any("…" in h for h in headers), (args, out)
+        assert not any(
+            line.startswith("│ ") and re.search(r"\d{4}-\d{2}-\d{2} \d{2}:…", line) for line in lines
+        )

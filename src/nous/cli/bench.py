@@ -22,7 +22,7 @@ from nous.bench.load import run_load
 from nous.bench.locomo import load_any_dir, load_labelled_dir, load_locomo_dir
 from nous.bench.retrieval import run_retrieval
 from nous.bench.scale import run_scale
-from nous.cli.output import Steps, console, err_console, plural, print_json, table
+from nous.cli.output import Steps, console, duration, err_console, plural, print_json, table
 from nous.cli.runtime import fail, run, state
 from nous.errors import NousError
 from nous.retrieval.weights import PRESETS
@@ -475,7 +475,7 @@ def extraction(
                 f"summary_similarity {result['summary_similarity']} over "
                 f"{plural(result['summaries_scored'], 'session')}"
             )
-        console.print(f"{result['seconds']} s")
+        console.print(duration(result["seconds"]))
     if out:
         out.write_text(json.dumps(results[0] if len(results) == 1 else results, indent=2))
         console.print(f"wrote {out}")
@@ -561,7 +561,7 @@ def crash(
     console.print(
         f"{result['backend']}: {plural(result['kills'], 'kill')} survived · {result['writes_verified']} of "
         f"{plural(result['writes_acknowledged'], 'acknowledged write')} verified · lost {result['lost']}"
-        f" · {result['seconds']} s",
+        f" · {duration(result['seconds'])}",
         highlight=False,
     )
     for problem in result["problems"]:

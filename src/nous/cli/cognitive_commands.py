@@ -290,21 +290,20 @@ def sessions(
     if as_json:
         print_json([_session_json(s) for s in found])
         return
+    # the table keeps what tells sessions apart; tools, characters and exact times are in --json
+    # and in `nous reply`'s view of one session
     table(
-        "sessions",
-        ["id", "user", "frame", "turns", "tools", "chars", "episode", "started", "last active", "ended"],
+        f"sessions · {plural(len(found), 'session')}",
+        ["id", "user", "frame", "turns", "episode", "last active", "state"],
         [
             (
                 escape(s.session_id),
                 escape(s.user_id or ""),
                 s.frame,
                 s.turn_count,
-                escape(", ".join(s.tools_used)),
-                s.total_chars,
                 (s.episode_id or "")[:8],
-                when(s.started_at),
                 when(s.last_active_at),
-                when(s.ended_at),
+                "ended" if s.ended else "live",
             )
             for s in found
         ],
@@ -523,7 +522,7 @@ def procedures(
         return
     table(
         "procedures",
-        ["id", "name", "description", "domain", "uses", "success", "failure", "effectiveness"],
+        ["id", "name", "description", "domain", "uses", "ok/failed", "effective"],
         [
             (
                 p.id[:8],
@@ -531,8 +530,7 @@ def procedures(
                 escape(short(p.content, 60)),
                 p.domain,
                 p.activation_count,
-                p.success_count,
-                p.failure_count,
+                f"{p.success_count}/{p.failure_count}",
                 "" if p.effectiveness is None else f"{p.effectiveness:.0%}",
             )
             for p in found

@@ -64,18 +64,18 @@ def events(
         print_json([_row(e) for e in found])
         return
     summary = " · ".join(f"{counts.get(s, 0)} {s.value}" for s in EventStatus)
+    # what each event concerns (subject_id) and exact times are in --json; the table keeps what
+    # tells events apart and what went wrong
     table(
         f"events ({summary})",
-        ["id", "kind", "subject", "status", "tries", "created", "last error"],
+        ["id", "kind", "status", "created", "last error"],
         [
             (
-                e.id[:12],
+                e.id[:8],
                 e.kind.value,
-                escape(short(e.subject_id, 24)),
-                e.status.value,
-                e.attempts,
-                e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                escape(short(e.last_error, 50)),
+                e.status.value + (f" ×{e.attempts}" if e.attempts > 1 else ""),
+                e.created_at.strftime("%m-%d %H:%M"),
+                escape(short(e.last_error, 200)),
             )
             for e in found
         ],
