@@ -117,33 +117,20 @@ def scale(
                         )
                     )
                 )
+    # one column per run and one row per figure: nine figures side by side do not fit a terminal
+    figures: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+        ("ingest memories/s", lambda r: r["ingest_per_s"]),
+        ("raw embeddings/s", lambda r: r["raw_embedding_per_s"]),
+        ("overhead ×", lambda r: r["storage_overhead_ratio"]),
+        ("recall p50 ms", lambda r: r["recall_latency_ms"]["p50"]),
+        ("recall p95 ms", lambda r: r["recall_latency_ms"]["p95"]),
+        ("pre_turn p50 ms", lambda r: r["pre_turn_latency_ms"]["p50"]),
+        ("pre_turn p95 ms", lambda r: r["pre_turn_latency_ms"]["p95"]),
+    ]
     table(
         "nous bench scale",
-        [
-            "backend",
-            "n",
-            "ingest/s",
-            "raw embed/s",
-            "overhead ×",
-            "recall p50 ms",
-            "recall p95 ms",
-            "pre_turn p50 ms",
-            "pre_turn p95 ms",
-        ],
-        [
-            (
-                r["backend"],
-                r["n"],
-                r["ingest_per_s"],
-                r["raw_embedding_per_s"],
-                r["storage_overhead_ratio"],
-                r["recall_latency_ms"]["p50"],
-                r["recall_latency_ms"]["p95"],
-                r["pre_turn_latency_ms"]["p50"],
-                r["pre_turn_latency_ms"]["p95"],
-            )
-            for r in results
-        ],
+        ["figure", *(f"{r['backend']} n={r['n']}" for r in results)],
+        [[name, *(get(r) for r in results)] for name, get in figures],
     )
     if out:
         out.write_text(json.dumps({"results": results}, indent=2))
@@ -611,7 +598,7 @@ def dedup(
     table(
         f"dedup tiers · {plural(result['pairs'], 'pair')} · duplicate ≥ {thresholds.duplicate}, "
         f"connect ≥ {thresholds.connect}",
-        ["system", "dup precision", "dup recall", "connect precision", "connect recall"],
+        ["system", "dup precision", "dup recall", "connect prec", "connect recall"],
         [
             [
                 name,
