@@ -174,7 +174,10 @@ def test_bench_shows_progress_per_question(cli: CliRunner, tmp_path: Path, comma
     assert json.loads((tmp_path / "out.json").read_text())["questions"] == 3
 
 
-def test_bench_agent_shows_progress_per_question(cli: CliRunner, tmp_path: Path) -> None:
+def test_bench_agent_shows_progress_per_question(
+    cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
     scenario = sorted(AGENT_DATA.glob("*.json"))[0]
     directory = tmp_path / "agent"
     directory.mkdir()
@@ -184,6 +187,8 @@ def test_bench_agent_shows_progress_per_question(cli: CliRunner, tmp_path: Path)
     steps = [int(n) for n in re.findall(rf"^questions (\d+)/{questions}", result.stderr, re.MULTILINE)]
     assert steps[0] == 1 and steps[-1] == questions and len(steps) <= 12  # a line per tenth, not per item
     assert f"{questions} questions · 1 scenario" in result.stdout
+    headers = [line for line in result.stdout.splitlines() if line.startswith("┃")]
+    assert len(headers) == 2 and not any("…" in h or len(h) > 80 for h in headers)
 
 
 def test_bench_dedup_says_what_it_is_doing(cli: CliRunner, tmp_path: Path) -> None:

@@ -310,7 +310,7 @@ def agent(
         ],
     )
     baselines = result["per_kind_baselines"]
-    short_names = {"dense-only": "dense@1", "keyword-only": "keyword@1"}
+    short_names = {"dense-only": "dense", "keyword-only": "keyword"}  # their hit@1, as the title says
     table(
         "per kind (nous; the baselines' hit@1 beside it; ctx = context_include)",
         ["kind", "n", *metrics, "ctx", *(short_names[b] for b in BASELINES if b in baselines)],
