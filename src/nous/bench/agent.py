@@ -297,8 +297,10 @@ async def run_agent(
     provider: EmbeddingProvider | None = None,
     presets: Sequence[str] = BASELINES,
     progress: Callable[[str], None] | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Score recall and context on every scenario (see the module docstring)."""
+    """Score recall and context on every scenario (see the module docstring). ``step`` is called
+    with the scenario's id after each question (progress)."""
     if not scenarios:
         raise ValueError("no scenarios to score")
     settings = (settings or Settings()).model_copy(update={"events_worker": "off"})
@@ -356,6 +358,8 @@ async def run_agent(
                     record["frame"] = context.frame
                     record["context_tokens"] = context.tokens
                     questions.append(record)
+                    if step:
+                        step(scenario.id)
         if progress:
             progress(f"{scenario.id}: {len(scenario.questions)} questions")
     per_kind = systems["nous"].per_kind()

@@ -46,8 +46,10 @@ async def run_context(
     settings: Settings | None = None,
     provider: EmbeddingProvider | None = None,
     progress: Callable[[str], None] | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Score the context engine on every conversation (see the module docstring)."""
+    """Score the context engine on every conversation (see the module docstring). ``step`` is
+    called with the conversation's name after each question (progress)."""
     settings = (settings or Settings()).model_copy(update={"events_worker": "off"})  # no background work
     provider = provider or create_provider(settings)
     if not conversations:
@@ -60,6 +62,8 @@ async def run_context(
     latencies: list[float] = []
     for item in conversations:
         texts = {m.id: m.content for s in item.conversation.sessions for m in s.messages}
+        if progress:
+            progress(f"{item.name or item.conversation.id}: ingesting {len(texts)} messages")
         with tempfile.TemporaryDirectory(prefix="nous-context-") as tmp:
             run_settings = settings.model_copy(update={"database_url": f"sqlite:///{Path(tmp) / 'bench.db'}"})
             async with Nous(run_settings, agent_id="bench", embedding_provider=provider) as nous:
@@ -83,6 +87,8 @@ async def run_context(
                     frames[context.frame] += 1
                     tokens.append(context.tokens)
                     over_budget += context.tokens > context.budget
+                    if step:
+                        step(item.name or item.conversation.id)
         if progress:
             progress(f"{item.name or item.conversation.id}: {len(item.questions)} questions")
     arr = np.asarray(tokens)

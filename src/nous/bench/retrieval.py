@@ -83,13 +83,15 @@ async def run_retrieval(
     presets: Sequence[str] = (),
     extract: bool = False,
     progress: Callable[[str], None] | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Score Nous and the baselines on every conversation; ``presets`` adds ``nous:<preset>`` rows.
 
     With ``extract``, the event pipeline then runs on the same store (episode summaries and
     extracted facts, offline) and every question is asked again: ``nous+extract``. A fact counts
     for the turns it was extracted from (its provenance), so it is a second way to reach them.
-    The pipeline never runs in the background here: ``nous`` is recall over what was ingested."""
+    The pipeline never runs in the background here: ``nous`` is recall over what was ingested.
+    ``step`` is called with the conversation's name after each question is asked (each pass)."""
     settings = (settings or Settings()).model_copy(update={"events_worker": "off"})
     provider = provider or create_provider(settings)
     items = conversations() if callable(conversations) else conversations
@@ -103,6 +105,9 @@ async def run_retrieval(
     per_file: dict[str, int] = {}
     max_k = max(ks)
     for item in items:
+        name = item.name or item.conversation.id
+        if progress:
+            progress(f"{name}: ingesting {sum(len(s.messages) for s in item.conversation.sessions)} messages")
         with tempfile.TemporaryDirectory(prefix="nous-retrieval-") as tmp:
             run_settings = settings.model_copy(update={"database_url": f"sqlite:///{Path(tmp) / 'bench.db'}"})
             async with Nous(run_settings, agent_id="bench", embedding_provider=provider) as nous:
@@ -127,6 +132,8 @@ async def run_retrieval(
                             preset=preset,
                         )
                         systems[f"nous:{preset}"].add(question, [h.memory.provenance.turn_ids for h in hits])
+                    if step:
+                        step(name)
                 if extract:
                     started = time.perf_counter()
                     await nous.process_events()
@@ -140,6 +147,8 @@ async def run_retrieval(
                             min_score=0,
                         )
                         systems["nous+extract"].add(question, [h.memory.provenance.turn_ids for h in hits])
+                        if step:
+                            step(name)
         baselines = Baselines(*item.message_texts(), provider)
         try:
             for question in item.questions:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from nous.api import Nous
-from nous.cli.output import console, print_json, progress_bar, table
+from nous.cli.output import Steps, console, plural, print_json, progress_bar, table
 from nous.cli.runtime import fail, run, state, with_nous
 from nous.embeddings import create_provider
 from nous.errors import NousError
@@ -30,7 +30,10 @@ def register(app: typer.Typer) -> None:
 
 
 def init(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Create the store (or migrate an existing one) and show where it is."""
+    """Create the store (or migrate an existing one) and show where it is.
+
+    Example: nous --db sqlite:///team.db init
+    """
     st = state(ctx)
 
     async def act(nous: Nous) -> StoreStats:
@@ -52,7 +55,10 @@ def init(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Counts of memories by type, edges, history rows, pending embeddings, outbox events, and
-    language-model calls and tokens per provider, model and purpose."""
+    language-model calls and tokens per provider, model and purpose.
+
+    Example: nous stats --json
+    """
 
     async def act(nous: Nous) -> tuple[StoreStats, dict[EventStatus, int], list[LLMUsage]]:
         return await nous.stats(), await nous.event_counts(), await nous.llm_usage()
@@ -77,7 +83,7 @@ def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         *(
             (
                 f"LLM {u.provider}/{u.model} {u.purpose}",
-                f"{u.calls} calls ({u.failed} failed) · {u.input_tokens} in / {u.output_tokens} out tokens",
+                f"{plural(u.calls, 'call')} ({u.failed} failed) · {u.input_tokens} in / {u.output_tokens} out tokens",
             )
             for u in usage
         ),
@@ -86,7 +92,12 @@ def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 
 def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Check the store, the embedding model and the database extensions; say how to fix problems."""
+    """Check the store, the embedding model and the database extensions; say how to fix problems.
+
+    Exits with 1 when a check fails, so it can gate a deployment script.
+
+    Example: nous doctor
+    """
     st = state(ctx)
     checks: list[dict[str, str]] = []
 
@@ -142,7 +153,10 @@ def export(
     ctx: typer.Context,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write; default stdout.")] = None,
 ) -> None:
-    """Export this agent's memories and edges as JSON Lines."""
+    """Export this agent's memories and edges as JSON Lines.
+
+    Example: nous export -o backup.jsonl
+    """
 
     async def act(nous: Nous) -> int:
         total = sum((await nous.stats()).active_by_kind.values())
@@ -162,7 +176,7 @@ def export(
 
     count = with_nous(ctx, act)
     if out:
-        console.print(f"[green]exported[/green] {count} lines to {out}")
+        console.print(f"[green]exported[/green] {plural(count, 'line')} to {out}")
 
 
 def import_(
@@ -170,7 +184,10 @@ def import_(
     file: Annotated[Path, typer.Argument(help="A file written by `nous export`.", exists=False)],
     as_json: JsonOpt = False,
 ) -> None:
-    """Import memories from a `nous export` file (validated whole before anything is written)."""
+    """Import memories from a `nous export` file (validated whole before anything is written).
+
+    Example: nous import backup.jsonl
+    """
     if not file.exists():
         raise fail(f"{file} does not exist", 2)
 
@@ -187,7 +204,24 @@ def import_(
     if as_json:
         print_json({"status": "imported", "memories": count})
     else:
-        console.print(f"[green]imported[/green] {count} memories from {file}")
+        console.print(f"[green]imported[/green] {plural(count, 'memory', 'memories')} from {file}")
+
+
+async def _drain_events(nous: Nous) -> WorkerReport:
+    """Run the due outbox events until none is left, as ``Nous.process_events`` does, but one
+    claim of one event at a time so the progress moves with each event. Events that handlers
+    add along the way (a closed episode's facts) are run too; the total grows with them."""
+    worker = nous.event_worker(batch=1)
+    total = WorkerReport()
+    due = (await nous.event_counts()).get(EventStatus.PENDING, 0)
+    with Steps("events", due) as steps:
+        while True:
+            report = await worker.run_once()
+            if report.handled == 0:
+                break
+            total.add(report)
+            steps.advance(count=report.handled)
+    return total
 
 
 def maintain(
@@ -210,12 +244,12 @@ def maintain(
 
     async def act(nous: Nous) -> tuple[MaintenanceReport, WorkerReport | None]:
         pending = (await nous.stats()).missing_embeddings
-        with progress_bar() as progress:
-            task = progress.add_task("embedding", total=pending)
-            report = await nous.maintain(progress=lambda n: progress.advance(task, n))
-        if events:
-            await nous.end_idle_sessions()
-        return report, (await nous.process_events() if events else None)
+        with Steps("embedding", pending) as steps:
+            report = await nous.maintain(progress=lambda n: steps.advance(count=n))
+        if not events:
+            return report, None
+        await nous.end_idle_sessions()
+        return report, await _drain_events(nous)
 
     report, drained = with_nous(ctx, act)
     if as_json:
@@ -230,9 +264,14 @@ def maintain(
         print_json(out)
         return
     changes = ", ".join(f"{n} {state}" for state, n in sorted(report.lifecycle_changes.items())) or "none"
-    console.print(f"[green]done[/green] embedded {report.embedded} pending memories")
+    console.print(
+        f"[green]done[/green] embedded {plural(report.embedded, 'pending memory', 'pending memories')}"
+    )
     if report.refreshed:
-        console.print(f"  re-embedded {report.refreshed} censors and decisions as this version presents them")
+        console.print(
+            f"  re-embedded {plural(report.refreshed, 'censor or decision', 'censors and decisions')}"
+            " as this version presents them"
+        )
     console.print(f"  lifecycle changes: {changes}")
     if drained is not None:
         console.print(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Annotated
 
@@ -11,6 +12,7 @@ from pydantic import ValidationError
 # typer (0.29+) carries its own copy of click: its usage errors are these, not click's.
 from typer._click import exceptions as click_errors
 
+from nous import __version__
 from nous.cli import (
     admin_commands,
     bench,
@@ -24,7 +26,7 @@ from nous.cli import (
     proposal_commands,
     server_commands,
 )
-from nous.cli.output import err_console
+from nous.cli.output import console, err_console
 from nous.cli.runtime import CliState, fail
 from nous.config import Settings
 
@@ -35,7 +37,8 @@ app = typer.Typer(
         "Stores facts, episodes, procedures, censors and decisions, and recalls them with hybrid "
         "dense + keyword search. Data lives in an SQLite file under ~/.nous unless "
         "NOUS_DATABASE_URL (or --db) points elsewhere, e.g. postgresql://user@host/db.\n\n"
-        'Start with:  nous demo   ·   nous learn "..."   ·   nous recall "..."'
+        'Start with:  nous demo   ·   nous learn "..."   ·   nous recall "..."\n\n'
+        "Example: nous demo"
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -44,11 +47,23 @@ app = typer.Typer(
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        console.print(f"nous {__version__}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def main_options(
     ctx: typer.Context,
     db: Annotated[str | None, typer.Option("--db", help="Database URL; overrides NOUS_DATABASE_URL.")] = None,
     agent: Annotated[str | None, typer.Option("--agent", help="Agent id; overrides NOUS_AGENT_ID.")] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", is_eager=True, callback=_show_version, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     try:
         settings = Settings()
@@ -71,6 +86,53 @@ server_commands.register(app)
 chat_commands.register(app)
 app.command()(demo.demo)
 app.add_typer(bench.app, name="bench")
+
+
+# Help texts are written as wrapped docstrings. The help renderer keeps every line break inside a
+# paragraph, so a paragraph would break where the source line ended (mid-sentence) and then again
+# at the terminal's width. Lines are therefore joined into paragraphs before rendering; a line
+# that starts an example or a list item, or is indented, stays on its own line, and a paragraph
+# that starts with "\b" is kept exactly as written (the marker itself is dropped).
+_OWN_LINE = ("Example:", "nous ", "$ ", "- ", "* ")
+
+
+def reflow(text: str) -> str:
+    """``text`` with each paragraph's wrapped lines joined (see the rule above)."""
+    paragraphs = []
+    for paragraph in inspect.cleandoc(text).split("\n\n"):
+        if paragraph.startswith("\b"):
+            paragraphs.append(paragraph.removeprefix("\b").strip("\n"))
+            continue
+        lines: list[str] = []
+        for line in paragraph.split("\n"):
+            if lines and not line.startswith(_OWN_LINE) and not line[:1].isspace():
+                lines[-1] = f"{lines[-1]} {line.strip()}"
+            else:
+                lines.append(line.rstrip())
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
+def _reflow_app(typer_app: typer.Typer) -> None:
+    """Reflow the help of every command and group of ``typer_app``, recursively."""
+    if isinstance(typer_app.info.help, str):
+        typer_app.info.help = reflow(typer_app.info.help)
+    found = typer_app.registered_callback
+    callbacks = [found.callback] if found is not None and callable(found.callback) else []
+    for command in typer_app.registered_commands:
+        if isinstance(command.help, str):
+            command.help = reflow(command.help)
+        elif command.callback is not None:
+            callbacks.append(command.callback)
+    for callback in callbacks:
+        if callback.__doc__:
+            callback.__doc__ = reflow(callback.__doc__)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_app(group.typer_instance)
+
+
+_reflow_app(app)
 
 
 def main() -> None:

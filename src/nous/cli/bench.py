@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.markup import escape
 
 from nous.bench.agent import BASELINES, load_scenarios, run_agent
 from nous.bench.context import run_context
@@ -20,13 +22,17 @@ from nous.bench.load import run_load
 from nous.bench.locomo import load_any_dir, load_labelled_dir, load_locomo_dir
 from nous.bench.retrieval import run_retrieval
 from nous.bench.scale import run_scale
-from nous.cli.output import console, err_console, print_json, progress_bar, table
+from nous.cli.output import Steps, console, duration, err_console, plural, print_json, table
 from nous.cli.runtime import fail, run, state
 from nous.errors import NousError
 from nous.retrieval.weights import PRESETS
 
 T = TypeVar("T")
-app = typer.Typer(help="Benchmarks: figures printed, never pass/fail.", no_args_is_help=True)
+app = typer.Typer(
+    help="Benchmarks: figures printed, never pass/fail. Each shows its progress on stderr.\n\n"
+    "Example: nous bench dedup --json dedup.json",
+    no_args_is_help=True,
+)
 
 
 def _ints(raw: str, name: str) -> list[int]:
@@ -40,7 +46,8 @@ def _ints(raw: str, name: str) -> list[int]:
 
 
 def _progress(message: str) -> None:
-    err_console.print(f"[dim]{message}[/dim]")
+    """A line about the run (a conversation started or finished) on stderr, beside the steps."""
+    err_console.print(f"[dim]{escape(message)}[/dim]", highlight=False)
 
 
 def _load(directory: Path, loader: Callable[[], T]) -> T:
@@ -70,15 +77,26 @@ def scale(
 
     Each size runs on a fresh temporary SQLite store, and on PostgreSQL when --postgres is given
     (in a scratch schema, dropped afterwards).
+
+    Example: nous bench scale --n 10000,100000 --json scale.json
     """
     settings = state(ctx).settings
     sizes = _ints(n, "--n")
     results: list[dict[str, Any]] = []
-    with progress_bar() as progress:
-        task = progress.add_task("bench", total=None)
+    with ExitStack() as stages:
+        current: dict[str, Steps] = {}
+        label = ""
 
         def report(stage: str, done: int, total: int) -> None:
-            progress.update(task, description=stage, completed=done, total=total)
+            """Steps per stage (ingest, recall, pre_turn) of each run: a new stage closes the last."""
+            key = f"{label} {stage}"
+            if key not in current:
+                stages.close()
+                current.clear()
+                current[key] = stages.enter_context(Steps(key, total))
+            steps = current[key]
+            if done > steps.done:
+                steps.advance(count=done - steps.done)
 
         for size in sizes:
             targets: list[str | None] = [None]
@@ -86,6 +104,7 @@ def scale(
                 sep = "&" if "?" in postgres else "?"
                 targets.append(f"{postgres}{sep}nous_schema=bench_{size}_{uuid.uuid4().hex[:8]}")
             for url in targets:
+                label = f"{'postgres' if url else 'sqlite'} n={size}"
                 results.append(
                     run(
                         run_scale(
@@ -98,33 +117,20 @@ def scale(
                         )
                     )
                 )
+    # one column per run and one row per figure: nine figures side by side do not fit a terminal
+    figures: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+        ("ingest memories/s", lambda r: r["ingest_per_s"]),
+        ("raw embeddings/s", lambda r: r["raw_embedding_per_s"]),
+        ("overhead ×", lambda r: r["storage_overhead_ratio"]),
+        ("recall p50 ms", lambda r: r["recall_latency_ms"]["p50"]),
+        ("recall p95 ms", lambda r: r["recall_latency_ms"]["p95"]),
+        ("pre_turn p50 ms", lambda r: r["pre_turn_latency_ms"]["p50"]),
+        ("pre_turn p95 ms", lambda r: r["pre_turn_latency_ms"]["p95"]),
+    ]
     table(
         "nous bench scale",
-        [
-            "backend",
-            "n",
-            "ingest/s",
-            "raw embed/s",
-            "overhead ×",
-            "recall p50 ms",
-            "recall p95 ms",
-            "pre_turn p50 ms",
-            "pre_turn p95 ms",
-        ],
-        [
-            (
-                r["backend"],
-                r["n"],
-                r["ingest_per_s"],
-                r["raw_embedding_per_s"],
-                r["storage_overhead_ratio"],
-                r["recall_latency_ms"]["p50"],
-                r["recall_latency_ms"]["p95"],
-                r["pre_turn_latency_ms"]["p50"],
-                r["pre_turn_latency_ms"]["p95"],
-            )
-            for r in results
-        ],
+        ["figure", *(f"{r['backend']} n={r['n']}" for r in results)],
+        [[name, *(get(r) for r in results)] for name, get in figures],
     )
     if out:
         out.write_text(json.dumps({"results": results}, indent=2))
@@ -141,7 +147,7 @@ def _retrieval_report(title: str, result: dict[str, Any], ks: tuple[int, ...], o
         + [f"{s[f'recall_{m}@{x}']:.3f}" for x in ks for m in ("any", "all")]
         for name, s in result["systems"].items()
     ]
-    table(f"{title} · {result['questions']} questions", columns, rows)
+    table(f"{title} · {plural(result['questions'], 'question')}", columns, rows)
     cats = sorted(result["systems"]["nous"]["per_category"])
     kk = 10 if 10 in ks else max(ks)
     systems = list(result["systems"])
@@ -193,16 +199,19 @@ def _run_retrieval_command(
     if unknown:
         raise fail(f"unknown preset {unknown[0]!r}: choose from {', '.join(PRESETS)}", 2)
     conversations = loader()
-    result = run(
-        run_retrieval(
-            conversations,
-            ks=ks,
-            settings=state(ctx).settings,
-            presets=wanted,
-            extract=extract,
-            progress=_progress,
+    asked = sum(len(c.questions) for c in conversations) * (2 if extract else 1)
+    with Steps("questions", asked) as steps:
+        result = run(
+            run_retrieval(
+                conversations,
+                ks=ks,
+                settings=state(ctx).settings,
+                presets=wanted,
+                extract=extract,
+                progress=_progress,
+                step=steps.advance,
+            )
         )
-    )
     _retrieval_report(title, result, ks, out)
 
 
@@ -282,20 +291,18 @@ def agent(
     Example: nous bench agent ../shared/datasets/agent --json agent.json
     """
     scenarios = _load(directory, lambda: load_scenarios(directory, files))
-    result = run(
-        run_agent(
-            scenarios,
-            settings=state(ctx).settings,
-            progress=_progress,
+    with Steps("questions", sum(len(s.questions) for s in scenarios)) as steps:
+        result = run(
+            run_agent(scenarios, settings=state(ctx).settings, progress=_progress, step=steps.advance)
         )
-    )
 
     def fmt(value: float | None) -> str:
         return "–" if value is None else f"{value:.3f}"
 
     metrics = ("hit@1", "hit@5", "stale@1", "auroc")
     table(
-        f"nous bench agent · {len(result['questions'])} questions · {len(result['scenarios'])} scenarios",
+        f"nous bench agent · {plural(len(result['questions']), 'question')} · "
+        f"{plural(len(result['scenarios']), 'scenario')}",
         ["system", *metrics, "ctx"],
         [
             [name, *(fmt(s[m]) for m in metrics), fmt(result["context_include"]) if name == "nous" else "–"]
@@ -303,7 +310,7 @@ def agent(
         ],
     )
     baselines = result["per_kind_baselines"]
-    short_names = {"dense-only": "dense@1", "keyword-only": "keyword@1"}
+    short_names = {"dense-only": "dense", "keyword-only": "keyword"}  # their hit@1, as the title says
     table(
         "per kind (nous; the baselines' hit@1 beside it; ctx = context_include)",
         ["kind", "n", *metrics, "ctx", *(short_names[b] for b in BASELINES if b in baselines)],
@@ -354,15 +361,12 @@ def context(
     Example: nous bench context ../shared/datasets/locomo --json context.json
     """
     conversations = _load(directory, lambda: load_any_dir(directory, files))
-    result = run(
-        run_context(
-            conversations,
-            settings=state(ctx).settings,
-            progress=_progress,
+    with Steps("questions", sum(len(c.questions) for c in conversations)) as steps:
+        result = run(
+            run_context(conversations, settings=state(ctx).settings, progress=_progress, step=steps.advance)
         )
-    )
     table(
-        f"context evidence recall · {result['questions']} questions",
+        f"context evidence recall · {plural(result['questions'], 'question')}",
         ["category", "questions", "recall_all", "recall_any"],
         [
             [c, m["questions"], f"{m['context_recall_all']:.3f}", f"{m['context_recall_any']:.3f}"]
@@ -422,20 +426,22 @@ def extraction(
     results: list[dict[str, Any]] = []
     for directory in directories:
         try:
-            result = run(
-                run_extraction(
-                    directory,
-                    settings=state(ctx).settings,
-                    files=files,
-                    progress=_progress,
+            # one step per conversation: each is ingested and run through the whole pipeline
+            with Steps(
+                f"{directory.name}: conversations", len(sorted(directory.glob("*.json"))[:files])
+            ) as steps:
+                result = run(
+                    run_extraction(
+                        directory, settings=state(ctx).settings, files=files, progress=steps.advance
+                    )
                 )
-            )
         except NousError as exc:
             raise fail(str(exc), 2) from None
         results.append(result)
         table(
-            f"{result['dataset']} · {result['files']} conversations · {result['conversation_sessions']} sessions"
-            f" · {result['facts']} facts ({result['facts_per_conversation_session']}/session)",
+            f"{result['dataset']} · {plural(result['files'], 'conversation')} · "
+            f"{plural(result['conversation_sessions'], 'session')} · {plural(result['facts'], 'fact')} "
+            f"({result['facts_per_conversation_session']}/session)",
             ["junk check", "facts", "share"],
             junk_rows(result),
         )
@@ -447,14 +453,16 @@ def extraction(
         )
         if result["sessions"]:
             table(
-                f"{result['dataset']} · {result['sessions']} annotated sessions · {result['events']} events",
+                f"{result['dataset']} · {plural(result['sessions'], 'annotated session')} · "
+                f"{plural(result['events'], 'event')}",
                 ["facts from", "event_coverage", "facts/session", "unmatched share"],
                 summarize_figures(result),
             )
             console.print(
-                f"summary_similarity {result['summary_similarity']} over {result['summaries_scored']} sessions"
+                f"summary_similarity {result['summary_similarity']} over "
+                f"{plural(result['summaries_scored'], 'session')}"
             )
-        console.print(f"{result['seconds']} s")
+        console.print(duration(result["seconds"]))
     if out:
         out.write_text(json.dumps(results[0] if len(results) == 1 else results, indent=2))
         console.print(f"wrote {out}")
@@ -489,8 +497,8 @@ def load(
         )
     )
     table(
-        f"nous bench load · {result['backend']} · {result['clients']} clients · {result['seconds']} s · "
-        f"{result['requests_per_s']} req/s · {result['error_count']} errors",
+        f"nous bench load · {result['backend']} · {plural(result['clients'], 'client')} · {result['seconds']} s · "
+        f"{result['requests_per_s']} req/s · {plural(result['error_count'], 'error')}",
         ["operation", "count", "p50 ms", "p95 ms", "p99 ms"],
         [[op, m["count"], m["p50"], m["p95"], m["p99"]] for op, m in result["operations"].items()],
     )
@@ -538,9 +546,9 @@ def crash(
         run_crash(kills=kills, database_url=url, progress=lambda m: err_console.print(f"[dim]{m}[/dim]"))
     )
     console.print(
-        f"{result['backend']}: {result['kills']} kills survived · {result['writes_verified']} of "
-        f"{result['writes_acknowledged']} acknowledged writes verified · lost {result['lost']}"
-        f" · {result['seconds']} s",
+        f"{result['backend']}: {plural(result['kills'], 'kill')} survived · {result['writes_verified']} of "
+        f"{plural(result['writes_acknowledged'], 'acknowledged write')} verified · lost {result['lost']}"
+        f" · {duration(result['seconds'])}",
         highlight=False,
     )
     for problem in result["problems"]:
@@ -568,6 +576,8 @@ def dedup(
 
     Uses the thresholds in force (NOUS_DEDUP_DUPLICATE_THRESHOLD, NOUS_DEDUP_CONNECT_THRESHOLD)
     and prints a cosine-only baseline at the same thresholds beside them.
+
+    Example: nous bench dedup --errors 5 --json dedup.json
     """
     from nous.embeddings import create_provider
     from nous.errors import NousError
@@ -579,15 +589,16 @@ def dedup(
     settings = state(ctx).settings
     try:
         pairs = load_pairs(path)
+        _progress(f"embedding the {plural(len(pairs), 'labelled pair')} ({2 * len(pairs)} texts)")
         thresholds = DedupThresholds(settings.dedup_duplicate_threshold, settings.dedup_connect_threshold)
         result = run_dedup(pairs, create_provider(settings), thresholds)
     except (NousError, ValueError) as exc:
         raise fail(str(exc), 2) from None
     base = result["cosine_only"]
     table(
-        f"dedup tiers · {result['pairs']} pairs · duplicate ≥ {thresholds.duplicate}, "
+        f"dedup tiers · {plural(result['pairs'], 'pair')} · duplicate ≥ {thresholds.duplicate}, "
         f"connect ≥ {thresholds.connect}",
-        ["system", "dup precision", "dup recall", "connect precision", "connect recall"],
+        ["system", "dup precision", "dup recall", "connect prec", "connect recall"],
         [
             [
                 name,

@@ -81,7 +81,7 @@ def censors(
         return
     table(
         "censors",
-        ["id", "pattern", "action", "activations", "false positives", "reason"],
+        ["id", "pattern", "action", "fired", "false alarms", "reason"],
         [
             (
                 c.id[:8],

@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from nous._text import validate_content
 from nous.api import Nous
-from nous.cli.output import console, print_json, short, table, when
+from nous.cli.output import console, plural, print_json, short, table, when
 from nous.cli.runtime import fail, read_text_arg, with_nous
 from nous.cognitive import FRAMES, ContextSection, SessionEnd, TurnContext, TurnResult
 from nous.heart.identity import SECTION_BUDGETS
@@ -257,7 +257,7 @@ def end_session(
         )
         return
     console.print(
-        f"[green]ended[/green] {escape(done.session.session_id)} after {done.session.turn_count} turns",
+        f"[green]ended[/green] {escape(done.session.session_id)} after {plural(done.session.turn_count, 'turn')}",
         highlight=False,
     )
     if episode is not None:
@@ -290,21 +290,20 @@ def sessions(
     if as_json:
         print_json([_session_json(s) for s in found])
         return
+    # the table keeps what tells sessions apart; tools, characters and exact times are in --json
+    # and in `nous reply`'s view of one session
     table(
-        "sessions",
-        ["id", "user", "frame", "turns", "tools", "chars", "episode", "started", "last active", "ended"],
+        f"sessions · {plural(len(found), 'session')}",
+        ["id", "user", "frame", "turns", "episode", "last active", "state"],
         [
             (
                 escape(s.session_id),
                 escape(s.user_id or ""),
                 s.frame,
                 s.turn_count,
-                escape(", ".join(s.tools_used)),
-                s.total_chars,
                 (s.episode_id or "")[:8],
-                when(s.started_at),
                 when(s.last_active_at),
-                when(s.ended_at),
+                "ended" if s.ended else "live",
             )
             for s in found
         ],
@@ -523,7 +522,7 @@ def procedures(
         return
     table(
         "procedures",
-        ["id", "name", "description", "domain", "uses", "success", "failure", "effectiveness"],
+        ["id", "name", "description", "domain", "uses", "ok/failed", "effective"],
         [
             (
                 p.id[:8],
@@ -531,8 +530,7 @@ def procedures(
                 escape(short(p.content, 60)),
                 p.domain,
                 p.activation_count,
-                p.success_count,
-                p.failure_count,
+                f"{p.success_count}/{p.failure_count}",
                 "" if p.effectiveness is None else f"{p.effectiveness:.0%}",
             )
             for p in found
@@ -646,7 +644,7 @@ def calibration(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         ["category", "reviewed", "brier", "directional", "mean confidence", "success rate"],
         [row(cal.overall), *(row(c) for c in cal.per_category)],
     )
-    console.print(f"{cal.pending} decision{'' if cal.pending == 1 else 's'} awaiting review")
+    console.print(f"{plural(cal.pending, 'decision')} awaiting review")
 
 
 def review(

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from nous.api import Nous
-from nous.cli.output import console, print_json, short, table
+from nous.cli.output import console, joined, number, plural, print_json, short, table
 from nous.cli.runtime import run, state
 from nous.models import Edge, EdgeRelation, Provenance, Turn
 
@@ -79,6 +79,8 @@ def demo(
     """Store a sample conversation in a fresh demo store, then answer questions from memory.
 
     The demo store is NOUS_HOME/demo.db (recreated on each run) unless --db is given.
+
+    Example: nous demo --top 2
     """
     st = state(ctx)
     settings = st.settings
@@ -109,13 +111,22 @@ def demo(
     if as_json:
         print_json({"store": location, "stored": counts, "answers": answers})
         return
-    console.print(f"[bold]Stored[/bold] {counts} in {location}\n")
+    stored = joined(
+        [
+            plural(counts["turns"], "conversation turn"),
+            plural(counts["facts"], "fact"),
+            plural(counts["decisions"], "decision"),
+            plural(counts["episodes"], "episode"),
+        ]
+    )
+    console.print(f"[bold]Stored[/bold] {stored} in {location}", highlight=False)
+    console.print(f"Then asked {plural(len(answers), 'question')}; the best answers from memory:\n")
     for item in answers:
         table(
             f"Q: {item['question']}",
-            ["#", "type", "memory", "score"],
+            ["#", "type", "memory", "relevance"],
             [
-                (i + 1, a["type"], short(a["content"], 90), f"{a['score']:.4f}")
+                (i + 1, a["type"], short(a["content"], 90), number(a["score"]))
                 for i, a in enumerate(item["answers"])
             ],
         )

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from nous.api import Nous
-from nous.cli.output import console, print_json, short, table
+from nous.cli.output import console, plural, print_json, short, table
 from nous.cli.runtime import fail, run, state, with_nous
 from nous.models.events import Event, EventStatus
 
@@ -64,18 +64,18 @@ def events(
         print_json([_row(e) for e in found])
         return
     summary = " · ".join(f"{counts.get(s, 0)} {s.value}" for s in EventStatus)
+    # what each event concerns (subject_id) and exact times are in --json; the table keeps what
+    # tells events apart and what went wrong
     table(
         f"events ({summary})",
-        ["id", "kind", "subject", "status", "tries", "created", "last error"],
+        ["id", "kind", "status", "created", "last error"],
         [
             (
-                e.id[:12],
+                e.id[:8],
                 e.kind.value,
-                escape(short(e.subject_id, 24)),
-                e.status.value,
-                e.attempts,
-                e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                escape(short(e.last_error, 50)),
+                e.status.value + (f" ×{e.attempts}" if e.attempts > 1 else ""),
+                e.created_at.strftime("%m-%d %H:%M"),
+                escape(short(e.last_error, 200)),
             )
             for e in found
         ],
@@ -123,7 +123,7 @@ def worker(
     claims events with a lease, so none is run twice; a worker that dies mid-event leaves nothing
     half-written, and its event is claimed again when the lease (NOUS_EVENT_LEASE_SECONDS) runs out.
 
-    Example: nous worker --agent support-bot
+    Example: nous --agent support-bot worker
     """
     st = state(ctx)
     settings = st.settings.model_copy(update={"events_worker": "off"})
@@ -145,4 +145,4 @@ def worker(
 
     done = run(go())
     if once:
-        console.print(f"[green]done[/green] {done} events")
+        console.print(f"[green]done[/green] {plural(done, 'event')}")

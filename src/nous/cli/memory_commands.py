@@ -6,9 +6,10 @@ from datetime import datetime
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from nous.api import Nous
-from nous.cli.output import console, err_console, print_json, short, table, when
+from nous.cli.output import console, day, err_console, plural, print_json, readable, short, table, when
 from nous.cli.runtime import fail, read_text_arg, with_nous
 from nous.memory.dedup import SimilarityCheck
 from nous.models import Decision, Episode, Fact, HistoryEntry, Memory, RecallHit, WriteResult
@@ -276,7 +277,12 @@ def _list(ctx: typer.Context, kind: str, limit: int) -> list[Memory]:
 
 
 def facts(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
-    """List facts, newest first."""
+    """List facts, newest first.
+
+    Long contents end in an ellipsis to keep one fact per line; --json prints them in full.
+
+    Example: nous facts --limit 20
+    """
     found = [f for f in _list(ctx, "fact", limit) if isinstance(f, Fact)]
     if as_json:
         print_json(found)
@@ -292,7 +298,7 @@ def facts(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) ->
                 f.category,
                 f"{f.confidence:.2f}",
                 f.confirmation_count + 1,
-                when(f.created_at),
+                day(f.created_at),
             )
             for f in found
         ],
@@ -300,7 +306,10 @@ def facts(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) ->
 
 
 def decisions(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
-    """List decisions, newest first."""
+    """List decisions, newest first.
+
+    Example: nous decisions --json
+    """
     found = [d for d in _list(ctx, "decision", limit) if isinstance(d, Decision)]
     if as_json:
         print_json(found)
@@ -316,7 +325,7 @@ def decisions(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False
                 d.stakes.value,
                 d.outcome.value,
                 len(d.reasons),
-                when(d.created_at),
+                day(d.created_at),
             )
             for d in found
         ],
@@ -324,7 +333,10 @@ def decisions(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False
 
 
 def episodes(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
-    """List episodes, most recent first (closed ones included)."""
+    """List episodes, most recent first (closed ones included).
+
+    Example: nous episodes --limit 10
+    """
     found = [e for e in _list(ctx, "episode", limit) if isinstance(e, Episode)]
     if as_json:
         print_json(found)
@@ -337,8 +349,8 @@ def episodes(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False)
                 e.id[:8],
                 short(e.title or e.content, 40),
                 e.outcome.value,
-                when(e.started_at),
-                when(e.ended_at),
+                day(e.started_at),
+                day(e.ended_at),
                 short(e.summary, 50),
             )
             for e in found
@@ -351,16 +363,27 @@ def show(
     memory_id: Annotated[str, typer.Argument(help="Id or 6+ char prefix.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Show one memory in full."""
+    """Show one memory in full: every field, long texts wrapped rather than cut.
+
+    Numbers are rounded for reading (stability 36.0 days, not 36.00001064906704); --json has
+    them exact.
+
+    Example: nous show 3f2a9c1b --json
+    """
     memory = with_nous(ctx, lambda nous: nous.get(memory_id))
-    payload = {"kind": memory.kind.value, **memory.model_dump(mode="json")}
     if as_json:
-        print_json(payload)
+        print_json({"kind": memory.kind.value, **memory.model_dump(mode="json")})
         return
+    fields = {"kind": memory.kind.value, **memory.model_dump()}
     table(
         f"{memory.kind.value} {memory.id}",
         ["field", "value"],
-        [(k, v) for k, v in payload.items() if v not in (None, [], {})],
+        [
+            (k, escape(readable(getattr(v, "value", v))))
+            for k, v in fields.items()
+            if v not in (None, [], {}, "")
+        ],
+        wrap=True,
     )
 
 
@@ -369,7 +392,13 @@ def history(
     memory_id: Annotated[str, typer.Argument(help="Id or 6+ char prefix.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Show every recorded change to a memory: what, from, to, who, when."""
+    """Show every recorded change to a memory: what, from, to, who, when.
+
+    The history outlives the memory: after `nous forget ID --hard` the id, or a 6+ character
+    prefix of it, still shows what happened to it, the purge included.
+
+    Example: nous history 3f2a9c1b
+    """
     entries: list[HistoryEntry] = with_nous(ctx, lambda nous: nous.history(memory_id))
     if as_json:
         print_json(entries)
@@ -378,10 +407,10 @@ def history(
     def fmt(value: dict | None) -> str:
         if not value:
             return ""
-        return short(", ".join(f"{k}={v}" for k, v in value.items()), 70)
+        return escape(short(", ".join(f"{k}={readable(v)}" for k, v in value.items()), 70))
 
     table(
-        f"history of {entries[0].memory_id}",
+        f"history of {entries[0].memory_id} · {plural(len(entries), 'change')}",
         ["when", "action", "actor", "old", "new"],
         [(when(e.at), e.action.value, e.actor, fmt(e.old_value), fmt(e.new_value)) for e in entries],
     )
@@ -393,7 +422,12 @@ def forget(
     hard: Annotated[bool, typer.Option("--hard", help="Delete the row for good (still audited).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Forget a memory: hidden from recall but restorable, or purged with --hard."""
+    """Forget a memory: hidden from recall but restorable, or purged with --hard.
+
+    Either way the change is audited: `nous history ID` shows it.
+
+    Example: nous forget 3f2a9c1b --hard
+    """
     memory = with_nous(ctx, lambda nous: nous.forget(memory_id, hard=hard))
     status = "purged" if hard else "forgotten"
     if as_json:

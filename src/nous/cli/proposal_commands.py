@@ -68,7 +68,10 @@ def proposals(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 @app.command("accept")
 def accept(ctx: typer.Context, decision_id: IdArg, as_json: JsonOpt = False) -> None:
-    """Resolve the decision with its proposed outcome (the proposal's reason becomes its note)."""
+    """Resolve the decision with its proposed outcome (the proposal's reason becomes its note).
+
+    Example: nous proposals accept 3f2a9c1b
+    """
 
     async def act(nous: Nous) -> Decision:
         return await nous.accept_proposal(decision_id)
@@ -82,7 +85,10 @@ def accept(ctx: typer.Context, decision_id: IdArg, as_json: JsonOpt = False) -> 
 
 @app.command("reject")
 def reject(ctx: typer.Context, decision_id: IdArg, as_json: JsonOpt = False) -> None:
-    """Drop the proposal; the decision stays pending."""
+    """Drop the proposal; the decision stays pending.
+
+    Example: nous proposals reject 3f2a9c1b --json
+    """
 
     async def act(nous: Nous) -> Decision:
         return await nous.reject_proposal(decision_id)

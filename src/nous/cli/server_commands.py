@@ -42,6 +42,8 @@ def mcp(ctx: typer.Context) -> None:
     forget. In an MCP client's configuration:
 
       {"mcpServers": {"nous": {"command": "nous", "args": ["--agent", "my-agent", "mcp"]}}}
+
+    Example: nous --agent my-agent mcp
     """
     from nous.server.mcp import create_mcp_server
 
@@ -283,7 +285,10 @@ def keys_revoke(
     ctx: typer.Context,
     key_id: Annotated[str, typer.Argument(help="The key's id (see `nous keys`), or the whole key.")],
 ) -> None:
-    """Revoke a key: it stops working at once."""
+    """Revoke a key: it stops working at once.
+
+    Example: nous keys revoke 5e1f0c2a9b7d
+    """
     wanted = key_id.split("_")[1] if key_id.startswith("nous_") and key_id.count("_") >= 2 else key_id
 
     async def act(nous: Nous) -> bool:

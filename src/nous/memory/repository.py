@@ -378,11 +378,17 @@ class MemoryRepository:
         return await self.store.query(MemoryQuery(agent_id=self.agent_id, **filters))
 
     async def history(self, memory_id: str) -> list[HistoryEntry]:
-        """The audit trail of a memory (also after a hard forget)."""
+        """The audit trail of a memory (also after a hard forget, by id or unique prefix)."""
         try:
             full = await self.resolve_id(memory_id)
         except NotFoundError:
-            full = memory_id
+            # the memory row is gone (purged) but its history rows remain: resolve against them
+            full = memory_id.strip()
+            if 6 <= len(full) < 36:
+                matches = await self.store.resolve_history_prefix(self.agent_id, full)
+                if len(matches) > 1:
+                    raise ConflictError(f"id prefix {full!r} is ambiguous; give more characters") from None
+                full = matches[0] if matches else full
         entries = await self.store.history(self.agent_id, full)
         if not entries:
             raise NotFoundError(f"no history for id {memory_id!r}")

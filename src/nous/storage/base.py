@@ -474,6 +474,11 @@ class Store(ABC):
         """Up to two ids starting with ``prefix``."""
 
     @abstractmethod
+    async def resolve_history_prefix(self, agent_id: str, prefix: str) -> list[str]:
+        """Up to two memory ids starting with ``prefix`` that have history rows (history outlives
+        a hard-forgotten memory, so its id can still be looked up by prefix)."""
+
+    @abstractmethod
     async def query(self, query: MemoryQuery) -> list[Memory]:
         """Memories matching the query, by ``occurred_at``."""
 

@@ -421,6 +421,13 @@ class PostgresStore(Store):
         )
         return [r["id"] for r in rows]
 
+    async def resolve_history_prefix(self, agent_id: str, prefix: str) -> list[str]:
+        rows = await self._fetch(
+            "SELECT DISTINCT memory_id FROM history WHERE memory_id LIKE %s AND agent_id = %s LIMIT 2",
+            (_like_prefix(prefix), agent_id),
+        )
+        return [r["memory_id"] for r in rows]
+
     async def query(self, query: MemoryQuery) -> list[Memory]:
         where, params = where_clause(query, "%s")
         order = "DESC" if query.newest_first else "ASC"

@@ -426,6 +426,17 @@ class SQLiteStore(Store):
 
         return await self._r().run(read)
 
+    async def resolve_history_prefix(self, agent_id: str, prefix: str) -> list[str]:
+        def read(conn: sqlite3.Connection) -> list[str]:
+            cur = conn.execute(
+                "SELECT DISTINCT memory_id FROM history WHERE memory_id >= ? AND memory_id < ? "
+                "AND agent_id = ? LIMIT 2",
+                (prefix, prefix + "\uffff", agent_id),
+            )
+            return [r[0] for r in cur.fetchall()]
+
+        return await self._r().run(read)
+
     async def query(self, query: MemoryQuery) -> list[Memory]:
         where, params = where_clause(query, "?", time_param=fmt_time)
         order = "DESC" if query.newest_first else "ASC"
