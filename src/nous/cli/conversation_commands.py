@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from nous.api import Nous
-from nous.cli.output import console, print_json, progress_bar, short, table, when
+from nous.cli.output import console, plural, print_json, progress_bar, short, table, when
 from nous.cli.runtime import fail, with_nous
 from nous.cli.server_commands import nous_command
 from nous.ingest import Conversation, IngestReport
@@ -70,12 +70,12 @@ def ingest(
         )
         return
     console.print(
-        f"[green]ingested[/green] {report.turns} turns in {report.sessions} sessions "
+        f"[green]ingested[/green] {plural(report.turns, 'turn')} in {plural(report.sessions, 'session')} "
         f"({report.sessions_skipped} already stored) from {file}"
     )
     if pending:
         nous = nous_command()
-        events = f"{pending} event{'s' if pending != 1 else ''}"
+        events = plural(pending, "event")
         print(
             f"{events} pending (episode summaries, facts) — run `{nous} maintain --events` "
             f"or keep `{nous} serve` running",

@@ -38,8 +38,9 @@ def register(root: typer.Typer) -> None:
 def mcp(ctx: typer.Context) -> None:
     """Serve the agent's memory to an MCP client over stdio (the agent: --agent or NOUS_AGENT_ID).
 
-    Tools: remember, recall, recall_recent, record_decision, check_similar, check_action, context,
-    forget. In an MCP client's configuration:
+    Tools: context, reply and end_session (the turn loop), remember, recall, recall_recent,
+    record_decision, check_similar, check_action, create_censor, forget; resources: identity,
+    recent episodes, censors. In an MCP client's configuration:
 
       {"mcpServers": {"nous": {"command": "nous", "args": ["--agent", "my-agent", "mcp"]}}}
 
