@@ -211,6 +211,22 @@ ROUTES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
     ("POST", "/v1/ingest"): lambda c: [(("POST", "/v1/ingest", INTRUDER_CONVERSATION), ingested_anew)],
     ("GET", "/v1/export"): lambda c: [(("GET", "/v1/export", None), agent_view)],
     ("POST", "/v1/import"): lambda c: [(("POST", "/v1/import", "{import}"), agent_view)],
+    ("POST", "/v1/decisions"): lambda c: [
+        (("POST", "/v1/decisions", {"content": DECISION, "episode_id": "{episode}"}), hidden),
+        (("POST", "/v1/decisions", {"content": "Keep the Porto ledger", "stakes": "high"}), stored_as_own),
+    ],
+    ("GET", "/v1/decisions"): lambda c: [(("GET", "/v1/decisions?limit=1000", None), clean)],
+    ("GET", "/v1/decisions/{decision_id}"): lambda c: [(("GET", "/v1/decisions/{decision}", None), hidden)],
+    ("POST", "/v1/episodes"): lambda c: [
+        (("POST", "/v1/episodes", {"title": "Porto planning"}), stored_as_own)
+    ],
+    ("GET", "/v1/episodes"): lambda c: [(("GET", "/v1/episodes?limit=1000", None), clean)],
+    ("GET", "/v1/episodes/{episode_id}"): lambda c: [(("GET", "/v1/episodes/{episode}", None), hidden)],
+    ("POST", "/v1/episodes/{episode_id}/end"): lambda c: [
+        (("POST", "/v1/episodes/{episode}/end", {"summary": "stolen"}), hidden)
+    ],
+    ("GET", "/v1/sessions"): lambda c: [(("GET", "/v1/sessions?limit=1000", None), clean)],
+    ("GET", "/v1/sessions/{session_id}"): lambda c: [(("GET", "/v1/sessions/owner-session", None), hidden)],
 }
 NOT_AGENT_DATA = {("GET", "/health")}  # no key, no memory
 
@@ -268,6 +284,9 @@ def _plant(owner: httpx.Client, *, users: bool) -> dict[str, str]:
         "fact": create({"type": "fact", "content": FACT, "session_id": "owner-session"}),
         "decision": create({"type": "decision", "content": DECISION, "confidence": 0.7}),
     }
+    episode = owner.post("/v1/episodes", json={"title": "Zorblax launch planning"})
+    assert episode.status_code == 201, episode.text
+    ids["episode"] = episode.json()["id"]
     assert owner.post("/v1/sessions/owner-session/turns", json={"text": TURN}).status_code == 200
     assert (
         owner.post("/v1/sessions/owner-session/reply", json={"reply": "Zorblax: Friday."}).status_code == 200
