@@ -126,6 +126,11 @@ def ingested_anew(response: httpx.Response, ctx: Ctx) -> None:
     assert report["sessions"] == 1 and report["sessions_skipped"] == 0, report
 
 
+def queued(response: httpx.Response, ctx: Ctx) -> None:
+    assert response.status_code == 202, response.text
+    clean(response, ctx)
+
+
 def zero_stats(response: httpx.Response, ctx: Ctx) -> None:
     agent_view(response, ctx)
     if not ctx.users:
@@ -208,7 +213,11 @@ ROUTES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
     ("GET", "/v1/sessions/{session_id}/working-memory"): lambda c: [
         (("GET", "/v1/sessions/owner-session/working-memory", None), hidden)
     ],
-    ("POST", "/v1/ingest"): lambda c: [(("POST", "/v1/ingest", INTRUDER_CONVERSATION), ingested_anew)],
+    ("POST", "/v1/ingest"): lambda c: [
+        (("POST", "/v1/ingest?wait=true", INTRUDER_CONVERSATION), ingested_anew),
+        (("POST", "/v1/ingest", INTRUDER_CONVERSATION), queued),
+    ],
+    ("GET", "/v1/jobs/{job_id}"): lambda c: [(("GET", "/v1/jobs/{job}", None), hidden)],
     ("GET", "/v1/export"): lambda c: [(("GET", "/v1/export", None), agent_view)],
     ("POST", "/v1/import"): lambda c: [(("POST", "/v1/import", "{import}"), agent_view)],
     ("POST", "/v1/decisions"): lambda c: [
@@ -292,7 +301,10 @@ def _plant(owner: httpx.Client, *, users: bool) -> dict[str, str]:
         owner.post("/v1/sessions/owner-session/reply", json={"reply": "Zorblax: Friday."}).status_code == 200
     )
     assert owner.post("/v1/sessions/secret-session/turns", json={"text": TURN}).status_code == 200
-    assert owner.post("/v1/ingest", json=CONVERSATION).json()["sessions"] == 1
+    assert owner.post("/v1/ingest?wait=true", json=CONVERSATION).json()["sessions"] == 1
+    queued_job = owner.post("/v1/ingest", json=CONVERSATION)  # a job (no worker runs it here)
+    assert queued_job.status_code == 202, queued_job.text
+    ids["job"] = queued_job.json()["id"]
     if users:  # a user-bound key has no agent-wide organs; the intruder tries the owner's fact
         ids["procedure"] = ids["censor"] = ids["fact"]
     else:
@@ -306,7 +318,7 @@ def _plant(owner: httpx.Client, *, users: bool) -> dict[str, str]:
 
 def _snapshot(owner: httpx.Client, ids: dict[str, str]) -> dict[str, Any]:
     """What the intruder must not change: the owner's memories, session and identity."""
-    memories = {name: owner.get(f"/v1/memories/{i}").json() for name, i in ids.items()}
+    memories = {name: owner.get(f"/v1/memories/{i}").json() for name, i in ids.items() if name != "job"}
     for memory in memories.values():
         for volatile in ("last_accessed_at", "access_count", "stability", "retrievability"):
             memory.pop(volatile, None)

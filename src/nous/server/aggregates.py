@@ -1,19 +1,24 @@
 """Decisions, episodes and sessions as first-class routes (every field the Python API takes), and
-conversation ingest. Every route works on the caller's agent only; a user-bound key reaches its
+conversation ingest as durable jobs. Every route works on the caller's agent only; a user-bound key reaches its
 user's decisions, episodes and sessions (and reads the agent's shared ones)."""
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Response
-from pydantic import Field
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 
 from nous.api import Nous
 from nous.errors import NotFoundError
+from nous.events.ingest_job import PROGRESS, job_payload
+from nous.ingest.formats import parse_conversation
 from nous.ingest.ingest import IngestReport
 from nous.models import DecisionCategory, EpisodeOutcome, MemoryKind, SessionState, Stakes
-from nous.server.bodies import LAX, IsoDatetime, ReasonIn, StrictBody
+from nous.models.events import Event, EventKind, EventStatus
+from nous.server.bodies import CLEAN, LAX, SOLID, Clean, Cursor, IsoDatetime, PathId, ReasonIn, StrictBody
 from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
 from nous.server.routes import WINDOW, _cursor, _offset, _page
 from nous.server.schemas import (
@@ -26,6 +31,7 @@ from nous.server.schemas import (
     dump,
 )
 from nous.server.scope import Caller, owned, visible
+from nous.storage.base import EmitEvent
 
 
 def _location(kind: str) -> dict[int | str, dict[str, Any]]:
@@ -45,20 +51,26 @@ class CreateDecision(StrictBody):
     content: str = Field(
         min_length=1,
         max_length=100_000,
-        pattern=r"\S",
+        pattern=SOLID,
         description="What was decided (Nous.record_decision's description).",
     )
-    context: str | None = Field(default=None, max_length=100_000, description="The situation it was made in.")
+    context: str | None = Field(
+        default=None, pattern=CLEAN, max_length=100_000, description="The situation it was made in."
+    )
     confidence: float = Field(default=0.5, ge=0, le=1)
     category: Annotated[DecisionCategory, LAX] | None = None
     stakes: Annotated[Stakes, LAX] = Stakes.MEDIUM
     reasons: list[ReasonIn] = Field(default_factory=list)
-    pattern: str | None = Field(default=None, max_length=1000, description="The general rule it follows.")
-    tags: list[str] | None = None
-    thoughts: list[str] | None = None
-    session_id: str | None = None
-    episode_id: str | None = Field(default=None, description="The episode it belongs to (linked).")
-    user_id: str | None = None
+    pattern: str | None = Field(
+        default=None, pattern=CLEAN, max_length=1000, description="The general rule it follows."
+    )
+    tags: list[Clean] | None = None
+    thoughts: list[Clean] | None = None
+    session_id: Clean | None = None
+    episode_id: str | None = Field(
+        default=None, pattern=CLEAN, description="The episode it belongs to (linked)."
+    )
+    user_id: Clean | None = None
     frame: Annotated[FrameName, LAX] | None = None
     occurred_at: IsoDatetime | None = None
 
@@ -66,25 +78,34 @@ class CreateDecision(StrictBody):
 class StartEpisode(StrictBody):
     """An episode to open: something that is happening."""
 
-    title: str = Field(min_length=1, max_length=500, pattern=r"\S")
-    trigger: str | None = Field(default=None, max_length=500)
+    title: str = Field(min_length=1, max_length=500, pattern=SOLID)
+    trigger: str | None = Field(default=None, pattern=CLEAN, max_length=500)
     frame: Annotated[FrameName, LAX] | None = None
-    session_id: str | None = None
-    user_id: str | None = None
+    session_id: Clean | None = None
+    user_id: Clean | None = None
     started_at: IsoDatetime | None = None
-    participants: list[str] | None = None
-    tags: list[str] | None = None
-    opening: str | None = Field(default=None, max_length=2000)
+    participants: list[Clean] | None = None
+    tags: list[Clean] | None = None
+    opening: str | None = Field(default=None, pattern=CLEAN, max_length=2000)
 
 
 class EndEpisode(StrictBody):
     """How an episode ended."""
 
-    summary: str | None = Field(default=None, max_length=100_000)
+    summary: str | None = Field(default=None, pattern=CLEAN, max_length=100_000)
     outcome: Annotated[EpisodeOutcome, LAX] = EpisodeOutcome.SUCCESS
-    lessons: list[str] | None = None
+    lessons: list[Clean] | None = None
     structured_summary: dict[str, Any] | None = None
     ended_at: IsoDatetime | None = None
+
+
+INGEST_ANSWERS: dict[int | str, dict[str, Any]] = {
+    202: {
+        "description": "Accepted as a job: poll its Location until `status` is `done`",
+        "headers": {"Location": {"description": "The job: GET it here.", "schema": {"type": "string"}}},
+    },
+    200: {"description": "With `wait=true`: the conversation is stored", "model": IngestReport},
+}
 
 
 def _user(caller: Caller, user_id: str | None) -> str | None:
@@ -153,7 +174,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
 
     @app.get("/v1/decisions", response_model=DecisionPage, tags=["decisions"], responses=errors(*READ))
     async def list_decisions(
-        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: str | None = None
+        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
     ) -> dict[str, Any]:
         """Decisions, most recent first: ``Nous.memories("decision")``."""
         return await listed(caller, MemoryKind.DECISION, limit, cursor)
@@ -164,7 +185,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         tags=["decisions"],
         responses=errors(*READ_ID),
     )
-    async def get_decision(decision_id: str, caller: who) -> dict[str, Any]:
+    async def get_decision(decision_id: PathId, caller: who) -> dict[str, Any]:
         """One decision: ``Nous.get`` (404 if the id is not a decision)."""
         memory = await visible(nous_for(caller), caller, decision_id)
         if memory.kind != MemoryKind.DECISION:
@@ -196,7 +217,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
 
     @app.get("/v1/episodes", response_model=MemoryPage, tags=["episodes"], responses=errors(*READ))
     async def list_episodes(
-        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: str | None = None
+        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
     ) -> dict[str, Any]:
         """Episodes, most recent first: ``Nous.memories("episode")``."""
         return await listed(caller, MemoryKind.EPISODE, limit, cursor)
@@ -204,7 +225,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
     @app.get(
         "/v1/episodes/{episode_id}", response_model=EpisodeOut, tags=["episodes"], responses=errors(*READ_ID)
     )
-    async def get_episode(episode_id: str, caller: who) -> dict[str, Any]:
+    async def get_episode(episode_id: PathId, caller: who) -> dict[str, Any]:
         """One episode: ``Nous.get`` (404 if the id is not an episode)."""
         memory = await visible(nous_for(caller), caller, episode_id)
         if memory.kind != MemoryKind.EPISODE:
@@ -217,7 +238,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         tags=["episodes"],
         responses=errors(*WRITE_ID),
     )
-    async def end_episode(episode_id: str, body: EndEpisode, caller: who) -> dict[str, Any]:
+    async def end_episode(episode_id: PathId, body: EndEpisode, caller: who) -> dict[str, Any]:
         """Close an episode with its summary, outcome and lessons: ``Nous.end_episode``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, episode_id)
@@ -238,7 +259,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         caller: who,
         ended: bool | None = Query(default=None, description="Only ended (true) or open (false) sessions."),
         limit: int = Query(default=50, ge=1, le=1000),
-        cursor: str | None = None,
+        cursor: Cursor = None,
     ) -> dict[str, Any]:
         """Sessions by last activity, newest first: ``Nous.sessions``."""
         offset = _offset(cursor)
@@ -252,13 +273,95 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         tags=["sessions"],
         responses=errors(*READ_ID),
     )
-    async def get_session(session_id: str, caller: who) -> dict[str, Any]:
+    async def get_session(session_id: PathId, caller: who) -> dict[str, Any]:
         """A session's state: ``Nous.session``."""
         state = await nous_for(caller).session(caller.session_key(session_id))
         return caller.outside(state.model_dump(mode="json"), session_id)
 
-    @app.post("/v1/ingest", response_model=IngestReport, tags=["conversations"], responses=errors(*WRITE))
-    async def ingest(body: dict[str, Any], caller: who) -> IngestReport:
+    @app.post(
+        "/v1/ingest",
+        status_code=202,
+        response_model=Job,
+        tags=["conversations"],
+        responses=INGEST_ANSWERS | errors(*WRITE),
+    )
+    async def ingest(
+        body: dict[str, Any],
+        caller: who,
+        response: Response,
+        wait: bool = Query(
+            default=False,
+            description="Store it within this request and answer 200 with the report (small "
+            "conversations only: a long one can outlast a client's timeout).",
+        ),
+    ) -> Any:
         """Store a multi-session conversation (one episode per session, one turn per message):
-        ``Nous.ingest``. Synchronous: the answer comes when every message is stored."""
-        return await nous_for(caller).ingest(json.dumps(body), user_id=caller.user_id)
+        ``Nous.ingest``. It is checked whole first (nothing is stored if it is invalid), then kept
+        as a durable job that the server's event worker runs (a restart resumes it): 202 with
+        ``Location: /v1/jobs/{id}``. ``wait=true`` stores it within the request instead (200)."""
+        nous = nous_for(caller)
+        conversation = parse_conversation(json.dumps(body))
+        if wait:
+            report = await nous.ingest(conversation, user_id=caller.user_id)
+            return JSONResponse(report.model_dump(mode="json"))
+        event = Event(
+            agent_id=nous.agent_id,
+            kind=EventKind.INGEST_REQUESTED,
+            subject_id=conversation.id,
+            payload=job_payload(conversation, caller.user_id),
+        )
+        await nous.store.apply([EmitEvent(event)])
+        response.headers["Location"] = f"/v1/jobs/{event.id}"
+        return job(event)
+
+    @app.get("/v1/jobs/{job_id}", response_model=Job, tags=["conversations"], responses=errors(*READ_ID))
+    async def get_job(job_id: PathId, caller: who) -> Job:
+        """An ingest job's status and progress (``Nous.events`` of kind ``ingest.requested``)."""
+        nous = nous_for(caller)
+        found = (
+            await nous.store.events(nous.agent_id, event_id=job_id.strip(), limit=1) if job_id.strip() else []
+        )
+        if (
+            not found
+            or found[0].kind != EventKind.INGEST_REQUESTED
+            or found[0].payload.get("user_id") not in (None, caller.user_id)
+            or (caller.user_id is not None and found[0].payload.get("user_id") is None)
+        ):
+            raise NotFoundError(f"no job with id {job_id!r}")
+        return job(found[0])
+
+
+class JobProgress(BaseModel):
+    done: int = Field(description="Messages stored so far.")
+    total: int = Field(description="Messages in the conversation.")
+
+
+class Job(BaseModel):
+    """A durable job (an ingest): ``pending`` until a worker takes it, ``running``, then ``done``;
+    ``dead`` after repeated failures (``last_error`` says why)."""
+
+    id: str
+    kind: Literal["ingest"] = "ingest"
+    status: EventStatus
+    progress: JobProgress
+    conversation_id: Clean | None = None
+    attempts: int
+    last_error: Clean | None = None
+    created_at: datetime
+    done_at: datetime | None = None
+
+
+def job(event: Event) -> Job:
+    """The job an ``ingest.requested`` event is."""
+    total = int(event.payload.get("total", 0))
+    done = {EventStatus.DONE: total, EventStatus.RUNNING: PROGRESS.get(event.id, 0)}.get(event.status, 0)
+    return Job(
+        id=event.id,
+        status=event.status,
+        progress=JobProgress(done=done, total=total),
+        conversation_id=event.subject_id,
+        attempts=event.attempts,
+        last_error=event.last_error,
+        created_at=event.created_at,
+        done_at=event.done_at,
+    )

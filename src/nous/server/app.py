@@ -31,7 +31,7 @@ from nous.models import CensorAction, MemoryKind, WriteResult, WriteStatus
 from nous.models.keys import ApiKey
 from nous.server import aggregates, docs
 from nous.server import routes as extra_routes
-from nous.server.bodies import LAX, IsoDatetime, ReasonIn, StrictBody
+from nous.server.bodies import CLEAN, LAX, SOLID, Clean, IsoDatetime, PathId, ReasonIn, StrictBody
 from nous.server.guards import BodyTimeout
 from nous.server.keys import key_from_header
 from nous.server.mcp import create_mcp_server
@@ -97,28 +97,30 @@ class CreateMemory(StrictBody):
     takes every field of a decision)."""
 
     type: Literal["fact", "procedure", "censor", "decision"]
-    content: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
-    subject: str | None = None
-    category: str | None = None
-    tags: list[str] | None = None
-    user_id: str | None = None
-    session_id: str | None = None
+    content: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
+    subject: Clean | None = None
+    category: Clean | None = None
+    tags: list[Clean] | None = None
+    user_id: Clean | None = None
+    session_id: Clean | None = None
     confidence: float | None = Field(default=None, ge=0, le=1)
     reasons: list[ReasonIn] | None = None
     action: Annotated[CensorAction, LAX] | None = Field(
         default=None, description="censor: what a match does (default warn)"
     )
-    reason: str | None = Field(default=None, description="censor: why")
-    name: str | None = Field(default=None, description="procedure: its name (content is its description)")
+    reason: str | None = Field(default=None, pattern=CLEAN, description="censor: why")
+    name: str | None = Field(
+        default=None, pattern=CLEAN, description="procedure: its name (content is its description)"
+    )
 
 
 class RecallRequest(StrictBody):
-    query: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
+    query: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
     limit: int = Field(default=10, ge=1, le=1000)
     types: list[Annotated[MemoryKind, LAX]] | None = None
     since: IsoDatetime | None = None
     until: IsoDatetime | None = None
-    session_id: str | None = None
+    session_id: Clean | None = None
     frame: Annotated[FrameName, LAX] | None = None
     preset: Annotated[PresetName, LAX] | None = None
     min_score: float | None = Field(
@@ -249,6 +251,13 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
             detail = f"{request.method} is not allowed here; allowed: {headers['Allow']}"
         elif exc.status_code == 404:
             detail = f"no route {request.url.path}"
+        elif exc.status_code == 400:  # a body that cannot be parsed at all (not UTF-8 JSON)
+            return problem(
+                422,
+                "the body is not valid JSON: send UTF-8 JSON with Content-Type: application/json",
+                code="invalid_input",
+                field="body",
+            )
         else:
             detail = str(exc.detail)
         code = title(exc.status_code).lower().replace(" ", "_")
@@ -370,7 +379,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         tags=["memories"],
         responses=extra_routes.links(200, "UpdateMemory", "ForgetMemory", "MemoryHistory") | errors(*READ_ID),
     )
-    async def get_memory(memory_id: str, who: Who) -> dict[str, Any]:
+    async def get_memory(memory_id: PathId, who: Who) -> dict[str, Any]:
         """One memory: ``Nous.get``."""
         memory = await visible(nous_for(who), who, memory_id)
         return dump(memory)

@@ -3,6 +3,7 @@
 from datetime import datetime
 from typing import Annotated, Any
 
+from fastapi import Path, Query
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from nous.models import ReasonType
@@ -33,3 +34,20 @@ class ReasonIn(StrictBody):
 
     type: Annotated[ReasonType, LAX]
     text: str = Field(min_length=1, max_length=5000)
+
+
+# Text the engine stores holds no control characters but tab, newline and carriage return (it
+# answers 422 otherwise): the schema says so, so a client or a fuzzer knows before sending.
+CLEAN = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"
+# ... and text that must say something has a character that is not white space.
+SOLID = (
+    r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"
+)
+Clean = Annotated[str, Field(pattern=CLEAN)]
+Solid = Annotated[str, Field(pattern=SOLID)]
+# A path id: something not blank.
+PathId = Annotated[str, Path(pattern=SOLID, max_length=1000)]
+# A page cursor, as ``next_cursor`` gave it.
+Cursor = Annotated[
+    str | None, Query(pattern=r"^[0-9]{1,9}$", description="`next_cursor` of the page before.")
+]

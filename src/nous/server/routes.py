@@ -2,7 +2,6 @@
 links), the duplicate check, listing with cursors, recent memories, the turn loop, censors'
 check-action, events and stats. Every route works on the caller's agent only."""
 
-import base64
 import io
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -11,6 +10,7 @@ from urllib.parse import quote
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from nous.api import Nous
 from nous.errors import InvalidInputError
@@ -19,7 +19,7 @@ from nous.memory.dedup import SimilarityCheck
 from nous.models import Calibration, EdgeRelation, HistoryEntry, MemoryKind, SessionState, WorkingMemory
 from nous.models.events import EventStatus
 from nous.models.session import IdentitySection
-from nous.server.bodies import LAX, IsoDatetime, StrictBody
+from nous.server.bodies import CLEAN, LAX, SOLID, Clean, Cursor, IsoDatetime, PathId, StrictBody
 from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
 from nous.server.schemas import (
     AnyMemory,
@@ -52,20 +52,22 @@ EXPORT_BODY: dict[int | str, dict[str, Any]] = {
 
 
 class UpdateMemory(StrictBody):
-    content: str | None = Field(default=None, max_length=100_000)
-    subject: str | None = None
-    category: str | None = None
-    tags: list[str] | None = None
+    content: str | None = Field(default=None, pattern=CLEAN, max_length=100_000)
+    subject: Clean | None = None
+    category: Clean | None = None
+    tags: list[Clean] | None = None
     confidence: float | None = Field(default=None, ge=0, le=1)
 
 
 class CheckSimilar(StrictBody):
-    content: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
+    content: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
     type: Literal["fact", "procedure", "censor"] = "fact"
-    subject: str | None = None
+    subject: Clean | None = None
 
 
 class RecentRequest(StrictBody):
+    model_config = ConfigDict(json_schema_extra={"not": {"required": ["hours", "since"]}})  # one or the other
+
     limit: int = Field(default=10, ge=1, le=1000)
     types: list[Annotated[MemoryKind, LAX]] | None = None
     hours: float | None = Field(default=None, gt=0)
@@ -75,7 +77,7 @@ class RecentRequest(StrictBody):
 class TurnRequest(StrictBody):
     """The user's message (``text``)."""
 
-    text: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
+    text: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
     budget: int | None = Field(default=None, ge=1, le=1_000_000, description="Total token budget.")
     frame: Annotated[FrameName, LAX] | None = Field(default=None, description="Force a frame.")
 
@@ -85,18 +87,19 @@ class ReplyRequest(StrictBody):
 
     model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["text"]}, {"required": ["reply"]}]})
 
-    text: str | None = Field(default=None, min_length=1, max_length=100_000, pattern=r"\S")
-    reply: str | None = Field(
+    # Neither is nullable: exactly one is sent (the schema's oneOf says so).
+    text: str | SkipJsonSchema[None] = Field(default=None, min_length=1, max_length=100_000, pattern=SOLID)
+    reply: str | SkipJsonSchema[None] = Field(
         default=None,
         min_length=1,
         max_length=100_000,
-        pattern=r"\S",
+        pattern=SOLID,
         deprecated=True,
         description="Use `text`.",
     )
-    tools_used: list[str] = Field(default_factory=list)
-    decision_ids: list[str] = Field(default_factory=list, description="Decisions written during the turn.")
-    fact_ids: list[str] = Field(default_factory=list, description="Facts written during the turn.")
+    tools_used: list[Clean] = Field(default_factory=list)
+    decision_ids: list[Clean] = Field(default_factory=list, description="Decisions written during the turn.")
+    fact_ids: list[Clean] = Field(default_factory=list, description="Facts written during the turn.")
 
     @model_validator(mode="after")
     def _one_text(self) -> "ReplyRequest":
@@ -109,29 +112,26 @@ class ReplyRequest(StrictBody):
 
 
 class EndRequest(StrictBody):
-    reflection: str | None = Field(default=None, max_length=20_000)
+    reflection: str | None = Field(default=None, pattern=CLEAN, max_length=20_000)
 
 
 class ActionRequest(StrictBody):
-    action: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
-    session_id: str | None = None
+    action: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
+    session_id: Clean | None = None
     override: bool = Field(default=False, description="Turn a block into a warning (not an absolute one).")
 
 
 def _cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+    """The cursor of the page at ``offset`` (opaque to clients: they pass back ``next_cursor``)."""
+    return str(offset)
 
 
 def _offset(cursor: str | None) -> int:
     if not cursor:
         return 0
-    try:
-        kind, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-        if kind != "o" or not value.isdigit():
-            raise ValueError(cursor)
-        return int(value)
-    except ValueError:
-        raise InvalidInputError("cursor is not one this API gave out", field="cursor") from None
+    if not cursor.isdigit() or not cursor.isascii():  # the schema's pattern holds this back too
+        raise InvalidInputError("cursor is not one this API gave out", field="cursor")
+    return int(cursor)
 
 
 # Events, sessions, proposals and censors are read from the newest, one window at a time: their
@@ -195,7 +195,7 @@ def register(
             default=None, deprecated=True, description="Old name of `type`."
         ),
         limit: int = Query(default=50, ge=1, le=1000),
-        cursor: str | None = None,
+        cursor: Cursor = None,
     ) -> dict[str, Any]:
         """Memories, most recent first: ``Nous.memories``."""
         nous, offset = nous_for(caller), _offset(cursor)
@@ -214,7 +214,7 @@ def register(
         tags=["memories"],
         responses=links(200, "GetMemory", "ForgetMemory", "MemoryHistory") | errors(*WRITE_ID),
     )
-    async def update_memory(memory_id: str, body: UpdateMemory, caller: who) -> dict[str, Any]:
+    async def update_memory(memory_id: PathId, body: UpdateMemory, caller: who) -> dict[str, Any]:
         """Change a memory's fields: ``Nous.update``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, memory_id)
@@ -227,7 +227,7 @@ def register(
         tags=["memories"],
         responses=links(200, "RestoreMemory", "GetMemory", "MemoryHistory") | errors(*READ_ID),
     )
-    async def forget_memory(memory_id: str, caller: who, hard: bool = False) -> dict[str, Any]:
+    async def forget_memory(memory_id: PathId, caller: who, hard: bool = False) -> dict[str, Any]:
         """Forget a memory (``hard``: delete it for good): ``Nous.forget``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, memory_id)
@@ -239,7 +239,7 @@ def register(
         tags=["memories"],
         responses=links(200, "GetMemory", "UpdateMemory", "ForgetMemory", "MemoryHistory") | errors(*READ_ID),
     )
-    async def restore_memory(memory_id: str, caller: who) -> dict[str, Any]:
+    async def restore_memory(memory_id: PathId, caller: who) -> dict[str, Any]:
         """Bring a forgotten memory back: ``Nous.restore``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, memory_id)
@@ -251,7 +251,7 @@ def register(
         tags=["memories"],
         responses=errors(*READ_ID),
     )
-    async def memory_history(memory_id: str, caller: who) -> list[HistoryEntry]:
+    async def memory_history(memory_id: PathId, caller: who) -> list[HistoryEntry]:
         """A memory's audit rows, oldest first: ``Nous.history``."""
         nous = nous_for(caller)
         memory = await visible(nous, caller, memory_id)
@@ -291,7 +291,7 @@ def register(
         tags=["sessions"],
         responses=errors(*WRITE),
     )
-    async def pre_turn(session_id: str, body: TurnRequest, caller: who) -> dict[str, Any]:
+    async def pre_turn(session_id: PathId, body: TurnRequest, caller: who) -> dict[str, Any]:
         """Before the agent answers: record the user's message, get the context: ``Nous.pre_turn``."""
         with sent_as(user_text="text"):
             turn = await nous_for(caller).pre_turn(
@@ -310,7 +310,7 @@ def register(
         tags=["sessions"],
         responses=errors(*WRITE),
     )
-    async def post_turn(session_id: str, body: ReplyRequest, caller: who) -> dict[str, Any]:
+    async def post_turn(session_id: PathId, body: ReplyRequest, caller: who) -> dict[str, Any]:
         """After the agent answered: record its reply: ``Nous.post_turn``."""
         from nous.cognitive import TurnResult
 
@@ -329,7 +329,7 @@ def register(
         tags=["sessions"],
         responses=errors(*WRITE_ID),
     )
-    async def end_session(session_id: str, body: EndRequest, caller: who) -> dict[str, Any]:
+    async def end_session(session_id: PathId, body: EndRequest, caller: who) -> dict[str, Any]:
         """End a session: close its episode, learn its reflection: ``Nous.end_session``."""
         done = await nous_for(caller).end_session(caller.session_key(session_id), reflection=body.reflection)
         answer = {
@@ -364,7 +364,7 @@ def register(
         caller: who,
         status: EventStatus | None = None,
         limit: int = Query(default=50, ge=1, le=1000),
-        cursor: str | None = None,
+        cursor: Cursor = None,
     ) -> dict[str, Any]:
         """The agent's outbox events, newest first: ``Nous.events``."""
         caller.require_agent_key("the event queue")
@@ -375,7 +375,7 @@ def register(
 
 class ReviewRequest(StrictBody):
     outcome: Literal["success", "partial", "failure", "pending"]
-    note: str | None = Field(default=None, max_length=5000)
+    note: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
 
 
 class UseRequest(StrictBody):
@@ -383,18 +383,20 @@ class UseRequest(StrictBody):
 
 
 class CensorEdit(StrictBody):
-    trigger_pattern: str | None = Field(default=None, max_length=5000)
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})  # something to edit
+
+    trigger_pattern: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
     action: Literal["warn", "block", "absolute"] | None = None
-    reason: str | None = Field(default=None, max_length=5000)
+    reason: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
     escalation_threshold: int | None = Field(default=None, ge=1, le=1_000_000)
 
 
 class NoteRequest(StrictBody):
-    note: str | None = Field(default=None, max_length=5000)
+    note: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
 
 
 class IdentityRequest(StrictBody):
-    content: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
+    content: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
 
 
 class LinkRequest(StrictBody):
@@ -417,7 +419,7 @@ def register_organs(
         tags=["decisions"],
         responses=errors(*WRITE_ID),
     )
-    async def review_decision(decision_id: str, body: ReviewRequest, caller: who) -> dict[str, Any]:
+    async def review_decision(decision_id: PathId, body: ReviewRequest, caller: who) -> dict[str, Any]:
         """Record how a decision turned out: ``Nous.review_decision``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, decision_id)
@@ -433,7 +435,7 @@ def register_organs(
 
     @app.get("/v1/proposals", response_model=DecisionPage, tags=["decisions"], responses=errors(*READ))
     async def list_proposals(
-        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: str | None = None
+        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
     ) -> dict[str, Any]:
         """Pending decisions with a proposed outcome: ``Nous.outcome_proposals``."""
         caller.require_agent_key("outcome proposals")
@@ -447,7 +449,7 @@ def register_organs(
         tags=["decisions"],
         responses=errors(*READ_ID, 409),
     )
-    async def settle_proposal(decision_id: str, verdict: Verdict, caller: who) -> dict[str, Any]:
+    async def settle_proposal(decision_id: PathId, verdict: Verdict, caller: who) -> dict[str, Any]:
         """Accept or reject a proposed outcome: ``Nous.accept_proposal`` / ``Nous.reject_proposal``."""
         caller.require_agent_key("settling an outcome proposal")
         nous = nous_for(caller)
@@ -463,7 +465,7 @@ def register_organs(
         tags=["procedures"],
         responses=errors(*WRITE_ID),
     )
-    async def use_procedure(procedure_id: str, body: UseRequest, caller: who) -> dict[str, Any]:
+    async def use_procedure(procedure_id: PathId, body: UseRequest, caller: who) -> dict[str, Any]:
         """Count a use of a procedure and whether it worked (``Procedures.record_use``)."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, procedure_id)
@@ -471,7 +473,7 @@ def register_organs(
 
     @app.get("/v1/censors", response_model=CensorPage, tags=["censors"], responses=errors(*READ))
     async def list_censors(
-        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: str | None = None
+        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
     ) -> dict[str, Any]:
         """The agent's active censors: ``Nous.censors``."""
         offset = _offset(cursor)
@@ -481,7 +483,7 @@ def register_organs(
     @app.patch(
         "/v1/censors/{censor_id}", response_model=CensorOut, tags=["censors"], responses=errors(*WRITE_ID)
     )
-    async def edit_censor(censor_id: str, body: CensorEdit, caller: who) -> dict[str, Any]:
+    async def edit_censor(censor_id: PathId, body: CensorEdit, caller: who) -> dict[str, Any]:
         """Change a censor: ``Nous.edit_censor``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, censor_id)
@@ -493,7 +495,7 @@ def register_organs(
         tags=["censors"],
         responses=errors(*WRITE_ID),
     )
-    async def report_false_positive(censor_id: str, body: NoteRequest, caller: who) -> dict[str, Any]:
+    async def report_false_positive(censor_id: PathId, body: NoteRequest, caller: who) -> dict[str, Any]:
         """Report that a censor fired wrongly: ``Nous.report_false_positive``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, censor_id)
@@ -505,7 +507,7 @@ def register_organs(
         tags=["censors"],
         responses=errors(*WRITE_ID),
     )
-    async def retire_censor(censor_id: str, body: NoteRequest, caller: who) -> dict[str, Any]:
+    async def retire_censor(censor_id: PathId, body: NoteRequest, caller: who) -> dict[str, Any]:
         """Retire a censor (``note``: why): ``Nous.retire_censor``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, censor_id)
@@ -517,7 +519,7 @@ def register_organs(
         tags=["memories"],
         responses=errors(*WRITE_ID),
     )
-    async def link_memories(memory_id: str, body: LinkRequest, caller: who) -> LinkCreated:
+    async def link_memories(memory_id: PathId, body: LinkRequest, caller: who) -> LinkCreated:
         """Link a memory to another: ``Nous.link``."""
         nous = nous_for(caller)
         source = await owned(nous, caller, memory_id)
@@ -552,7 +554,7 @@ def register_organs(
         tags=["sessions"],
         responses=errors(*READ_ID),
     )
-    async def get_working_memory(session_id: str, caller: who) -> dict[str, Any]:
+    async def get_working_memory(session_id: PathId, caller: who) -> dict[str, Any]:
         """A session's working memory (``WorkingMemory.get``)."""
         nous, key = nous_for(caller), caller.session_key(session_id)
         await nous.session(key)  # 404 for a session this caller does not have
@@ -594,5 +596,7 @@ def register_organs(
         try:
             text = (await request.body()).decode("utf-8")
         except UnicodeDecodeError:
-            raise InvalidInputError("the body is not UTF-8 text") from None
+            raise InvalidInputError("the body is not UTF-8 text", field="body") from None
+        if not text.strip():
+            raise InvalidInputError("the body is empty: send an export's JSONL lines", field="body")
         return Imported(imported=await nous_for(caller).import_jsonl(io.StringIO(text)))
