@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlparse
 
@@ -123,6 +124,15 @@ def test_the_openapi_document_is_a_complete_typed_contract(settings: Settings) -
     }
     assert "analysis" in _enum_of(spec, body_field("ReasonIn", "type"))
     assert _enum_of(spec, body_field("EndEpisode", "outcome")) >= {"success", "abandoned"}
+
+
+def test_the_route_table_in_docs_rest_md_is_the_served_one(settings: Settings) -> None:
+    """docs/rest.md's table (what a typed client is written from) lists exactly the operations."""
+    spec = create_app(settings).openapi()
+    served = {(m.upper(), p, o["operationId"]) for p, ops in spec["paths"].items() for m, o in ops.items()}
+    text = (Path(__file__).parents[1] / "docs" / "rest.md").read_text()
+    documented = set(re.findall(r"^\| (GET|POST|PUT|PATCH|DELETE) \| `([^`]+)` \| `(\w+)` \|", text, re.M))
+    assert documented == served
 
 
 def test_docs_pages_work_offline(served: tuple[LiveServer, dict[str, str]]) -> None:

@@ -25,8 +25,8 @@ from nous.server.schemas import (
     DecisionOut,
     DecisionPage,
     EpisodeOut,
+    EpisodePage,
     FrameName,
-    MemoryPage,
     SessionPage,
     dump,
 )
@@ -197,7 +197,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         status_code=201,
         response_model=EpisodeOut,
         tags=["episodes"],
-        responses=_location("episode") | errors(*WRITE, 409),
+        responses=_location("episode") | errors(*WRITE),
     )
     async def start_episode(body: StartEpisode, caller: who, response: Response) -> dict[str, Any]:
         """Open an episode: ``Nous.start_episode``."""
@@ -215,7 +215,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         response.headers["Location"] = f"/v1/episodes/{episode.id}"
         return dump(episode)
 
-    @app.get("/v1/episodes", response_model=MemoryPage, tags=["episodes"], responses=errors(*READ))
+    @app.get("/v1/episodes", response_model=EpisodePage, tags=["episodes"], responses=errors(*READ))
     async def list_episodes(
         caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
     ) -> dict[str, Any]:

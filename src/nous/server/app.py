@@ -331,7 +331,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         responses=extra_routes.links(201, *extra_routes.LINKED) | CREATED_HEADERS | errors(*WRITE),
     )
     async def create_memory(body: CreateMemory, who: Who, response: Response) -> CreatedMemory:
-        """Store a memory: ``Nous.learn`` / ``add_procedure`` / ``add_censor`` / ``record_decision``."""
+        """Store a memory by ``type``: ``Nous.learn`` / ``Nous.add_procedure`` / ``Nous.add_censor`` /
+        ``Nous.record_decision``."""
         nous = nous_for(who)
         user_id = who.user_id or body.user_id
         if who.user_id is not None and body.user_id not in (None, who.user_id):

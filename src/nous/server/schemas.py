@@ -116,6 +116,11 @@ class DecisionPage(BaseModel):
     next_cursor: str | None = None
 
 
+class EpisodePage(BaseModel):
+    items: list[EpisodeOut]
+    next_cursor: str | None = None
+
+
 class CensorPage(BaseModel):
     items: list[CensorOut]
     next_cursor: str | None = None
