@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from nous.api import Nous
 from nous.errors import NotFoundError
@@ -18,7 +18,19 @@ from nous.ingest.formats import parse_conversation
 from nous.ingest.ingest import IngestReport
 from nous.models import DecisionCategory, EpisodeOutcome, MemoryKind, SessionState, Stakes
 from nous.models.events import Event, EventKind, EventStatus
-from nous.server.bodies import CLEAN, LAX, SOLID, Clean, Cursor, IsoDatetime, PathId, ReasonIn, StrictBody
+from nous.server.bodies import (
+    CLEAN,
+    LAX,
+    SOLID,
+    Clean,
+    Cursor,
+    IsoDatetime,
+    PathId,
+    ReasonIn,
+    SessionId,
+    SessionPath,
+    StrictBody,
+)
 from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
 from nous.server.routes import WINDOW, _cursor, _offset, _page
 from nous.server.schemas import (
@@ -46,7 +58,15 @@ def _location(kind: str) -> dict[int | str, dict[str, Any]]:
 
 
 class CreateDecision(StrictBody):
-    """A decision: what was chosen (``content``), why, how sure, how much is at stake."""
+    """A decision: what was chosen (``content``), why, how sure, how much is at stake. A critical
+    one needs a reason (the engine's guardrail)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"stakes": {"const": "critical"}}, "required": ["stakes"]},
+            "then": {"properties": {"reasons": {"minItems": 1}}, "required": ["reasons"]},
+        }
+    )
 
     content: str = Field(
         min_length=1,
@@ -66,7 +86,7 @@ class CreateDecision(StrictBody):
     )
     tags: list[Clean] | None = None
     thoughts: list[Clean] | None = None
-    session_id: Clean | None = None
+    session_id: SessionId | None = None
     episode_id: str | None = Field(
         default=None, pattern=CLEAN, description="The episode it belongs to (linked)."
     )
@@ -81,7 +101,7 @@ class StartEpisode(StrictBody):
     title: str = Field(min_length=1, max_length=500, pattern=SOLID)
     trigger: str | None = Field(default=None, pattern=CLEAN, max_length=500)
     frame: Annotated[FrameName, LAX] | None = None
-    session_id: Clean | None = None
+    session_id: SessionId | None = None
     user_id: Clean | None = None
     started_at: IsoDatetime | None = None
     participants: list[Clean] | None = None
@@ -273,7 +293,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         tags=["sessions"],
         responses=errors(*READ_ID),
     )
-    async def get_session(session_id: PathId, caller: who) -> dict[str, Any]:
+    async def get_session(session_id: SessionPath, caller: who) -> dict[str, Any]:
         """A session's state: ``Nous.session``."""
         state = await nous_for(caller).session(caller.session_key(session_id))
         return caller.outside(state.model_dump(mode="json"), session_id)

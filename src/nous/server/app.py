@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from mcp.server.mcpserver import Context
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
@@ -31,7 +31,7 @@ from nous.models import CensorAction, MemoryKind, WriteResult, WriteStatus
 from nous.models.keys import ApiKey
 from nous.server import aggregates, docs
 from nous.server import routes as extra_routes
-from nous.server.bodies import CLEAN, LAX, SOLID, Clean, IsoDatetime, PathId, ReasonIn, StrictBody
+from nous.server.bodies import CLEAN, LAX, SOLID, Clean, IsoDatetime, PathId, ReasonIn, SessionId, StrictBody
 from nous.server.guards import BodyTimeout
 from nous.server.keys import key_from_header
 from nous.server.mcp import create_mcp_server
@@ -96,13 +96,20 @@ class CreateMemory(StrictBody):
     ``censor``; a ``decision`` is recorded with its confidence and reasons (``POST /v1/decisions``
     takes every field of a decision)."""
 
+    model_config = ConfigDict(  # a procedure has a name
+        json_schema_extra={
+            "if": {"properties": {"type": {"const": "procedure"}}},
+            "then": {"required": ["name"]},
+        }
+    )
+
     type: Literal["fact", "procedure", "censor", "decision"]
     content: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
     subject: Clean | None = None
     category: Clean | None = None
     tags: list[Clean] | None = None
     user_id: Clean | None = None
-    session_id: Clean | None = None
+    session_id: SessionId | None = None
     confidence: float | None = Field(default=None, ge=0, le=1)
     reasons: list[ReasonIn] | None = None
     action: Annotated[CensorAction, LAX] | None = Field(
@@ -120,7 +127,7 @@ class RecallRequest(StrictBody):
     types: list[Annotated[MemoryKind, LAX]] | None = None
     since: IsoDatetime | None = None
     until: IsoDatetime | None = None
-    session_id: Clean | None = None
+    session_id: SessionId | None = None
     frame: Annotated[FrameName, LAX] | None = None
     preset: Annotated[PresetName, LAX] | None = None
     min_score: float | None = Field(

@@ -47,6 +47,9 @@ Clean = Annotated[str, Field(pattern=CLEAN)]
 Solid = Annotated[str, Field(pattern=SOLID)]
 # A path id: something not blank.
 PathId = Annotated[str, Path(pattern=SOLID, max_length=1000)]
+# A session id (the engine keeps up to 200 characters), in a path or a body.
+SessionPath = Annotated[str, Path(pattern=SOLID, max_length=200)]
+SessionId = Annotated[str, Field(pattern=SOLID, max_length=200)]
 # A page cursor, as ``next_cursor`` gave it.
 Cursor = Annotated[
     str | None, Query(pattern=r"^[0-9]{1,9}$", description="`next_cursor` of the page before.")

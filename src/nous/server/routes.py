@@ -19,7 +19,18 @@ from nous.memory.dedup import SimilarityCheck
 from nous.models import Calibration, EdgeRelation, HistoryEntry, MemoryKind, SessionState, WorkingMemory
 from nous.models.events import EventStatus
 from nous.models.session import IdentitySection
-from nous.server.bodies import CLEAN, LAX, SOLID, Clean, Cursor, IsoDatetime, PathId, StrictBody
+from nous.server.bodies import (
+    CLEAN,
+    LAX,
+    SOLID,
+    Clean,
+    Cursor,
+    IsoDatetime,
+    PathId,
+    SessionId,
+    SessionPath,
+    StrictBody,
+)
 from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
 from nous.server.schemas import (
     AnyMemory,
@@ -73,6 +84,12 @@ class RecentRequest(StrictBody):
     hours: float | None = Field(default=None, gt=0)
     since: IsoDatetime | None = None
 
+    @model_validator(mode="after")
+    def _one_window(self) -> "RecentRequest":
+        if {"hours", "since"} <= self.model_fields_set:  # even as nulls: the schema allows one
+            raise ValueError("give hours or since, not both")
+        return self
+
 
 class TurnRequest(StrictBody):
     """The user's message (``text``)."""
@@ -82,21 +99,17 @@ class TurnRequest(StrictBody):
     frame: Annotated[FrameName, LAX] | None = Field(default=None, description="Force a frame.")
 
 
+Reply = Annotated[str, Field(min_length=1, max_length=100_000, pattern=SOLID)]
+
+
 class ReplyRequest(StrictBody):
     """The agent's reply (``text``, as the turn's message is; ``reply`` is its deprecated name)."""
 
     model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["text"]}, {"required": ["reply"]}]})
 
     # Neither is nullable: exactly one is sent (the schema's oneOf says so).
-    text: str | SkipJsonSchema[None] = Field(default=None, min_length=1, max_length=100_000, pattern=SOLID)
-    reply: str | SkipJsonSchema[None] = Field(
-        default=None,
-        min_length=1,
-        max_length=100_000,
-        pattern=SOLID,
-        deprecated=True,
-        description="Use `text`.",
-    )
+    text: Reply | SkipJsonSchema[None] = None
+    reply: Reply | SkipJsonSchema[None] = Field(default=None, deprecated=True, description="Use `text`.")
     tools_used: list[Clean] = Field(default_factory=list)
     decision_ids: list[Clean] = Field(default_factory=list, description="Decisions written during the turn.")
     fact_ids: list[Clean] = Field(default_factory=list, description="Facts written during the turn.")
@@ -117,7 +130,7 @@ class EndRequest(StrictBody):
 
 class ActionRequest(StrictBody):
     action: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
-    session_id: Clean | None = None
+    session_id: SessionId | None = None
     override: bool = Field(default=False, description="Turn a block into a warning (not an absolute one).")
 
 
@@ -289,9 +302,9 @@ def register(
         "/v1/sessions/{session_id}/turns",
         response_model=TurnOutput,
         tags=["sessions"],
-        responses=errors(*WRITE),
+        responses=errors(*WRITE, 409),
     )
-    async def pre_turn(session_id: PathId, body: TurnRequest, caller: who) -> dict[str, Any]:
+    async def pre_turn(session_id: SessionPath, body: TurnRequest, caller: who) -> dict[str, Any]:
         """Before the agent answers: record the user's message, get the context: ``Nous.pre_turn``."""
         with sent_as(user_text="text"):
             turn = await nous_for(caller).pre_turn(
@@ -308,9 +321,9 @@ def register(
         "/v1/sessions/{session_id}/reply",
         response_model=SessionState,
         tags=["sessions"],
-        responses=errors(*WRITE),
+        responses=errors(*WRITE_ID, 409),
     )
-    async def post_turn(session_id: PathId, body: ReplyRequest, caller: who) -> dict[str, Any]:
+    async def post_turn(session_id: SessionPath, body: ReplyRequest, caller: who) -> dict[str, Any]:
         """After the agent answered: record its reply: ``Nous.post_turn``."""
         from nous.cognitive import TurnResult
 
@@ -329,7 +342,7 @@ def register(
         tags=["sessions"],
         responses=errors(*WRITE_ID),
     )
-    async def end_session(session_id: PathId, body: EndRequest, caller: who) -> dict[str, Any]:
+    async def end_session(session_id: SessionPath, body: EndRequest, caller: who) -> dict[str, Any]:
         """End a session: close its episode, learn its reflection: ``Nous.end_session``."""
         done = await nous_for(caller).end_session(caller.session_key(session_id), reflection=body.reflection)
         answer = {
@@ -387,12 +400,12 @@ class CensorEdit(StrictBody):
 
     trigger_pattern: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
     action: Literal["warn", "block", "absolute"] | None = None
-    reason: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
+    reason: str | None = Field(default=None, pattern=SOLID, max_length=5000)
     escalation_threshold: int | None = Field(default=None, ge=1, le=1_000_000)
 
 
 class NoteRequest(StrictBody):
-    note: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
+    note: str | None = Field(default=None, pattern=SOLID, max_length=5000)
 
 
 class IdentityRequest(StrictBody):
@@ -554,7 +567,7 @@ def register_organs(
         tags=["sessions"],
         responses=errors(*READ_ID),
     )
-    async def get_working_memory(session_id: PathId, caller: who) -> dict[str, Any]:
+    async def get_working_memory(session_id: SessionPath, caller: who) -> dict[str, Any]:
         """A session's working memory (``WorkingMemory.get``)."""
         nous, key = nous_for(caller), caller.session_key(session_id)
         await nous.session(key)  # 404 for a session this caller does not have
