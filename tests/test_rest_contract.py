@@ -89,6 +89,7 @@ def test_the_openapi_document_is_a_complete_typed_contract(settings: Settings) -
                 if status in ("201", "202"):  # created, or accepted as a job: where to find it
                     assert "Location" in answer["headers"], (method, path)
     assert len(ids) == len(set(ids))  # unique
+    assert len(spec["paths"]["/v1/memories"]["post"]["responses"]["201"]["links"]) > 5  # kept beside Location
     assert {"recall", "listMemories", "createDecision", "startEpisode", "listSessions"} <= set(ids)
 
     def parameter(path: str, method: str, name: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Request, Response
+from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -27,11 +28,22 @@ from starlette.routing import Route
 from nous.api import Nous
 from nous.config import Settings
 from nous.errors import AuthenticationError, InvalidInputError, NousError
-from nous.models import CensorAction, MemoryKind, WriteResult, WriteStatus
+from nous.models import CensorAction, DecisionCategory, FactCategory, MemoryKind, WriteResult, WriteStatus
 from nous.models.keys import ApiKey
 from nous.server import aggregates, docs
 from nous.server import routes as extra_routes
-from nous.server.bodies import CLEAN, LAX, SOLID, Clean, IsoDatetime, PathId, ReasonIn, SessionId, StrictBody
+from nous.server.bodies import (
+    CLEAN,
+    LAX,
+    SOLID,
+    Clean,
+    Count,
+    IsoDatetime,
+    PathId,
+    ReasonIn,
+    SessionId,
+    StrictBody,
+)
 from nous.server.guards import BodyTimeout
 from nous.server.keys import key_from_header
 from nous.server.mcp import create_mcp_server
@@ -47,6 +59,10 @@ CREATED_HEADERS: dict[int | str, dict[str, Any]] = {
     201: {
         "headers": {"Location": {"description": "The new memory: GET it here.", "schema": {"type": "string"}}}
     }
+}
+# The 201 of a created memory: its Location, and links to the operations that take its id.
+CREATE_ANSWERS: dict[int | str, dict[str, Any]] = {
+    201: extra_routes.links(201, *extra_routes.LINKED)[201] | CREATED_HEADERS[201]
 }
 DESCRIPTION = """Every `/v1` route needs an agent's API key (`nous keys create --agent NAME`) as
 `Authorization: Bearer nous_...` (the **Authorize** button here takes it). Bodies are JSON: send
@@ -106,7 +122,7 @@ class CreateMemory(StrictBody):
     type: Literal["fact", "procedure", "censor", "decision"]
     content: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
     subject: Clean | None = None
-    category: Clean | None = None
+    category: Annotated[FactCategory, LAX] | Annotated[DecisionCategory, LAX] | None = None
     tags: list[Clean] | None = None
     user_id: Clean | None = None
     session_id: SessionId | None = None
@@ -123,7 +139,7 @@ class CreateMemory(StrictBody):
 
 class RecallRequest(StrictBody):
     query: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
-    limit: int = Field(default=10, ge=1, le=1000)
+    limit: Count = Field(default=10, ge=1, le=1000)
     types: list[Annotated[MemoryKind, LAX]] | None = None
     since: IsoDatetime | None = None
     until: IsoDatetime | None = None
@@ -281,6 +297,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
     ) -> Caller:
         root: Nous = state["root"]
+        _known_query(request)
         if not auth:
             return Caller(agent_id=root.agent_id)
         key = await key_from_header(root.store, request.headers.get("authorization"))
@@ -335,7 +352,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         status_code=201,
         response_model=CreatedMemory,
         tags=["memories"],
-        responses=extra_routes.links(201, *extra_routes.LINKED) | CREATED_HEADERS | errors(*WRITE),
+        responses=CREATE_ANSWERS | errors(*WRITE),
     )
     async def create_memory(body: CreateMemory, who: Who, response: Response) -> CreatedMemory:
         """Store a memory by ``type``: ``Nous.learn`` / ``Nous.add_procedure`` / ``Nous.add_censor`` /
@@ -353,7 +370,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
                 result = await nous.learn(
                     body.content,
                     subject=body.subject,
-                    category=body.category,
+                    category=None if body.category is None else body.category.value,
                     tags=body.tags,
                     user_id=user_id,
                     session_id=session_id,
@@ -371,7 +388,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
                 decision = await nous.record_decision(
                     body.content,
                     confidence=0.5 if body.confidence is None else body.confidence,
-                    category=body.category,
+                    category=None if body.category is None else body.category.value,
                     reasons=[r.model_dump() for r in body.reasons or []],
                     tags=body.tags,
                     user_id=user_id,
@@ -428,6 +445,29 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     extra_routes.register_organs(app, Who, nous_for)
     aggregates.register(app, Who, nous_for)
     return app
+
+
+def _known_query(request: Request) -> None:
+    """A query parameter the route does not take is a 422 naming it, not silently ignored (a
+    misspelt filter would otherwise answer as if no filter were given)."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or not request.query_params:
+        return
+    known = _query_names(route.dependant)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        takes = ", ".join(sorted(known)) or "none"
+        raise InvalidInputError(
+            f"unknown query parameter {unknown[0]!r}; this route takes: {takes}", field=unknown[0]
+        )
+
+
+def _query_names(dependant: Dependant) -> set[str]:
+    """The query parameters a route (and its dependencies) take."""
+    names = {p.alias for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
 
 
 def _allowed(app: FastAPI, path: str) -> list[str]:

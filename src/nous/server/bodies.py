@@ -19,6 +19,16 @@ def _iso_only(value: Any) -> Any:
 IsoDatetime = Annotated[datetime, BeforeValidator(_iso_only), Field(strict=False)]
 
 
+def _integral(value: Any) -> Any:
+    """JSON Schema's integer includes 1.0: a float with no fraction is that integer."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_integral)]
+
+
 class StrictBody(BaseModel):
     """A request body: unknown fields and values of the wrong JSON type are refused, not coerced."""
 
@@ -27,13 +37,6 @@ class StrictBody(BaseModel):
 
 # An enum field of a strict body takes the enum's JSON string value: ``Annotated[Kind, LAX]``.
 LAX = Field(strict=False)
-
-
-class ReasonIn(StrictBody):
-    """One typed reason behind a decision."""
-
-    type: Annotated[ReasonType, LAX]
-    text: str = Field(min_length=1, max_length=5000)
 
 
 # Text the engine stores holds no control characters but tab, newline and carriage return (it
@@ -54,3 +57,10 @@ SessionId = Annotated[str, Field(pattern=SOLID, max_length=200)]
 Cursor = Annotated[
     str | None, Query(pattern=r"^[0-9]{1,9}$", description="`next_cursor` of the page before.")
 ]
+
+
+class ReasonIn(StrictBody):
+    """One typed reason behind a decision."""
+
+    type: Annotated[ReasonType, LAX]
+    text: str = Field(min_length=1, max_length=5000, pattern=SOLID)

@@ -16,7 +16,16 @@ from nous.api import Nous
 from nous.errors import InvalidInputError
 from nous.heart.censor_rules import ActionCheck
 from nous.memory.dedup import SimilarityCheck
-from nous.models import Calibration, EdgeRelation, HistoryEntry, MemoryKind, SessionState, WorkingMemory
+from nous.models import (
+    Calibration,
+    DecisionCategory,
+    EdgeRelation,
+    FactCategory,
+    HistoryEntry,
+    MemoryKind,
+    SessionState,
+    WorkingMemory,
+)
 from nous.models.events import EventStatus
 from nous.models.session import IdentitySection
 from nous.server.bodies import (
@@ -24,6 +33,7 @@ from nous.server.bodies import (
     LAX,
     SOLID,
     Clean,
+    Count,
     Cursor,
     IsoDatetime,
     PathId,
@@ -65,7 +75,7 @@ EXPORT_BODY: dict[int | str, dict[str, Any]] = {
 class UpdateMemory(StrictBody):
     content: str | None = Field(default=None, pattern=CLEAN, max_length=100_000)
     subject: Clean | None = None
-    category: Clean | None = None
+    category: Annotated[FactCategory, LAX] | Annotated[DecisionCategory, LAX] | None = None
     tags: list[Clean] | None = None
     confidence: float | None = Field(default=None, ge=0, le=1)
 
@@ -79,7 +89,7 @@ class CheckSimilar(StrictBody):
 class RecentRequest(StrictBody):
     model_config = ConfigDict(json_schema_extra={"not": {"required": ["hours", "since"]}})  # one or the other
 
-    limit: int = Field(default=10, ge=1, le=1000)
+    limit: Count = Field(default=10, ge=1, le=1000)
     types: list[Annotated[MemoryKind, LAX]] | None = None
     hours: float | None = Field(default=None, gt=0)
     since: IsoDatetime | None = None
@@ -95,7 +105,7 @@ class TurnRequest(StrictBody):
     """The user's message (``text``)."""
 
     text: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
-    budget: int | None = Field(default=None, ge=1, le=1_000_000, description="Total token budget.")
+    budget: Count | None = Field(default=None, ge=1, le=1_000_000, description="Total token budget.")
     frame: Annotated[FrameName, LAX] | None = Field(default=None, description="Force a frame.")
 
 
@@ -231,7 +241,7 @@ def register(
         """Change a memory's fields: ``Nous.update``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, memory_id)
-        changes = body.model_dump(exclude_none=True)
+        changes = body.model_dump(exclude_none=True, mode="json")
         return dump(await nous.update(memory.id, **changes))
 
     @app.delete(
@@ -401,7 +411,7 @@ class CensorEdit(StrictBody):
     trigger_pattern: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
     action: Literal["warn", "block", "absolute"] | None = None
     reason: str | None = Field(default=None, pattern=SOLID, max_length=5000)
-    escalation_threshold: int | None = Field(default=None, ge=1, le=1_000_000)
+    escalation_threshold: Count | None = Field(default=None, ge=1, le=1_000_000)
 
 
 class NoteRequest(StrictBody):
