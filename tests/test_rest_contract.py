@@ -5,6 +5,7 @@ episode and session routes with every field the Python API takes."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,6 +90,7 @@ def test_the_openapi_document_is_a_complete_typed_contract(settings: Settings) -
                 if status in ("201", "202"):  # created, or accepted as a job: where to find it
                     assert "Location" in answer["headers"], (method, path)
     assert len(ids) == len(set(ids))  # unique
+    assert not re.search(r'"(ge|le|gt|lt)":', json.dumps(spec))  # bounds as JSON Schema's minimum / maximum
     assert len(spec["paths"]["/v1/memories"]["post"]["responses"]["201"]["links"]) > 5  # kept beside Location
     assert {"recall", "listMemories", "createDecision", "startEpisode", "listSessions"} <= set(ids)
 

@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from mcp.server.mcpserver import Context
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
@@ -37,12 +37,12 @@ from nous.server.bodies import (
     LAX,
     SOLID,
     Clean,
-    Count,
     IsoDatetime,
     PathId,
     ReasonIn,
     SessionId,
     StrictBody,
+    _integral,
 )
 from nous.server.guards import BodyTimeout
 from nous.server.keys import key_from_header
@@ -139,7 +139,7 @@ class CreateMemory(StrictBody):
 
 class RecallRequest(StrictBody):
     query: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
-    limit: Count = Field(default=10, ge=1, le=1000)
+    limit: Annotated[int, Field(ge=1, le=1000), BeforeValidator(_integral)] = 10
     types: list[Annotated[MemoryKind, LAX]] | None = None
     since: IsoDatetime | None = None
     until: IsoDatetime | None = None

@@ -26,9 +26,6 @@ def _integral(value: Any) -> Any:
     return value
 
 
-Count = Annotated[int, BeforeValidator(_integral)]
-
-
 class StrictBody(BaseModel):
     """A request body: unknown fields and values of the wrong JSON type are refused, not coerced."""
 

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from nous.api import Nous
@@ -33,13 +33,13 @@ from nous.server.bodies import (
     LAX,
     SOLID,
     Clean,
-    Count,
     Cursor,
     IsoDatetime,
     PathId,
     SessionId,
     SessionPath,
     StrictBody,
+    _integral,
 )
 from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
 from nous.server.schemas import (
@@ -89,7 +89,7 @@ class CheckSimilar(StrictBody):
 class RecentRequest(StrictBody):
     model_config = ConfigDict(json_schema_extra={"not": {"required": ["hours", "since"]}})  # one or the other
 
-    limit: Count = Field(default=10, ge=1, le=1000)
+    limit: Annotated[int, Field(ge=1, le=1000), BeforeValidator(_integral)] = 10
     types: list[Annotated[MemoryKind, LAX]] | None = None
     hours: float | None = Field(default=None, gt=0)
     since: IsoDatetime | None = None
@@ -105,7 +105,9 @@ class TurnRequest(StrictBody):
     """The user's message (``text``)."""
 
     text: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
-    budget: Count | None = Field(default=None, ge=1, le=1_000_000, description="Total token budget.")
+    budget: Annotated[int, Field(ge=1, le=1_000_000), BeforeValidator(_integral)] | None = Field(
+        default=None, description="Total token budget."
+    )
     frame: Annotated[FrameName, LAX] | None = Field(default=None, description="Force a frame.")
 
 
@@ -411,7 +413,7 @@ class CensorEdit(StrictBody):
     trigger_pattern: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
     action: Literal["warn", "block", "absolute"] | None = None
     reason: str | None = Field(default=None, pattern=SOLID, max_length=5000)
-    escalation_threshold: Count | None = Field(default=None, ge=1, le=1_000_000)
+    escalation_threshold: Annotated[int, Field(ge=1, le=1_000_000), BeforeValidator(_integral)] | None = None
 
 
 class NoteRequest(StrictBody):
