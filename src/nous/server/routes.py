@@ -345,7 +345,8 @@ def register(
             decision_ids=body.decision_ids,
             fact_ids=body.fact_ids,
         )
-        state = await nous_for(caller).post_turn(caller.session_key(session_id), result)
+        with sent_as(reply="reply" if body.text is None else "text"):
+            state = await nous_for(caller).post_turn(caller.session_key(session_id), result)
         return caller.outside(state.model_dump(mode="json"), session_id)
 
     @app.post(
