@@ -91,7 +91,7 @@ class RecentRequest(StrictBody):
 
     limit: Annotated[int, Field(ge=1, le=1000), BeforeValidator(_integral)] = 10
     types: list[Annotated[MemoryKind, LAX]] | None = None
-    hours: float | None = Field(default=None, gt=0)
+    hours: float | None = Field(default=None, gt=0, le=24 * 3650)
     since: IsoDatetime | None = None
 
     @model_validator(mode="after")
