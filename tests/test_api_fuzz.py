@@ -39,6 +39,8 @@ from schemathesis.specs.openapi.checks import (
 from nous import Settings
 from tests.test_server import LiveServer, _keys
 
+# POST /v1/import takes JSONL text: sent as schemathesis sends any text.
+schemathesis.serializer.alias("application/x-ndjson", "text/plain")
 EXAMPLES = int(os.environ.get("NOUS_FUZZ_EXAMPLES", "40"))
 STEPS = int(os.environ.get("NOUS_FUZZ_STEPS", "300"))
 SCENARIO_STEPS = 10  # calls at most per scenario (hypothesis' stateful_step_count)
@@ -52,6 +54,8 @@ def test_every_operation_answers_within_its_contract(tmp_path: Path) -> None:
     cases = 0
     try:
         schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
+        # The key is sent with every case (below), so no case is "invalid" for lacking it.
+        schema.config.generation.update(with_security_parameters=False)
         schema.validate()  # the spec itself is valid OpenAPI (its links included)
         found = list(schema.get_all_operations())
         assert all(isinstance(r, Ok) for r in found), found  # and every operation in it

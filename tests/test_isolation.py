@@ -126,6 +126,11 @@ def ingested_anew(response: httpx.Response, ctx: Ctx) -> None:
     assert report["sessions"] == 1 and report["sessions_skipped"] == 0, report
 
 
+def queued(response: httpx.Response, ctx: Ctx) -> None:
+    assert response.status_code == 202, response.text
+    clean(response, ctx)
+
+
 def zero_stats(response: httpx.Response, ctx: Ctx) -> None:
     agent_view(response, ctx)
     if not ctx.users:
@@ -208,9 +213,29 @@ ROUTES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
     ("GET", "/v1/sessions/{session_id}/working-memory"): lambda c: [
         (("GET", "/v1/sessions/owner-session/working-memory", None), hidden)
     ],
-    ("POST", "/v1/ingest"): lambda c: [(("POST", "/v1/ingest", INTRUDER_CONVERSATION), ingested_anew)],
+    ("POST", "/v1/ingest"): lambda c: [
+        (("POST", "/v1/ingest?wait=true", INTRUDER_CONVERSATION), ingested_anew),
+        (("POST", "/v1/ingest", INTRUDER_CONVERSATION), queued),
+    ],
+    ("GET", "/v1/jobs/{job_id}"): lambda c: [(("GET", "/v1/jobs/{job}", None), hidden)],
     ("GET", "/v1/export"): lambda c: [(("GET", "/v1/export", None), agent_view)],
     ("POST", "/v1/import"): lambda c: [(("POST", "/v1/import", "{import}"), agent_view)],
+    ("POST", "/v1/decisions"): lambda c: [
+        (("POST", "/v1/decisions", {"content": DECISION, "episode_id": "{episode}"}), hidden),
+        (("POST", "/v1/decisions", {"content": "Keep the Porto ledger", "stakes": "high"}), stored_as_own),
+    ],
+    ("GET", "/v1/decisions"): lambda c: [(("GET", "/v1/decisions?limit=1000", None), clean)],
+    ("GET", "/v1/decisions/{decision_id}"): lambda c: [(("GET", "/v1/decisions/{decision}", None), hidden)],
+    ("POST", "/v1/episodes"): lambda c: [
+        (("POST", "/v1/episodes", {"title": "Porto planning"}), stored_as_own)
+    ],
+    ("GET", "/v1/episodes"): lambda c: [(("GET", "/v1/episodes?limit=1000", None), clean)],
+    ("GET", "/v1/episodes/{episode_id}"): lambda c: [(("GET", "/v1/episodes/{episode}", None), hidden)],
+    ("POST", "/v1/episodes/{episode_id}/end"): lambda c: [
+        (("POST", "/v1/episodes/{episode}/end", {"summary": "stolen"}), hidden)
+    ],
+    ("GET", "/v1/sessions"): lambda c: [(("GET", "/v1/sessions?limit=1000", None), clean)],
+    ("GET", "/v1/sessions/{session_id}"): lambda c: [(("GET", "/v1/sessions/owner-session", None), hidden)],
 }
 NOT_AGENT_DATA = {("GET", "/health")}  # no key, no memory
 
@@ -270,12 +295,18 @@ def _plant(owner: httpx.Client, *, users: bool) -> dict[str, str]:
         "fact": create({"type": "fact", "content": FACT, "session_id": "owner-session"}),
         "decision": create({"type": "decision", "content": DECISION, "confidence": 0.7}),
     }
+    episode = owner.post("/v1/episodes", json={"title": "Zorblax launch planning"})
+    assert episode.status_code == 201, episode.text
+    ids["episode"] = episode.json()["id"]
     assert owner.post("/v1/sessions/owner-session/turns", json={"text": TURN}).status_code == 200
     assert (
         owner.post("/v1/sessions/owner-session/reply", json={"reply": "Zorblax: Friday."}).status_code == 200
     )
     assert owner.post("/v1/sessions/secret-session/turns", json={"text": TURN}).status_code == 200
-    assert owner.post("/v1/ingest", json=CONVERSATION).json()["sessions"] == 1
+    assert owner.post("/v1/ingest?wait=true", json=CONVERSATION).json()["sessions"] == 1
+    queued_job = owner.post("/v1/ingest", json=CONVERSATION)  # a job (no worker runs it here)
+    assert queued_job.status_code == 202, queued_job.text
+    ids["job"] = queued_job.json()["id"]
     if users:  # a user-bound key has no agent-wide organs; the intruder tries the owner's fact
         ids["procedure"] = ids["censor"] = ids["fact"]
     else:
@@ -289,7 +320,7 @@ def _plant(owner: httpx.Client, *, users: bool) -> dict[str, str]:
 
 def _snapshot(owner: httpx.Client, ids: dict[str, str]) -> dict[str, Any]:
     """What the intruder must not change: the owner's memories, session and identity."""
-    memories = {name: owner.get(f"/v1/memories/{i}").json() for name, i in ids.items()}
+    memories = {name: owner.get(f"/v1/memories/{i}").json() for name, i in ids.items() if name != "job"}
     for memory in memories.values():
         for volatile in ("last_accessed_at", "access_count", "stability", "retrievability"):
             memory.pop(volatile, None)

@@ -421,9 +421,9 @@ def test_organ_routes_and_their_isolation(served: tuple[LiveServer, dict[str, st
                 }
             ]
         }
-        report = a.post("/v1/ingest", json=conversation).json()
+        report = a.post("/v1/ingest?wait=true", json=conversation).json()
         assert report["turns"] == 2 and report["sessions"] == 1
-        _is_problem(a.post("/v1/ingest", json={"sessions": "nope"}), 422)
+        _is_problem(a.post("/v1/ingest", json={"sessions": "nope"}), 422)  # checked before it is accepted
         exported = a.get("/v1/export")
         assert exported.status_code == 200 and exported.headers["content-type"].startswith(
             "application/x-ndjson"
@@ -539,7 +539,7 @@ def test_shutdown_finishes_the_write_in_flight(served: tuple[LiveServer, dict[st
 
     def send() -> None:
         with _client(server, keys["a"]) as a:
-            answer["response"] = a.post("/v1/ingest", json=conversation)
+            answer["response"] = a.post("/v1/ingest?wait=true", json=conversation)
 
     sender = threading.Thread(target=send)
     sender.start()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from nous._time import utcnow
 from nous.events.context import Handler, PipelineContext
+from nous.events.ingest_job import run_ingest
 from nous.events.reviewer import review_pending_decisions
 from nous.events.summarize import store_candidate_facts, summarize_episode
 from nous.memory import MemoryRepository
@@ -83,6 +84,7 @@ HANDLERS: dict[EventKind, list[Handler]] = {
     EventKind.EPISODE_SUMMARIZED: [store_candidate_facts, review_pending_decisions],
     EventKind.SESSION_ENDED: [],
     EventKind.FACT_WRITTEN: [],
+    EventKind.INGEST_REQUESTED: [run_ingest],
 }
 
 

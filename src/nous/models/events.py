@@ -20,6 +20,7 @@ class EventKind(StrEnum):
     EPISODE_SUMMARIZED = "episode.summarized"
     DECISION_RECORDED = "decision.recorded"
     FACT_WRITTEN = "fact.written"
+    INGEST_REQUESTED = "ingest.requested"  # a conversation to store (a job of the REST API)
 
 
 class EventStatus(StrEnum):

@@ -13,113 +13,139 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from mcp.server.mcpserver import Context
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from nous.api import Nous
 from nous.config import Settings
 from nous.errors import AuthenticationError, InvalidInputError, NousError
-from nous.models import WriteResult, WriteStatus
+from nous.models import CensorAction, DecisionCategory, FactCategory, MemoryKind, WriteResult, WriteStatus
 from nous.models.keys import ApiKey
+from nous.server import aggregates, docs
 from nous.server import routes as extra_routes
-from nous.server.bodies import IsoDatetime, StrictBody
+from nous.server.bodies import (
+    CLEAN,
+    LAX,
+    SOLID,
+    Clean,
+    IsoDatetime,
+    PathId,
+    ReasonIn,
+    SessionId,
+    StrictBody,
+    _integral,
+)
 from nous.server.guards import BodyTimeout
 from nous.server.keys import key_from_header
 from nous.server.mcp import create_mcp_server
+from nous.server.problems import PROBLEM, READ_ID, WRITE, errors, problem, sent_as, title
+from nous.server.schemas import AnyMemory, CreatedMemory, FrameName, PresetName, created, dump, written
 from nous.server.scope import Caller, visible
 
 log = logging.getLogger(__name__)
 # Large enough for any body the schema allows (a 100,000-character text of escaped characters),
 # small enough that no client can make the server buffer much.
 MAX_BODY_BYTES = 4_000_000
-PROBLEM = "application/problem+json"
+CREATED_HEADERS: dict[int | str, dict[str, Any]] = {
+    201: {
+        "headers": {"Location": {"description": "The new memory: GET it here.", "schema": {"type": "string"}}}
+    }
+}
+# The 201 of a created memory: its Location, and links to the operations that take its id.
+CREATE_ANSWERS: dict[int | str, dict[str, Any]] = {
+    201: extra_routes.links(201, *extra_routes.LINKED)[201] | CREATED_HEADERS[201]
+}
+DESCRIPTION = """Every `/v1` route needs an agent's API key (`nous keys create --agent NAME`) as
+`Authorization: Bearer nous_...` (the **Authorize** button here takes it). Bodies are JSON: send
+`Content-Type: application/json`. Errors are RFC 9457 problem details
+(`application/problem+json`) whose `title` is the status's reason phrase, `code` the cause and
+`field` the request field at fault, as sent.
+"""
+TAGS = [
+    {"name": "memories", "description": "Any memory: create, read, change, forget, restore, link."},
+    {"name": "recall", "description": "Search memories."},
+    {"name": "decisions", "description": "Decisions, their outcomes and calibration."},
+    {"name": "episodes", "description": "Episodes: things that happened."},
+    {"name": "sessions", "description": "The turn loop and the sessions it keeps."},
+    {"name": "procedures", "description": "How-tos and their track record."},
+    {"name": "censors", "description": "Guardrails on actions."},
+    {"name": "identity", "description": "The agent's identity sections."},
+    {"name": "conversations", "description": "Ingest, export and import."},
+    {"name": "service", "description": "Health, stats and the event queue."},
+]
 
 
 class Problem(Exception):
     """An HTTP error answered as problem details."""
 
-    def __init__(self, status: int, title: str, detail: str, **extra: Any) -> None:
+    def __init__(self, status: int, detail: str, **extra: Any) -> None:
         super().__init__(detail)
-        self.status, self.title, self.detail, self.extra = status, title, detail, extra
+        self.status, self.detail, self.extra = status, detail, extra
 
 
-class ProblemBody(BaseModel):
-    """RFC 9457 problem details."""
-
-    type: str = "about:blank"
-    title: str
-    status: int
-    detail: str
-    code: str | None = None
-    field: str | None = None
-    errors: list[dict[str, Any]] | None = None
+# -- the route contract --------------------------------------------------------------------------
+def operation_id(route: APIRoute) -> str:
+    """A route's operationId: its handler's name in camelCase (``list_memories`` -> ``listMemories``)."""
+    head, *rest = route.name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
 
 
-_PROBLEM_SCHEMA = ProblemBody.model_json_schema()
-PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"description": text, "content": {PROBLEM: {"schema": _PROBLEM_SCHEMA}}}
-    for status, text in (
-        (400, "Malformed request (a body that cannot be parsed)"),
-        (401, "No valid API key"),
-        (403, "The key may not do this"),
-        (404, "No such memory, session or route for this key's agent"),
-        (409, "Conflicts with the current state"),
-        (413, "Request body too large"),
-        (422, "Invalid request"),
-        (503, "The store or a provider failed"),
-    )
-}
-
-
-def problem(status: int, title: str, detail: str, **extra: Any) -> JSONResponse:
-    body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="apiKey",
+    description="An agent's API key (`nous keys create --agent NAME`): `Authorization: Bearer nous_...`",
+)
 
 
 # -- request and response models --------------------------------------------------------------
 class CreateMemory(StrictBody):
     """A memory to store. ``fact`` goes through the duplicate check; so do ``procedure`` and
-    ``censor``; a ``decision`` is recorded with its confidence and reasons."""
+    ``censor``; a ``decision`` is recorded with its confidence and reasons (``POST /v1/decisions``
+    takes every field of a decision)."""
+
+    model_config = ConfigDict(  # a procedure has a name
+        json_schema_extra={
+            "if": {"properties": {"type": {"const": "procedure"}}},
+            "then": {"required": ["name"]},
+        }
+    )
 
     type: Literal["fact", "procedure", "censor", "decision"]
-    content: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
-    subject: str | None = None
-    category: str | None = None
-    tags: list[str] | None = None
-    user_id: str | None = None
-    session_id: str | None = None
+    content: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
+    subject: Clean | None = None
+    category: Annotated[FactCategory, LAX] | Annotated[DecisionCategory, LAX] | None = None
+    tags: list[Clean] | None = None
+    user_id: Clean | None = None
+    session_id: SessionId | None = None
     confidence: float | None = Field(default=None, ge=0, le=1)
-    reasons: list[dict[str, Any]] | None = None
-    action: str | None = None  # censor: warn | block | absolute
-    reason: str | None = None  # censor: why
-    name: str | None = None  # procedure: its name (content is its description)
-
-
-class MemoryOut(BaseModel):
-    id: str
-    type: str
-    content: str
-    status: str
-    existing_id: str | None = None
-    similarity: float | None = None
-    warnings: list[str] = Field(default_factory=list)
-    memory: dict[str, Any]
+    reasons: list[ReasonIn] | None = None
+    action: Annotated[CensorAction, LAX] | None = Field(
+        default=None, description="censor: what a match does (default warn)"
+    )
+    reason: str | None = Field(default=None, pattern=CLEAN, description="censor: why")
+    name: str | None = Field(
+        default=None, pattern=CLEAN, description="procedure: its name (content is its description)"
+    )
 
 
 class RecallRequest(StrictBody):
-    query: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
-    limit: int = Field(default=10, ge=1, le=1000)
-    types: list[str] | None = None
+    query: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
+    limit: Annotated[int, Field(ge=1, le=1000), BeforeValidator(_integral)] = 10
+    types: list[Annotated[MemoryKind, LAX]] | None = None
     since: IsoDatetime | None = None
     until: IsoDatetime | None = None
-    session_id: str | None = None
-    frame: str | None = None
-    preset: str | None = None
+    session_id: SessionId | None = None
+    frame: Annotated[FrameName, LAX] | None = None
+    preset: Annotated[PresetName, LAX] | None = None
     min_score: float | None = Field(
         default=None,
         ge=0,
@@ -136,7 +162,7 @@ class RecallResult(BaseModel):
     signals: dict[str, float]
     occurred_at: datetime = Field(description="When it happened, was said or was learned.")
     current: bool = Field(description="False when a newer memory superseded it.")
-    memory: dict[str, Any]
+    memory: AnyMemory
 
 
 class RecallResponse(BaseModel):
@@ -177,8 +203,13 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         summary="Long-term memory for AI agents",
         lifespan=lifespan,
         openapi_url="/openapi.json",
-        responses=PROBLEM_RESPONSES,
+        docs_url=None,  # served below from packaged assets: the pages work offline
+        redoc_url=None,
+        generate_unique_id_function=operation_id,
+        swagger_ui_parameters={"persistAuthorization": True},
     )
+    docs.mount(app)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
     app.add_middleware(BodyTimeout, timeout=settings.request_timeout_s)
 
@@ -187,9 +218,11 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         started = time.perf_counter()
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            response = problem(413, "Request body too large", f"the limit is {MAX_BODY_BYTES} bytes")
+            response = problem(413, f"the limit is {MAX_BODY_BYTES} bytes", code="too_large")
         elif auth and request.url.path.startswith("/mcp") and await _agent_key(request) is None:
-            response = problem(401, "Unauthorized", "send an agent's API key: Authorization: Bearer nous_...")
+            response = problem(
+                401, "send an agent's API key: Authorization: Bearer nous_...", code="unauthorized"
+            )
         else:
             response = await call_next(request)
         route = request.scope.get("route")
@@ -200,49 +233,80 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     async def prometheus(request: Request) -> str:
         """Request metrics (no memory content), for any valid key, admin keys included."""
         if auth and await key_from_header(state["root"].store, request.headers.get("authorization")) is None:
-            raise Problem(401, "Unauthorized", "send a valid API key: Authorization: Bearer nous_...")
+            raise Problem(401, "send a valid API key: Authorization: Bearer nous_...", code="unauthorized")
         return metrics.render()
 
     @app.exception_handler(Problem)
     async def on_problem(request: Request, exc: Problem) -> JSONResponse:
-        return problem(exc.status, exc.title, exc.detail, **exc.extra)
+        return problem(exc.status, exc.detail, **exc.extra)
 
     @app.exception_handler(NousError)
     async def on_nous_error(request: Request, exc: NousError) -> JSONResponse:
         status = exc.http_status if exc.http_status < 500 else 503
-        extra = {"field": exc.field} if isinstance(exc, InvalidInputError) and exc.field else {}
-        return problem(status, exc.code.replace("_", " "), str(exc), code=exc.code, **extra)
+        field = exc.field if isinstance(exc, InvalidInputError) else None
+        return problem(status, str(exc), code=exc.code, field=field)
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        found = exc.errors()
         errors = [
-            {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))}
-            for e in exc.errors()[:20]
+            {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))} for e in found[:20]
         ]
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
-        detail = f"{'.'.join(first['loc'][1:]) or 'body'}: {first['msg']}"
-        return problem(422, "Invalid request", detail, errors=errors)
+        where, path = (first["loc"][0], first["loc"][1:]) if first["loc"] else ("body", [])
+        field = ".".join(path) or None
+        detail = f"{field or where}: {first['msg']}"
+        media = request.headers.get("content-type", "")
+        if where == "body" and not path and "json" not in media.lower():
+            detail = (
+                "the body must be JSON: send it with the header Content-Type: application/json "
+                f"(got {media or 'no Content-Type'})"
+            )
+        elif found and found[0].get("type") == "json_invalid":
+            detail = f"the body is not valid JSON: {first['msg']}"
+        return problem(422, detail, code="invalid_input", field=field, errors=errors)
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return problem(exc.status_code, str(exc.detail), str(exc.detail))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method the path answers, not only one route's
+            headers["Allow"] = ", ".join(_allowed(app, request.url.path))
+            detail = f"{request.method} is not allowed here; allowed: {headers['Allow']}"
+        elif exc.status_code == 404:
+            detail = f"no route {request.url.path}"
+        elif exc.status_code == 400:  # a body that cannot be parsed at all (not UTF-8 JSON)
+            return problem(
+                422,
+                "the body is not valid JSON: send UTF-8 JSON with Content-Type: application/json",
+                code="invalid_input",
+                field="body",
+            )
+        else:
+            detail = str(exc.detail)
+        code = title(exc.status_code).lower().replace(" ", "_")
+        return problem(exc.status_code, detail, headers=headers, code=code)
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return problem(
-            503, "Service unavailable", f"unexpected {type(exc).__name__}; the request was not completed"
+            503, f"unexpected {type(exc).__name__}; the request was not completed", code="unexpected"
         )
 
-    async def caller(request: Request) -> Caller:
+    async def caller(
+        request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    ) -> Caller:
         root: Nous = state["root"]
+        _known_query(request)
         if not auth:
             return Caller(agent_id=root.agent_id)
         key = await key_from_header(root.store, request.headers.get("authorization"))
         if key is None:
-            raise Problem(401, "Unauthorized", "send a valid API key: Authorization: Bearer nous_...")
+            raise Problem(401, "send a valid API key: Authorization: Bearer nous_...", code="unauthorized")
         if key.admin or key.agent_id is None:
-            raise Problem(403, "Forbidden", "an admin key manages keys; use an agent's key for its memory")
+            raise Problem(
+                403, "an admin key manages keys; use an agent's key for its memory", code="forbidden"
+            )
         return Caller(agent_id=key.agent_id, user_id=key.user_id)
 
     def nous_for(who: Caller) -> Nous:
@@ -278,7 +342,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     # MCP over streamable HTTP at /mcp/ (stateless: each request carries its key).
     app.mount("/mcp", mcp_server.streamable_http_app(streamable_http_path="/", stateless_http=True))
 
-    @app.get("/health", response_model=Health, tags=["service"])
+    @app.get("/health", response_model=Health, tags=["service"], responses=errors(503))
     async def health() -> Health:
         root: Nous = state["root"]
         return Health(status="ok", backend=root.store.info.backend, version=_version())
@@ -286,74 +350,81 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     @app.post(
         "/v1/memories",
         status_code=201,
-        response_model=MemoryOut,
+        response_model=CreatedMemory,
         tags=["memories"],
-        responses=extra_routes.links(201, *extra_routes.LINKED),
+        responses=CREATE_ANSWERS | errors(*WRITE),
     )
-    async def create_memory(body: CreateMemory, who: Who) -> MemoryOut:
+    async def create_memory(body: CreateMemory, who: Who, response: Response) -> CreatedMemory:
+        """Store a memory by ``type``: ``Nous.learn`` / ``Nous.add_procedure`` / ``Nous.add_censor`` /
+        ``Nous.record_decision``."""
         nous = nous_for(who)
         user_id = who.user_id or body.user_id
         if who.user_id is not None and body.user_id not in (None, who.user_id):
-            raise Problem(403, "Forbidden", "this key writes only its own user's memories")
+            raise Problem(403, "this key writes only its own user's memories", code="forbidden")
         if body.type in ("procedure", "censor"):
             who.require_agent_key(f"a {body.type} (the agent's shared memory)")
         session_id = who.session_keys(body.session_id)
         result: WriteResult
-        if body.type == "fact":
-            result = await nous.learn(
-                body.content,
-                subject=body.subject,
-                category=body.category,
-                tags=body.tags,
-                user_id=user_id,
-                session_id=session_id,
-                confidence=1.0 if body.confidence is None else body.confidence,
-            )
-        elif body.type == "procedure":
-            if not body.name:
-                raise InvalidInputError("a procedure needs a name", field="name")
-            result = await nous.add_procedure(body.name, body.content, session_id=session_id)
-        elif body.type == "censor":
-            result = await nous.add_censor(
-                body.content, action=body.action or "warn", reason=body.reason or ""
-            )
-        else:
-            decision = await nous.record_decision(
-                body.content,
-                confidence=0.5 if body.confidence is None else body.confidence,
-                category=body.category,
-                reasons=body.reasons,
-                tags=body.tags,
-                user_id=user_id,
-                session_id=session_id,
-            )
-            result = WriteResult(status=WriteStatus.CREATED, memory=decision)
-        return _out(result)
+        with sent_as(trigger_pattern="content", description="content", kind="type"):
+            if body.type == "fact":
+                result = await nous.learn(
+                    body.content,
+                    subject=body.subject,
+                    category=None if body.category is None else body.category.value,
+                    tags=body.tags,
+                    user_id=user_id,
+                    session_id=session_id,
+                    confidence=1.0 if body.confidence is None else body.confidence,
+                )
+            elif body.type == "procedure":
+                if not body.name:
+                    raise InvalidInputError("a procedure needs a name", field="name")
+                result = await nous.add_procedure(body.name, body.content, session_id=session_id)
+            elif body.type == "censor":
+                result = await nous.add_censor(
+                    body.content, action=body.action or "warn", reason=body.reason or ""
+                )
+            else:
+                decision = await nous.record_decision(
+                    body.content,
+                    confidence=0.5 if body.confidence is None else body.confidence,
+                    category=None if body.category is None else body.category.value,
+                    reasons=[r.model_dump() for r in body.reasons or []],
+                    tags=body.tags,
+                    user_id=user_id,
+                    session_id=session_id,
+                )
+                result = WriteResult(status=WriteStatus.CREATED, memory=decision)
+        response.headers.update(created(result.memory.id))
+        return written(result)
 
     @app.get(
         "/v1/memories/{memory_id}",
-        response_model=dict[str, Any],
+        response_model=AnyMemory,
         tags=["memories"],
-        responses=extra_routes.links(200, "UpdateMemory", "ForgetMemory", "MemoryHistory"),
+        responses=extra_routes.links(200, "UpdateMemory", "ForgetMemory", "MemoryHistory") | errors(*READ_ID),
     )
-    async def get_memory(memory_id: str, who: Who) -> dict[str, Any]:
+    async def get_memory(memory_id: PathId, who: Who) -> dict[str, Any]:
+        """One memory: ``Nous.get``."""
         memory = await visible(nous_for(who), who, memory_id)
-        return {"type": memory.kind.value, **memory.model_dump(mode="json")}
+        return dump(memory)
 
-    @app.post("/v1/recall", response_model=RecallResponse, tags=["recall"])
+    @app.post("/v1/recall", response_model=RecallResponse, tags=["recall"], responses=errors(*WRITE))
     async def recall(body: RecallRequest, who: Who) -> RecallResponse:
-        hits = await nous_for(who).recall(
-            body.query,
-            limit=body.limit,
-            kinds=body.types,
-            user_id=who.user_id,
-            session_id=who.session_keys(body.session_id),
-            since=body.since,
-            until=body.until,
-            frame=body.frame,
-            preset=body.preset,
-            min_score=body.min_score,
-        )
+        """Memories relevant to a query, best first: ``Nous.recall``."""
+        with sent_as(kinds="types"):
+            hits = await nous_for(who).recall(
+                body.query,
+                limit=body.limit,
+                kinds=body.types,
+                user_id=who.user_id,
+                session_id=who.session_keys(body.session_id),
+                since=body.since,
+                until=body.until,
+                frame=None if body.frame is None else body.frame.value,
+                preset=None if body.preset is None else body.preset.value,
+                min_score=body.min_score,
+            )
         return RecallResponse(
             results=[
                 RecallResult(
@@ -364,7 +435,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
                     signals=h.signals,
                     occurred_at=h.occurred_at,
                     current=h.current,
-                    memory=h.memory.model_dump(mode="json"),
+                    memory=AnyMemory.model_validate(dump(h.memory)),
                 )
                 for h in hits
             ]
@@ -372,7 +443,63 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
 
     extra_routes.register(app, Who, nous_for)
     extra_routes.register_organs(app, Who, nous_for)
+    aggregates.register(app, Who, nous_for)
     return app
+
+
+def _known_query(request: Request) -> None:
+    """A query parameter the route does not take is a 422 naming it, not silently ignored (a
+    misspelt filter would otherwise answer as if no filter were given)."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or not request.query_params:
+        return
+    known = _query_names(route.dependant)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        takes = ", ".join(sorted(known)) or "none"
+        raise InvalidInputError(
+            f"unknown query parameter {unknown[0]!r}; this route takes: {takes}", field=unknown[0]
+        )
+
+
+def _query_names(dependant: Dependant) -> set[str]:
+    """The query parameters a route (and its dependencies) take."""
+    names = {p.alias for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
+def _allowed(app: FastAPI, path: str) -> list[str]:
+    """The methods some route answers at ``path``."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        if isinstance(route, APIRoute | Route) and route.path_regex.match(path) and route.methods:
+            methods |= route.methods
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document, with every error body under ``application/problem+json`` alone."""
+    if app.openapi_schema is None:
+        spec = get_openapi(
+            title=app.title,
+            version=app.version,
+            summary=app.summary,
+            description=DESCRIPTION,
+            routes=app.routes,
+            tags=TAGS,
+        )
+        for operations in spec.get("paths", {}).values():
+            for operation in operations.values():
+                for status, answer in operation.get("responses", {}).items():
+                    content = answer.get("content", {})
+                    if status[0] in "45" and "application/json" in content:
+                        answer["content"] = {PROBLEM: content.pop("application/json")}
+        app.openapi_schema = spec
+    return app.openapi_schema
 
 
 class Metrics:
@@ -403,20 +530,6 @@ class Metrics:
                 f'nous_request_seconds_total{{method="{method}",route="{route}",status="{status}"}} {t:.6f}'
             )
         return "\n".join(lines) + "\n"
-
-
-def _out(result: WriteResult) -> MemoryOut:
-    memory = result.memory
-    return MemoryOut(
-        id=memory.id,
-        type=memory.kind.value,
-        content=memory.content,
-        status=result.status.value,
-        existing_id=result.existing_id,
-        similarity=result.similarity,
-        warnings=result.warnings,
-        memory=memory.model_dump(mode="json"),
-    )
 
 
 def _version() -> str:

@@ -3,7 +3,10 @@
 from datetime import datetime
 from typing import Annotated, Any
 
+from fastapi import Path, Query
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from nous.models import ReasonType
 
 
 def _iso_only(value: Any) -> Any:
@@ -16,7 +19,45 @@ def _iso_only(value: Any) -> Any:
 IsoDatetime = Annotated[datetime, BeforeValidator(_iso_only), Field(strict=False)]
 
 
+def _integral(value: Any) -> Any:
+    """JSON Schema's integer includes 1.0: a float with no fraction is that integer."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 class StrictBody(BaseModel):
     """A request body: unknown fields and values of the wrong JSON type are refused, not coerced."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# An enum field of a strict body takes the enum's JSON string value: ``Annotated[Kind, LAX]``.
+LAX = Field(strict=False)
+
+
+# Text the engine stores holds no control characters but tab, newline and carriage return (it
+# answers 422 otherwise): the schema says so, so a client or a fuzzer knows before sending.
+CLEAN = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"
+# ... and text that must say something has a character that is not white space.
+SOLID = (
+    r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"
+)
+Clean = Annotated[str, Field(pattern=CLEAN)]
+Solid = Annotated[str, Field(pattern=SOLID)]
+# A path id: something not blank.
+PathId = Annotated[str, Path(pattern=SOLID, max_length=1000)]
+# A session id (the engine keeps up to 200 characters), in a path or a body.
+SessionPath = Annotated[str, Path(pattern=SOLID, max_length=200)]
+SessionId = Annotated[str, Field(pattern=SOLID, max_length=200)]
+# A page cursor, as ``next_cursor`` gave it.
+Cursor = Annotated[
+    str | None, Query(pattern=r"^[0-9]{1,9}$", description="`next_cursor` of the page before.")
+]
+
+
+class ReasonIn(StrictBody):
+    """One typed reason behind a decision."""
+
+    type: Annotated[ReasonType, LAX]
+    text: str = Field(min_length=1, max_length=5000, pattern=SOLID)

@@ -106,7 +106,8 @@ class BodyTimeout:
     async def _timed_out(self, send: Any) -> None:
         body = {
             "type": "about:blank",
-            "title": "Request timeout",
+            "title": "Request Timeout",
+            "code": "timeout",
             "status": 408,
             "detail": f"the request body did not arrive within {self.timeout:g} s",
         }

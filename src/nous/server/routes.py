@@ -2,94 +2,173 @@
 links), the duplicate check, listing with cursors, recent memories, the turn loop, censors'
 check-action, events and stats. Every route works on the caller's agent only."""
 
-import base64
 import io
-import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from nous.api import Nous
 from nous.errors import InvalidInputError
-from nous.models import Memory
-from nous.server.bodies import IsoDatetime, StrictBody
+from nous.heart.censor_rules import ActionCheck
+from nous.memory.dedup import SimilarityCheck
+from nous.models import (
+    Calibration,
+    DecisionCategory,
+    EdgeRelation,
+    FactCategory,
+    HistoryEntry,
+    MemoryKind,
+    SessionState,
+    WorkingMemory,
+)
+from nous.models.events import EventStatus
+from nous.models.session import IdentitySection
+from nous.server.bodies import (
+    CLEAN,
+    LAX,
+    SOLID,
+    Clean,
+    Cursor,
+    IsoDatetime,
+    PathId,
+    SessionId,
+    SessionPath,
+    StrictBody,
+    _integral,
+)
+from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
+from nous.server.schemas import (
+    AnyMemory,
+    CensorOut,
+    CensorPage,
+    DecisionOut,
+    DecisionPage,
+    EventPage,
+    FrameName,
+    IdentitySectionName,
+    Imported,
+    LinkCreated,
+    MemoryPage,
+    ProcedureOut,
+    SessionEndOut,
+    Stats,
+    TurnOutput,
+    dump,
+    written,
+)
 from nous.server.scope import owned, visible
+
+Verdict = Literal["accept", "reject"]
+EXPORT_BODY: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "JSONL: a header line, then memories and edges",
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }
+}
 
 
 class UpdateMemory(StrictBody):
-    content: str | None = Field(default=None, max_length=100_000)
-    subject: str | None = None
-    category: str | None = None
-    tags: list[str] | None = None
+    content: str | None = Field(default=None, pattern=CLEAN, max_length=100_000)
+    subject: Clean | None = None
+    category: Annotated[FactCategory, LAX] | Annotated[DecisionCategory, LAX] | None = None
+    tags: list[Clean] | None = None
     confidence: float | None = Field(default=None, ge=0, le=1)
 
 
 class CheckSimilar(StrictBody):
-    content: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
+    content: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
     type: Literal["fact", "procedure", "censor"] = "fact"
-    subject: str | None = None
+    subject: Clean | None = None
 
 
 class RecentRequest(StrictBody):
-    limit: int = Field(default=10, ge=1, le=1000)
-    types: list[str] | None = None
-    hours: float | None = Field(default=None, gt=0)
+    model_config = ConfigDict(json_schema_extra={"not": {"required": ["hours", "since"]}})  # one or the other
+
+    limit: Annotated[int, Field(ge=1, le=1000), BeforeValidator(_integral)] = 10
+    types: list[Annotated[MemoryKind, LAX]] | None = None
+    hours: float | None = Field(default=None, gt=0, le=24 * 3650)
     since: IsoDatetime | None = None
+
+    @model_validator(mode="after")
+    def _one_window(self) -> "RecentRequest":
+        if {"hours", "since"} <= self.model_fields_set:  # even as nulls: the schema allows one
+            raise ValueError("give hours or since, not both")
+        return self
 
 
 class TurnRequest(StrictBody):
-    text: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
-    budget: int | None = Field(default=None, ge=1, le=1_000_000)
+    """The user's message (``text``)."""
+
+    text: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
+    budget: Annotated[int, Field(ge=1, le=1_000_000), BeforeValidator(_integral)] | None = Field(
+        default=None, description="Total token budget."
+    )
+    frame: Annotated[FrameName, LAX] | None = Field(default=None, description="Force a frame.")
+
+
+Reply = Annotated[str, Field(min_length=1, max_length=100_000, pattern=SOLID)]
 
 
 class ReplyRequest(StrictBody):
-    reply: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
-    tools_used: list[str] = Field(default_factory=list)
+    """The agent's reply (``text``, as the turn's message is; ``reply`` is its deprecated name)."""
+
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["text"]}, {"required": ["reply"]}]})
+
+    # Neither is nullable: exactly one is sent (the schema's oneOf says so).
+    text: Reply | SkipJsonSchema[None] = None
+    reply: Reply | SkipJsonSchema[None] = Field(default=None, deprecated=True, description="Use `text`.")
+    tools_used: list[Clean] = Field(default_factory=list)
+    decision_ids: list[Clean] = Field(default_factory=list, description="Decisions written during the turn.")
+    fact_ids: list[Clean] = Field(default_factory=list, description="Facts written during the turn.")
+
+    @model_validator(mode="after")
+    def _one_text(self) -> "ReplyRequest":
+        if (self.text is None) == (self.reply is None):
+            raise ValueError("send the reply as `text` (or its old name `reply`), once")
+        return self
+
+    def reply_text(self) -> str:
+        return self.text or self.reply or ""
 
 
 class EndRequest(StrictBody):
-    reflection: str | None = Field(default=None, max_length=20_000)
+    reflection: str | None = Field(default=None, pattern=CLEAN, max_length=20_000)
 
 
 class ActionRequest(StrictBody):
-    action: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
-    session_id: str | None = None
-
-
-class Page(BaseModel):
-    items: list[dict[str, Any]]
-    next_cursor: str | None = None
-
-
-def _dump(memory: Memory) -> dict[str, Any]:
-    return {"type": memory.kind.value, **memory.model_dump(mode="json")}
+    action: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
+    session_id: SessionId | None = None
+    override: bool = Field(default=False, description="Turn a block into a warning (not an absolute one).")
 
 
 def _cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+    """The cursor of the page at ``offset`` (opaque to clients: they pass back ``next_cursor``)."""
+    return str(offset)
 
 
 def _offset(cursor: str | None) -> int:
     if not cursor:
         return 0
-    try:
-        kind, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-        if kind != "o" or not value.isdigit():
-            raise ValueError(cursor)
-        return int(value)
-    except ValueError:
-        raise InvalidInputError("cursor is not one this API gave out", field="cursor") from None
+    if not cursor.isdigit() or not cursor.isascii():  # the schema's pattern holds this back too
+        raise InvalidInputError("cursor is not one this API gave out", field="cursor")
+    return int(cursor)
 
 
-def _page(rows: list[dict[str, Any]], offset: int, limit: int) -> Page:
+# Events, sessions, proposals and censors are read from the newest, one window at a time: their
+# cursors page through the newest WINDOW (the engine's largest limit for them).
+WINDOW = 1000
+
+
+def _page(rows: list[dict[str, Any]], offset: int, limit: int) -> dict[str, Any]:
     """One page of ``rows`` (fetched from the start, one more than the page to know if more follow)."""
     window = rows[offset : offset + limit]
     more = len(rows) > offset + limit
-    return Page(items=window, next_cursor=_cursor(offset + limit) if more else None)
+    return {"items": window, "next_cursor": _cursor(offset + limit) if more else None}
 
 
 # OpenAPI links: the operations that take the ``id`` of a memory an answer returns as a path
@@ -133,111 +212,171 @@ def register(
 ) -> None:
     """Add the routes to ``app``; ``who`` is the caller dependency (an ``Annotated`` type)."""
 
-    @app.get("/v1/memories", response_model=Page, tags=["memories"])
+    @app.get("/v1/memories", response_model=MemoryPage, tags=["memories"], responses=errors(*READ))
     async def list_memories(
         caller: who,
-        types: list[str] | None = Query(default=None),
+        type: list[MemoryKind] | None = Query(default=None, description="Only these kinds (repeat it)."),
+        types: list[MemoryKind] | None = Query(
+            default=None, deprecated=True, description="Old name of `type`."
+        ),
         limit: int = Query(default=50, ge=1, le=1000),
-        cursor: str | None = None,
-    ) -> Page:
+        cursor: Cursor = None,
+    ) -> dict[str, Any]:
+        """Memories, most recent first: ``Nous.memories``."""
         nous, offset = nous_for(caller), _offset(cursor)
-        found = await nous.memories(types, limit=limit + 1, offset=offset, user_id=caller.user_id)
+        kinds = [*(type or []), *(types or [])] or None
+        with sent_as(kinds="type" if type else "types"):
+            found = await nous.memories(kinds, limit=limit + 1, offset=offset, user_id=caller.user_id)
         more = len(found) > limit
-        return Page(
-            items=[_dump(m) for m in found[:limit]], next_cursor=_cursor(offset + limit) if more else None
-        )
+        return {
+            "items": [dump(m) for m in found[:limit]],
+            "next_cursor": _cursor(offset + limit) if more else None,
+        }
 
     @app.patch(
         "/v1/memories/{memory_id}",
-        response_model=dict[str, Any],
+        response_model=AnyMemory,
         tags=["memories"],
-        responses=links(200, "GetMemory", "ForgetMemory", "MemoryHistory"),
+        responses=links(200, "GetMemory", "ForgetMemory", "MemoryHistory") | errors(*WRITE_ID),
     )
-    async def update_memory(memory_id: str, body: UpdateMemory, caller: who) -> dict[str, Any]:
+    async def update_memory(memory_id: PathId, body: UpdateMemory, caller: who) -> dict[str, Any]:
+        """Change a memory's fields: ``Nous.update``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, memory_id)
-        changes = body.model_dump(exclude_none=True)
-        return _dump(await nous.update(memory.id, **changes))
+        changes = body.model_dump(exclude_none=True, mode="json")
+        return dump(await nous.update(memory.id, **changes))
 
     @app.delete(
         "/v1/memories/{memory_id}",
-        response_model=dict[str, Any],
+        response_model=AnyMemory,
         tags=["memories"],
-        responses=links(200, "RestoreMemory", "GetMemory", "MemoryHistory"),
+        responses=links(200, "RestoreMemory", "GetMemory", "MemoryHistory") | errors(*READ_ID),
     )
-    async def forget_memory(memory_id: str, caller: who, hard: bool = False) -> dict[str, Any]:
+    async def forget_memory(memory_id: PathId, caller: who, hard: bool = False) -> dict[str, Any]:
+        """Forget a memory (``hard``: delete it for good): ``Nous.forget``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, memory_id)
-        return _dump(await nous.forget(memory.id, hard=hard))
+        return dump(await nous.forget(memory.id, hard=hard))
 
     @app.post(
         "/v1/memories/{memory_id}/restore",
-        response_model=dict[str, Any],
+        response_model=AnyMemory,
         tags=["memories"],
-        responses=links(200, "GetMemory", "UpdateMemory", "ForgetMemory", "MemoryHistory"),
+        responses=links(200, "GetMemory", "UpdateMemory", "ForgetMemory", "MemoryHistory") | errors(*READ_ID),
     )
-    async def restore_memory(memory_id: str, caller: who) -> dict[str, Any]:
+    async def restore_memory(memory_id: PathId, caller: who) -> dict[str, Any]:
+        """Bring a forgotten memory back: ``Nous.restore``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, memory_id)
-        return _dump(await nous.restore(memory.id))
+        return dump(await nous.restore(memory.id))
 
-    @app.get("/v1/memories/{memory_id}/history", response_model=list[dict[str, Any]], tags=["memories"])
-    async def memory_history(memory_id: str, caller: who) -> list[dict[str, Any]]:
+    @app.get(
+        "/v1/memories/{memory_id}/history",
+        response_model=list[HistoryEntry],
+        tags=["memories"],
+        responses=errors(*READ_ID),
+    )
+    async def memory_history(memory_id: PathId, caller: who) -> list[HistoryEntry]:
+        """A memory's audit rows, oldest first: ``Nous.history``."""
         nous = nous_for(caller)
         memory = await visible(nous, caller, memory_id)
-        return [h.model_dump(mode="json") for h in await nous.history(memory.id)]
+        return await nous.history(memory.id)
 
-    @app.post("/v1/memories/check-similar", response_model=dict[str, Any], tags=["memories"])
-    async def check_similar(body: CheckSimilar, caller: who) -> dict[str, Any]:
+    @app.post(
+        "/v1/memories/check-similar",
+        response_model=SimilarityCheck,
+        tags=["memories"],
+        responses=errors(*WRITE),
+    )
+    async def check_similar(body: CheckSimilar, caller: who) -> SimilarityCheck:
+        """What storing this would find (nothing is written): ``Nous.check_similar``."""
         nous = nous_for(caller)
-        found = await nous.check_similar(
-            body.content, body.type, user_id=caller.user_id, subject=body.subject
-        )
-        return found.model_dump(mode="json")
+        with sent_as(kind="type"):
+            return await nous.check_similar(
+                body.content, body.type, user_id=caller.user_id, subject=body.subject
+            )
 
-    @app.post("/v1/recall/recent", response_model=Page, tags=["recall"])
-    async def recall_recent(body: RecentRequest, caller: who) -> Page:
+    @app.post("/v1/recall/recent", response_model=MemoryPage, tags=["recall"], responses=errors(*WRITE))
+    async def recall_recent(body: RecentRequest, caller: who) -> dict[str, Any]:
+        """The most recent memories, whatever their topic: ``Nous.recall_recent``."""
         nous = nous_for(caller)
-        found = await nous.recall_recent(
-            limit=body.limit,
-            kinds=body.types or ("episode",),
-            hours=body.hours,
-            since=body.since,
-            user_id=caller.user_id,
-        )
-        return Page(items=[_dump(m) for m in found])
+        with sent_as(kinds="types"):
+            found = await nous.recall_recent(
+                limit=body.limit,
+                kinds=body.types or ("episode",),
+                hours=body.hours,
+                since=body.since,
+                user_id=caller.user_id,
+            )
+        return {"items": [dump(m) for m in found], "next_cursor": None}
 
-    @app.post("/v1/sessions/{session_id}/turns", response_model=dict[str, Any], tags=["sessions"])
-    async def pre_turn(session_id: str, body: TurnRequest, caller: who) -> dict[str, Any]:
-        turn = await nous_for(caller).pre_turn(
-            caller.session_key(session_id), body.text, user_id=caller.user_id, budget=body.budget
-        )
+    @app.post(
+        "/v1/sessions/{session_id}/turns",
+        response_model=TurnOutput,
+        tags=["sessions"],
+        responses=errors(*WRITE, 409),
+    )
+    async def pre_turn(session_id: SessionPath, body: TurnRequest, caller: who) -> dict[str, Any]:
+        """Before the agent answers: record the user's message, get the context: ``Nous.pre_turn``."""
+        with sent_as(user_text="text"):
+            turn = await nous_for(caller).pre_turn(
+                caller.session_key(session_id),
+                body.text,
+                user_id=caller.user_id,
+                budget=body.budget,
+                frame=None if body.frame is None else body.frame.value,
+            )
         answer = {"context": turn.text, **turn.model_dump(mode="json", exclude={"text"})}
         return caller.outside(answer, session_id)
 
-    @app.post("/v1/sessions/{session_id}/reply", response_model=dict[str, Any], tags=["sessions"])
-    async def post_turn(session_id: str, body: ReplyRequest, caller: who) -> dict[str, Any]:
+    @app.post(
+        "/v1/sessions/{session_id}/reply",
+        response_model=SessionState,
+        tags=["sessions"],
+        responses=errors(*WRITE_ID, 409),
+    )
+    async def post_turn(session_id: SessionPath, body: ReplyRequest, caller: who) -> dict[str, Any]:
+        """After the agent answered: record its reply: ``Nous.post_turn``."""
         from nous.cognitive import TurnResult
 
-        state = await nous_for(caller).post_turn(
-            caller.session_key(session_id), TurnResult(reply=body.reply, tools_used=body.tools_used)
+        result = TurnResult(
+            reply=body.reply_text(),
+            tools_used=body.tools_used,
+            decision_ids=body.decision_ids,
+            fact_ids=body.fact_ids,
         )
+        with sent_as(reply="reply" if body.text is None else "text"):
+            state = await nous_for(caller).post_turn(caller.session_key(session_id), result)
         return caller.outside(state.model_dump(mode="json"), session_id)
 
-    @app.post("/v1/sessions/{session_id}/end", response_model=dict[str, Any], tags=["sessions"])
-    async def end_session(session_id: str, body: EndRequest, caller: who) -> dict[str, Any]:
+    @app.post(
+        "/v1/sessions/{session_id}/end",
+        response_model=SessionEndOut,
+        tags=["sessions"],
+        responses=errors(*WRITE_ID),
+    )
+    async def end_session(session_id: SessionPath, body: EndRequest, caller: who) -> dict[str, Any]:
+        """End a session: close its episode, learn its reflection: ``Nous.end_session``."""
         done = await nous_for(caller).end_session(caller.session_key(session_id), reflection=body.reflection)
-        return caller.outside(done.model_dump(mode="json"), session_id)
+        answer = {
+            "session": caller.outside(done.session.model_dump(mode="json"), session_id),
+            "episode": None if done.episode is None else dump(done.episode),
+            "facts": [written(f) for f in done.facts],
+            "ended_now": done.ended_now,
+        }
+        return answer
 
-    @app.post("/v1/check-action", response_model=dict[str, Any], tags=["censors"])
-    async def check_action(body: ActionRequest, caller: who) -> dict[str, Any]:
-        verdict = await nous_for(caller).check_action(
-            body.action, session_id=caller.session_keys(body.session_id)
-        )
-        return verdict.model_dump(mode="json")
+    @app.post("/v1/check-action", response_model=ActionCheck, tags=["censors"], responses=errors(*WRITE))
+    async def check_action(body: ActionRequest, caller: who) -> ActionCheck:
+        """Judge an action before taking it: ``Nous.check_action``."""
+        with sent_as(action_text="action"):
+            return await nous_for(caller).check_action(
+                body.action, session_id=caller.session_keys(body.session_id), override=body.override
+            )
 
-    @app.get("/v1/stats", response_model=dict[str, Any], tags=["service"])
-    async def stats(caller: who) -> dict[str, Any]:
+    @app.get("/v1/stats", response_model=Stats, tags=["service"], responses=errors(401, 403, 503))
+    async def get_stats(caller: who) -> dict[str, Any]:
+        """The store's counts for this agent and its event queue: ``Nous.stats`` and ``Nous.event_counts``."""
         caller.require_agent_key("stats")
         nous = nous_for(caller)
         counts = await nous.event_counts()
@@ -246,22 +385,23 @@ def register(
             "events": {k.value: v for k, v in counts.items()},
         }
 
-    @app.get("/v1/events", response_model=Page, tags=["service"])
-    async def events(
+    @app.get("/v1/events", response_model=EventPage, tags=["service"], responses=errors(*READ))
+    async def list_events(
         caller: who,
-        status: str | None = None,
+        status: EventStatus | None = None,
         limit: int = Query(default=50, ge=1, le=1000),
-        cursor: str | None = None,
-    ) -> Page:
+        cursor: Cursor = None,
+    ) -> dict[str, Any]:
+        """The agent's outbox events, newest first: ``Nous.events``."""
         caller.require_agent_key("the event queue")
         offset = _offset(cursor)
-        found = await nous_for(caller).events(status=status, limit=min(offset + limit + 1, 1000))
+        found = await nous_for(caller).events(status=status, limit=min(offset + limit + 1, WINDOW))
         return _page([e.model_dump(mode="json") for e in found], offset, limit)
 
 
 class ReviewRequest(StrictBody):
     outcome: Literal["success", "partial", "failure", "pending"]
-    note: str | None = Field(default=None, max_length=5000)
+    note: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
 
 
 class UseRequest(StrictBody):
@@ -269,23 +409,25 @@ class UseRequest(StrictBody):
 
 
 class CensorEdit(StrictBody):
-    trigger_pattern: str | None = Field(default=None, max_length=5000)
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})  # something to edit
+
+    trigger_pattern: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
     action: Literal["warn", "block", "absolute"] | None = None
-    reason: str | None = Field(default=None, max_length=5000)
-    escalation_threshold: int | None = Field(default=None, ge=1, le=1_000_000)
+    reason: str | None = Field(default=None, pattern=SOLID, max_length=5000)
+    escalation_threshold: Annotated[int, Field(ge=1, le=1_000_000), BeforeValidator(_integral)] | None = None
 
 
 class NoteRequest(StrictBody):
-    note: str | None = Field(default=None, max_length=5000)
+    note: str | None = Field(default=None, pattern=SOLID, max_length=5000)
 
 
 class IdentityRequest(StrictBody):
-    content: str = Field(min_length=1, max_length=100_000, pattern=r"\S")
+    content: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
 
 
 class LinkRequest(StrictBody):
     target_id: str = Field(max_length=200)
-    relation: str = "relates_to"
+    relation: Annotated[EdgeRelation, LAX] = EdgeRelation.RELATES_TO
     weight: float = Field(default=1.0, ge=0, le=1)
 
 
@@ -294,110 +436,164 @@ def register_organs(
     who: Any,
     nous_for: Callable[[Any], Nous],
 ) -> None:
-    """Routes for decisions, procedures, censors, episodes, identity, working memory, links,
+    """Routes for decisions' outcomes, procedures, censors, identity, working memory, links,
     proposals, ingest and export / import."""
 
-    @app.post("/v1/decisions/{decision_id}/review", response_model=dict[str, Any], tags=["decisions"])
-    async def review(decision_id: str, body: ReviewRequest, caller: who) -> dict[str, Any]:
+    @app.post(
+        "/v1/decisions/{decision_id}/review",
+        response_model=DecisionOut,
+        tags=["decisions"],
+        responses=errors(*WRITE_ID),
+    )
+    async def review_decision(decision_id: PathId, body: ReviewRequest, caller: who) -> dict[str, Any]:
+        """Record how a decision turned out: ``Nous.review_decision``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, decision_id)
-        return _dump(await nous.review_decision(memory.id, body.outcome, note=body.note))
+        return dump(await nous.review_decision(memory.id, body.outcome, note=body.note))
 
-    @app.get("/v1/calibration", response_model=dict[str, Any], tags=["decisions"])
-    async def calibration(caller: who) -> dict[str, Any]:
+    @app.get(
+        "/v1/calibration", response_model=Calibration, tags=["decisions"], responses=errors(401, 403, 503)
+    )
+    async def get_calibration(caller: who) -> Calibration:
+        """How well the agent's confidence predicted outcomes: ``Nous.calibration``."""
         caller.require_agent_key("calibration")
-        return (await nous_for(caller).calibration()).model_dump(mode="json")
+        return await nous_for(caller).calibration()
 
-    @app.get("/v1/proposals", response_model=Page, tags=["decisions"])
-    async def proposals(
-        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: str | None = None
-    ) -> Page:
+    @app.get("/v1/proposals", response_model=DecisionPage, tags=["decisions"], responses=errors(*READ))
+    async def list_proposals(
+        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
+    ) -> dict[str, Any]:
+        """Pending decisions with a proposed outcome: ``Nous.outcome_proposals``."""
         caller.require_agent_key("outcome proposals")
         offset = _offset(cursor)
-        found = await nous_for(caller).outcome_proposals(limit=offset + limit + 1)
-        return _page([_dump(d) for d in found], offset, limit)
+        found = await nous_for(caller).outcome_proposals(limit=min(offset + limit + 1, WINDOW))
+        return _page([dump(d) for d in found], offset, limit)
 
-    @app.post("/v1/proposals/{decision_id}/{verdict}", response_model=dict[str, Any], tags=["decisions"])
-    async def settle(decision_id: str, verdict: Literal["accept", "reject"], caller: who) -> dict[str, Any]:
+    @app.post(
+        "/v1/proposals/{decision_id}/{verdict}",
+        response_model=DecisionOut,
+        tags=["decisions"],
+        responses=errors(*READ_ID, 409),
+    )
+    async def settle_proposal(decision_id: PathId, verdict: Verdict, caller: who) -> dict[str, Any]:
+        """Accept or reject a proposed outcome: ``Nous.accept_proposal`` / ``Nous.reject_proposal``."""
         caller.require_agent_key("settling an outcome proposal")
         nous = nous_for(caller)
         memory = await visible(nous, caller, decision_id)
         settled = await (
             nous.accept_proposal(memory.id) if verdict == "accept" else nous.reject_proposal(memory.id)
         )
-        return _dump(settled)
+        return dump(settled)
 
-    @app.post("/v1/procedures/{procedure_id}/use", response_model=dict[str, Any], tags=["procedures"])
-    async def use_procedure(procedure_id: str, body: UseRequest, caller: who) -> dict[str, Any]:
+    @app.post(
+        "/v1/procedures/{procedure_id}/use",
+        response_model=ProcedureOut,
+        tags=["procedures"],
+        responses=errors(*WRITE_ID),
+    )
+    async def use_procedure(procedure_id: PathId, body: UseRequest, caller: who) -> dict[str, Any]:
+        """Count a use of a procedure and whether it worked (``Procedures.record_use``)."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, procedure_id)
-        return _dump(await nous.heart.procedures.record_use(memory.id, success=body.success))
+        return dump(await nous.heart.procedures.record_use(memory.id, success=body.success))
 
-    @app.get("/v1/censors", response_model=Page, tags=["censors"])
-    async def censors(
-        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: str | None = None
-    ) -> Page:
+    @app.get("/v1/censors", response_model=CensorPage, tags=["censors"], responses=errors(*READ))
+    async def list_censors(
+        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
+    ) -> dict[str, Any]:
+        """The agent's active censors: ``Nous.censors``."""
         offset = _offset(cursor)
-        found = await nous_for(caller).censors(limit=offset + limit + 1)
-        return _page([_dump(c) for c in found], offset, limit)
+        found = await nous_for(caller).censors(limit=min(offset + limit + 1, WINDOW))
+        return _page([dump(c) for c in found], offset, limit)
 
-    @app.patch("/v1/censors/{censor_id}", response_model=dict[str, Any], tags=["censors"])
-    async def edit_censor(censor_id: str, body: CensorEdit, caller: who) -> dict[str, Any]:
+    @app.patch(
+        "/v1/censors/{censor_id}", response_model=CensorOut, tags=["censors"], responses=errors(*WRITE_ID)
+    )
+    async def edit_censor(censor_id: PathId, body: CensorEdit, caller: who) -> dict[str, Any]:
+        """Change a censor: ``Nous.edit_censor``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, censor_id)
-        return _dump(await nous.edit_censor(memory.id, **body.model_dump(exclude_none=True)))
+        return dump(await nous.edit_censor(memory.id, **body.model_dump(exclude_none=True, mode="json")))
 
-    @app.post("/v1/censors/{censor_id}/false-positive", response_model=dict[str, Any], tags=["censors"])
-    async def false_positive(censor_id: str, body: NoteRequest, caller: who) -> dict[str, Any]:
+    @app.post(
+        "/v1/censors/{censor_id}/false-positive",
+        response_model=CensorOut,
+        tags=["censors"],
+        responses=errors(*WRITE_ID),
+    )
+    async def report_false_positive(censor_id: PathId, body: NoteRequest, caller: who) -> dict[str, Any]:
+        """Report that a censor fired wrongly: ``Nous.report_false_positive``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, censor_id)
-        return _dump(await nous.report_false_positive(memory.id, body.note))
+        return dump(await nous.report_false_positive(memory.id, body.note))
 
-    @app.post("/v1/censors/{censor_id}/retire", response_model=dict[str, Any], tags=["censors"])
-    async def retire(censor_id: str, body: NoteRequest, caller: who) -> dict[str, Any]:
+    @app.post(
+        "/v1/censors/{censor_id}/retire",
+        response_model=CensorOut,
+        tags=["censors"],
+        responses=errors(*WRITE_ID),
+    )
+    async def retire_censor(censor_id: PathId, body: NoteRequest, caller: who) -> dict[str, Any]:
+        """Retire a censor (``note``: why): ``Nous.retire_censor``."""
         nous = nous_for(caller)
         memory = await owned(nous, caller, censor_id)
-        return _dump(await nous.retire_censor(memory.id, body.note))
+        return dump(await nous.retire_censor(memory.id, body.note))
 
-    @app.post("/v1/memories/{memory_id}/links", response_model=dict[str, bool], tags=["memories"])
-    async def link(memory_id: str, body: LinkRequest, caller: who) -> dict[str, bool]:
+    @app.post(
+        "/v1/memories/{memory_id}/links",
+        response_model=LinkCreated,
+        tags=["memories"],
+        responses=errors(*WRITE_ID),
+    )
+    async def link_memories(memory_id: PathId, body: LinkRequest, caller: who) -> LinkCreated:
+        """Link a memory to another: ``Nous.link``."""
         nous = nous_for(caller)
         source = await owned(nous, caller, memory_id)
         target = await visible(nous, caller, body.target_id)
-        return {"created": await nous.link(source.id, target.id, body.relation, weight=body.weight)}
+        return LinkCreated(
+            created=await nous.link(source.id, target.id, body.relation.value, weight=body.weight)
+        )
 
-    @app.get("/v1/identity", response_model=list[dict[str, Any]], tags=["identity"])
-    async def identity(caller: who) -> list[dict[str, Any]]:
-        return [s.model_dump(mode="json") for s in await nous_for(caller).identity()]
+    @app.get(
+        "/v1/identity",
+        response_model=list[IdentitySection],
+        tags=["identity"],
+        responses=errors(401, 403, 503),
+    )
+    async def get_identity(caller: who) -> list[IdentitySection]:
+        """The agent's identity sections that were set: ``Nous.identity``."""
+        return await nous_for(caller).identity()
 
-    @app.put("/v1/identity/{section}", response_model=dict[str, Any], tags=["identity"])
-    async def set_identity(section: str, body: IdentityRequest, caller: who) -> dict[str, Any]:
+    @app.put(
+        "/v1/identity/{section}", response_model=IdentitySection, tags=["identity"], responses=errors(*WRITE)
+    )
+    async def set_identity(
+        section: IdentitySectionName, body: IdentityRequest, caller: who
+    ) -> IdentitySection:
+        """Set one identity section (a new version): ``Nous.set_identity``."""
         caller.require_agent_key("the agent's identity")
-        return (await nous_for(caller).set_identity(section, body.content)).model_dump(mode="json")
+        return await nous_for(caller).set_identity(section.value, body.content)
 
-    @app.get("/v1/sessions/{session_id}/working-memory", response_model=dict[str, Any], tags=["sessions"])
-    async def working_memory(session_id: str, caller: who) -> dict[str, Any]:
+    @app.get(
+        "/v1/sessions/{session_id}/working-memory",
+        response_model=WorkingMemory,
+        tags=["sessions"],
+        responses=errors(*READ_ID),
+    )
+    async def get_working_memory(session_id: SessionPath, caller: who) -> dict[str, Any]:
+        """A session's working memory (``WorkingMemory.get``)."""
         nous, key = nous_for(caller), caller.session_key(session_id)
         await nous.session(key)  # 404 for a session this caller does not have
         return caller.outside((await nous.heart.working_memory.get(key)).model_dump(mode="json"), session_id)
-
-    @app.post("/v1/ingest", response_model=dict[str, Any], tags=["conversations"])
-    async def ingest(body: dict[str, Any], caller: who) -> dict[str, Any]:
-        report = await nous_for(caller).ingest(json.dumps(body), user_id=caller.user_id)
-        return report.model_dump(mode="json")
 
     @app.get(
         "/v1/export",
         tags=["conversations"],
         response_class=StreamingResponse,
-        responses={
-            200: {
-                "description": "JSONL: a header line, then memories and edges",
-                "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
-            }
-        },
+        responses=EXPORT_BODY | errors(401, 403, 503),
     )
-    async def export(caller: who) -> StreamingResponse:
+    async def export_memories(caller: who) -> StreamingResponse:
+        """This agent's memories and edges as JSONL: ``Nous.export_lines``."""
         caller.require_agent_key("export")
         nous = nous_for(caller)
 
@@ -407,12 +603,26 @@ def register_organs(
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
-    @app.post("/v1/import", response_model=dict[str, int], tags=["conversations"])
-    async def import_(request: Request, caller: who) -> dict[str, int]:
-        """An export's JSONL lines (validated whole first; nothing is written if a line is bad)."""
+    @app.post(
+        "/v1/import",
+        response_model=Imported,
+        tags=["conversations"],
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+            }
+        },
+        responses=errors(*WRITE),
+    )
+    async def import_memories(request: Request, caller: who) -> Imported:
+        """An export's JSONL lines (validated whole first; nothing is written if a line is bad):
+        ``Nous.import_jsonl``."""
         caller.require_agent_key("import")
         try:
             text = (await request.body()).decode("utf-8")
         except UnicodeDecodeError:
-            raise InvalidInputError("the body is not UTF-8 text") from None
-        return {"imported": await nous_for(caller).import_jsonl(io.StringIO(text))}
+            raise InvalidInputError("the body is not UTF-8 text", field="body") from None
+        if not text.strip():
+            raise InvalidInputError("the body is empty: send an export's JSONL lines", field="body")
+        return Imported(imported=await nous_for(caller).import_jsonl(io.StringIO(text)))

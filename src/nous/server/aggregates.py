@@ -1,0 +1,387 @@
+"""Decisions, episodes and sessions as first-class routes (every field the Python API takes), and
+conversation ingest as durable jobs. Every route works on the caller's agent only; a user-bound key reaches its
+user's decisions, episodes and sessions (and reads the agent's shared ones)."""
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, Query, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from nous.api import Nous
+from nous.errors import NotFoundError
+from nous.events.ingest_job import PROGRESS, job_payload
+from nous.ingest.formats import parse_conversation
+from nous.ingest.ingest import IngestReport
+from nous.models import DecisionCategory, EpisodeOutcome, MemoryKind, SessionState, Stakes
+from nous.models.events import Event, EventKind, EventStatus
+from nous.server.bodies import (
+    CLEAN,
+    LAX,
+    SOLID,
+    Clean,
+    Cursor,
+    IsoDatetime,
+    PathId,
+    ReasonIn,
+    SessionId,
+    SessionPath,
+    StrictBody,
+)
+from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
+from nous.server.routes import WINDOW, _cursor, _offset, _page
+from nous.server.schemas import (
+    DecisionOut,
+    DecisionPage,
+    EpisodeOut,
+    EpisodePage,
+    FrameName,
+    SessionPage,
+    dump,
+)
+from nous.server.scope import Caller, owned, visible
+from nous.storage.base import EmitEvent
+
+
+def _location(kind: str) -> dict[int | str, dict[str, Any]]:
+    return {
+        201: {
+            "description": f"The new {kind}",
+            "headers": {
+                "Location": {"description": f"The new {kind}: GET it here.", "schema": {"type": "string"}}
+            },
+        }
+    }
+
+
+class CreateDecision(StrictBody):
+    """A decision: what was chosen (``content``), why, how sure, how much is at stake. A critical
+    one needs a reason (the engine's guardrail)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"stakes": {"const": "critical"}}, "required": ["stakes"]},
+            "then": {"properties": {"reasons": {"minItems": 1}}, "required": ["reasons"]},
+        }
+    )
+
+    content: str = Field(
+        min_length=1,
+        max_length=100_000,
+        pattern=SOLID,
+        description="What was decided (Nous.record_decision's description).",
+    )
+    context: str | None = Field(
+        default=None, pattern=CLEAN, max_length=100_000, description="The situation it was made in."
+    )
+    confidence: float = Field(default=0.5, ge=0, le=1)
+    category: Annotated[DecisionCategory, LAX] | None = None
+    stakes: Annotated[Stakes, LAX] = Stakes.MEDIUM
+    reasons: list[ReasonIn] = Field(default_factory=list)
+    pattern: str | None = Field(
+        default=None, pattern=CLEAN, max_length=1000, description="The general rule it follows."
+    )
+    tags: list[Clean] | None = None
+    thoughts: list[Clean] | None = None
+    session_id: SessionId | None = None
+    episode_id: str | None = Field(
+        default=None, pattern=CLEAN, description="The episode it belongs to (linked)."
+    )
+    user_id: Clean | None = None
+    frame: Annotated[FrameName, LAX] | None = None
+    occurred_at: IsoDatetime | None = None
+
+
+class StartEpisode(StrictBody):
+    """An episode to open: something that is happening."""
+
+    title: str = Field(min_length=1, max_length=500, pattern=SOLID)
+    trigger: str | None = Field(default=None, pattern=CLEAN, max_length=500)
+    frame: Annotated[FrameName, LAX] | None = None
+    session_id: SessionId | None = None
+    user_id: Clean | None = None
+    started_at: IsoDatetime | None = None
+    participants: list[Clean] | None = None
+    tags: list[Clean] | None = None
+    opening: str | None = Field(default=None, pattern=CLEAN, max_length=2000)
+
+
+class EndEpisode(StrictBody):
+    """How an episode ended."""
+
+    summary: str | None = Field(default=None, pattern=CLEAN, max_length=100_000)
+    outcome: Annotated[EpisodeOutcome, LAX] = EpisodeOutcome.SUCCESS
+    lessons: list[Clean] | None = None
+    structured_summary: dict[str, Any] | None = None
+    ended_at: IsoDatetime | None = None
+
+
+INGEST_ANSWERS: dict[int | str, dict[str, Any]] = {
+    202: {
+        "description": "Accepted as a job: poll its Location until `status` is `done`",
+        "headers": {"Location": {"description": "The job: GET it here.", "schema": {"type": "string"}}},
+    },
+    200: {"description": "With `wait=true`: the conversation is stored", "model": IngestReport},
+}
+
+
+def _user(caller: Caller, user_id: str | None) -> str | None:
+    """The user a write is for: a user-bound key writes only its own user's memories."""
+    from nous.errors import PermissionDeniedError
+
+    if caller.user_id is not None and user_id not in (None, caller.user_id):
+        raise PermissionDeniedError("this key writes only its own user's memories")
+    return caller.user_id or user_id
+
+
+def _outside_session(caller: Caller, state: SessionState) -> SessionState | None:
+    """``state`` with the caller's own session id, or None if it is not the caller's session."""
+    if caller.user_id is None:
+        return state
+    prefix = caller.session_key("")
+    if not state.session_id.startswith(prefix):
+        return None
+    return state.model_copy(update={"session_id": state.session_id[len(prefix) :]})
+
+
+def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
+    """Add the decision, episode, session and ingest routes to ``app``."""
+
+    async def listed(caller: Caller, kind: MemoryKind, limit: int, cursor: str | None) -> dict[str, Any]:
+        offset = _offset(cursor)
+        found = await nous_for(caller).memories(kind, limit=limit + 1, offset=offset, user_id=caller.user_id)
+        more = len(found) > limit
+        return {
+            "items": [dump(m) for m in found[:limit]],
+            "next_cursor": _cursor(offset + limit) if more else None,
+        }
+
+    @app.post(
+        "/v1/decisions",
+        status_code=201,
+        response_model=DecisionOut,
+        tags=["decisions"],
+        responses=_location("decision") | errors(*WRITE_ID),
+    )
+    async def create_decision(body: CreateDecision, caller: who, response: Response) -> dict[str, Any]:
+        """Record a decision with every field: ``Nous.record_decision``."""
+        nous = nous_for(caller)
+        episode_id = None
+        if body.episode_id is not None:
+            episode_id = (await visible(nous, caller, body.episode_id)).id
+        with sent_as(description="content"):
+            decision = await nous.record_decision(
+                body.content,
+                context=body.context,
+                confidence=body.confidence,
+                category=None if body.category is None else body.category.value,
+                stakes=body.stakes.value,
+                reasons=[r.model_dump(mode="json") for r in body.reasons],
+                pattern=body.pattern,
+                tags=body.tags,
+                thoughts=body.thoughts,
+                session_id=caller.session_keys(body.session_id),
+                episode_id=episode_id,
+                user_id=_user(caller, body.user_id),
+                frame=None if body.frame is None else body.frame.value,
+                occurred_at=body.occurred_at,
+            )
+        response.headers["Location"] = f"/v1/decisions/{decision.id}"
+        return dump(decision)
+
+    @app.get("/v1/decisions", response_model=DecisionPage, tags=["decisions"], responses=errors(*READ))
+    async def list_decisions(
+        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
+    ) -> dict[str, Any]:
+        """Decisions, most recent first: ``Nous.memories("decision")``."""
+        return await listed(caller, MemoryKind.DECISION, limit, cursor)
+
+    @app.get(
+        "/v1/decisions/{decision_id}",
+        response_model=DecisionOut,
+        tags=["decisions"],
+        responses=errors(*READ_ID),
+    )
+    async def get_decision(decision_id: PathId, caller: who) -> dict[str, Any]:
+        """One decision: ``Nous.get`` (404 if the id is not a decision)."""
+        memory = await visible(nous_for(caller), caller, decision_id)
+        if memory.kind != MemoryKind.DECISION:
+            raise NotFoundError(f"no decision with id {decision_id!r}")
+        return dump(memory)
+
+    @app.post(
+        "/v1/episodes",
+        status_code=201,
+        response_model=EpisodeOut,
+        tags=["episodes"],
+        responses=_location("episode") | errors(*WRITE),
+    )
+    async def start_episode(body: StartEpisode, caller: who, response: Response) -> dict[str, Any]:
+        """Open an episode: ``Nous.start_episode``."""
+        episode = await nous_for(caller).start_episode(
+            body.title,
+            trigger=body.trigger,
+            frame=None if body.frame is None else body.frame.value,
+            session_id=caller.session_keys(body.session_id),
+            user_id=_user(caller, body.user_id),
+            started_at=body.started_at,
+            participants=body.participants,
+            tags=body.tags,
+            opening=body.opening,
+        )
+        response.headers["Location"] = f"/v1/episodes/{episode.id}"
+        return dump(episode)
+
+    @app.get("/v1/episodes", response_model=EpisodePage, tags=["episodes"], responses=errors(*READ))
+    async def list_episodes(
+        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
+    ) -> dict[str, Any]:
+        """Episodes, most recent first: ``Nous.memories("episode")``."""
+        return await listed(caller, MemoryKind.EPISODE, limit, cursor)
+
+    @app.get(
+        "/v1/episodes/{episode_id}", response_model=EpisodeOut, tags=["episodes"], responses=errors(*READ_ID)
+    )
+    async def get_episode(episode_id: PathId, caller: who) -> dict[str, Any]:
+        """One episode: ``Nous.get`` (404 if the id is not an episode)."""
+        memory = await visible(nous_for(caller), caller, episode_id)
+        if memory.kind != MemoryKind.EPISODE:
+            raise NotFoundError(f"no episode with id {episode_id!r}")
+        return dump(memory)
+
+    @app.post(
+        "/v1/episodes/{episode_id}/end",
+        response_model=EpisodeOut,
+        tags=["episodes"],
+        responses=errors(*WRITE_ID),
+    )
+    async def end_episode(episode_id: PathId, body: EndEpisode, caller: who) -> dict[str, Any]:
+        """Close an episode with its summary, outcome and lessons: ``Nous.end_episode``."""
+        nous = nous_for(caller)
+        memory = await owned(nous, caller, episode_id)
+        if memory.kind != MemoryKind.EPISODE:
+            raise NotFoundError(f"no episode with id {episode_id!r}")
+        ended = await nous.end_episode(
+            memory.id,
+            summary=body.summary,
+            outcome=body.outcome.value,
+            lessons=body.lessons,
+            structured_summary=body.structured_summary,
+            ended_at=body.ended_at,
+        )
+        return dump(ended)
+
+    @app.get("/v1/sessions", response_model=SessionPage, tags=["sessions"], responses=errors(*READ))
+    async def list_sessions(
+        caller: who,
+        ended: bool | None = Query(default=None, description="Only ended (true) or open (false) sessions."),
+        limit: int = Query(default=50, ge=1, le=1000),
+        cursor: Cursor = None,
+    ) -> dict[str, Any]:
+        """Sessions by last activity, newest first: ``Nous.sessions``."""
+        offset = _offset(cursor)
+        found = await nous_for(caller).sessions(ended=ended, limit=min(offset + limit + 1, WINDOW))
+        mine = [s for s in (_outside_session(caller, s) for s in found) if s is not None]
+        return _page([s.model_dump(mode="json") for s in mine], offset, limit)
+
+    @app.get(
+        "/v1/sessions/{session_id}",
+        response_model=SessionState,
+        tags=["sessions"],
+        responses=errors(*READ_ID),
+    )
+    async def get_session(session_id: SessionPath, caller: who) -> dict[str, Any]:
+        """A session's state: ``Nous.session``."""
+        state = await nous_for(caller).session(caller.session_key(session_id))
+        return caller.outside(state.model_dump(mode="json"), session_id)
+
+    @app.post(
+        "/v1/ingest",
+        status_code=202,
+        response_model=Job,
+        tags=["conversations"],
+        responses=INGEST_ANSWERS | errors(*WRITE),
+    )
+    async def ingest(
+        body: dict[str, Any],
+        caller: who,
+        response: Response,
+        wait: bool = Query(
+            default=False,
+            description="Store it within this request and answer 200 with the report (small "
+            "conversations only: a long one can outlast a client's timeout).",
+        ),
+    ) -> Any:
+        """Store a multi-session conversation (one episode per session, one turn per message):
+        ``Nous.ingest``. It is checked whole first (nothing is stored if it is invalid), then kept
+        as a durable job that the server's event worker runs (a restart resumes it): 202 with
+        ``Location: /v1/jobs/{id}``. ``wait=true`` stores it within the request instead (200)."""
+        nous = nous_for(caller)
+        conversation = parse_conversation(json.dumps(body))
+        if wait:
+            report = await nous.ingest(conversation, user_id=caller.user_id)
+            return JSONResponse(report.model_dump(mode="json"))
+        event = Event(
+            agent_id=nous.agent_id,
+            kind=EventKind.INGEST_REQUESTED,
+            subject_id=conversation.id,
+            payload=job_payload(conversation, caller.user_id),
+        )
+        await nous.store.apply([EmitEvent(event)])
+        response.headers["Location"] = f"/v1/jobs/{event.id}"
+        return job(event)
+
+    @app.get("/v1/jobs/{job_id}", response_model=Job, tags=["conversations"], responses=errors(*READ_ID))
+    async def get_job(job_id: PathId, caller: who) -> Job:
+        """An ingest job's status and progress (``Nous.events`` of kind ``ingest.requested``)."""
+        nous = nous_for(caller)
+        found = (
+            await nous.store.events(nous.agent_id, event_id=job_id.strip(), limit=1) if job_id.strip() else []
+        )
+        if (
+            not found
+            or found[0].kind != EventKind.INGEST_REQUESTED
+            or found[0].payload.get("user_id") not in (None, caller.user_id)
+            or (caller.user_id is not None and found[0].payload.get("user_id") is None)
+        ):
+            raise NotFoundError(f"no job with id {job_id!r}")
+        return job(found[0])
+
+
+class JobProgress(BaseModel):
+    done: int = Field(description="Messages stored so far.")
+    total: int = Field(description="Messages in the conversation.")
+
+
+class Job(BaseModel):
+    """A durable job (an ingest): ``pending`` until a worker takes it, ``running``, then ``done``;
+    ``dead`` after repeated failures (``last_error`` says why)."""
+
+    id: str
+    kind: Literal["ingest"] = "ingest"
+    status: EventStatus
+    progress: JobProgress
+    conversation_id: Clean | None = None
+    attempts: int
+    last_error: Clean | None = None
+    created_at: datetime
+    done_at: datetime | None = None
+
+
+def job(event: Event) -> Job:
+    """The job an ``ingest.requested`` event is."""
+    total = int(event.payload.get("total", 0))
+    done = {EventStatus.DONE: total, EventStatus.RUNNING: PROGRESS.get(event.id, 0)}.get(event.status, 0)
+    return Job(
+        id=event.id,
+        status=event.status,
+        progress=JobProgress(done=done, total=total),
+        conversation_id=event.subject_id,
+        attempts=event.attempts,
+        last_error=event.last_error,
+        created_at=event.created_at,
+        done_at=event.done_at,
+    )
