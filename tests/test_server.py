@@ -300,9 +300,9 @@ async def test_the_python_client_speaks_like_the_engine(served: tuple[LiveServer
         with pytest.raises(InvalidInputError):
             await a.learn("   ")
         context = await a.pre_turn("c1", "When does the on-call rotation change?")
-        assert "Monday" in context["context"]
-        await a.post_turn("c1", "Every Monday at 09:00.")
-        assert (await a.end_session("c1"))["ended_now"] is True
+        assert "Monday" in context.text and context.turn == 1
+        assert (await a.post_turn("c1", "Every Monday at 09:00.")).turn_count == 1
+        assert (await a.end_session("c1")).ended_now is True
         assert (await a.forget(first.memory.id)).active is False
     async with AsyncClient(server.url, key="nous_000000000000_" + "x" * 43) as stranger:
         with pytest.raises(AuthenticationError):

@@ -6,12 +6,35 @@ not edit by hand; run ``.venv/bin/python scripts/gen_blocking.py`` after changin
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
-from nous.api._runner import Runner
+from nous.api._runner import Runner, collect
 from nous.client.async_client import AsyncClient
-from nous.models import Memory, RecallHit, WriteResult
+from nous.cognitive import SessionEnd, TurnContext, TurnResult
+from nous.heart import ActionCheck
+from nous.ingest import Conversation, IngestReport
+from nous.memory.dedup import SimilarityCheck
+from nous.models import (
+    Calibration,
+    Censor,
+    CensorAction,
+    Decision,
+    EdgeRelation,
+    Episode,
+    HistoryEntry,
+    Memory,
+    MemoryKind,
+    RecallHit,
+    StoreStats,
+    WriteResult,
+)
+from nous.models.brain import DecisionCategory, Reason, Stakes
+from nous.models.events import Event, EventStatus
+from nous.models.heart import EpisodeOutcome, FactCategory
+from nous.models.session import IdentitySection, SessionState
 
 
 class Client:
@@ -36,24 +59,397 @@ class Client:
         self.close()
 
     def health(self) -> dict[str, Any]:
+        """The server's health (no key needed)."""
         return self._runner.run(self.client.health())
 
-    def learn(self, content: str, **fields: Any) -> WriteResult:
-        return self._runner.run(self.client.learn(content, **fields))
+    def learn(
+        self,
+        content: str,
+        *,
+        subject: str | None = None,
+        category: str | FactCategory | None = None,
+        source: str | None = None,
+        confidence: float = 1.0,
+        tags: list[str] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        occurred_at: datetime | None = None,
+        frame: str | None = None,
+        supersedes: str | None = None,
+        dedup: bool = True,
+    ) -> WriteResult:
+        """Store a fact through the server's write path (duplicate, update, contradiction checks)."""
+        return self._runner.run(
+            self.client.learn(
+                content,
+                subject=subject,
+                category=category,
+                source=source,
+                confidence=confidence,
+                tags=tags,
+                user_id=user_id,
+                session_id=session_id,
+                occurred_at=occurred_at,
+                frame=frame,
+                supersedes=supersedes,
+                dedup=dedup,
+            )
+        )
 
-    def add_procedure(self, name: str, description: str, **fields: Any) -> WriteResult:
-        return self._runner.run(self.client.add_procedure(name, description, **fields))
+    def start_episode(
+        self,
+        title: str,
+        *,
+        trigger: str | None = None,
+        frame: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        started_at: datetime | None = None,
+        participants: list[str] | None = None,
+        tags: list[str] | None = None,
+        opening: str | None = None,
+    ) -> Episode:
+        """Open an episode; close it with ``end_episode``."""
+        return self._runner.run(
+            self.client.start_episode(
+                title,
+                trigger=trigger,
+                frame=frame,
+                session_id=session_id,
+                user_id=user_id,
+                started_at=started_at,
+                participants=participants,
+                tags=tags,
+                opening=opening,
+            )
+        )
 
-    def add_censor(self, trigger_pattern: str, **fields: Any) -> WriteResult:
-        return self._runner.run(self.client.add_censor(trigger_pattern, **fields))
+    def end_episode(
+        self,
+        episode_id: str,
+        *,
+        summary: str | None = None,
+        outcome: str | EpisodeOutcome = EpisodeOutcome.SUCCESS,
+        lessons: list[str] | None = None,
+        structured_summary: dict[str, Any] | None = None,
+        ended_at: datetime | None = None,
+    ) -> Episode:
+        """Close an episode with its summary, outcome and lessons."""
+        return self._runner.run(
+            self.client.end_episode(
+                episode_id,
+                summary=summary,
+                outcome=outcome,
+                lessons=lessons,
+                structured_summary=structured_summary,
+                ended_at=ended_at,
+            )
+        )
 
-    def record_decision(self, description: str, **fields: Any) -> Memory:
-        return self._runner.run(self.client.record_decision(description, **fields))
+    def add_procedure(
+        self,
+        name: str,
+        description: str,
+        *,
+        domain: str | None = None,
+        goals: list[str] | None = None,
+        core_patterns: list[str] | None = None,
+        core_tools: list[str] | None = None,
+        core_concepts: list[str] | None = None,
+        notes: str | None = None,
+        tags: list[str] | None = None,
+        frame: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        occurred_at: datetime | None = None,
+        dedup: bool = True,
+    ) -> WriteResult:
+        """Store a procedure (an agent's key only: procedures are shared)."""
+        return self._runner.run(
+            self.client.add_procedure(
+                name,
+                description,
+                domain=domain,
+                goals=goals,
+                core_patterns=core_patterns,
+                core_tools=core_tools,
+                core_concepts=core_concepts,
+                notes=notes,
+                tags=tags,
+                frame=frame,
+                session_id=session_id,
+                user_id=user_id,
+                occurred_at=occurred_at,
+                dedup=dedup,
+            )
+        )
+
+    def add_censor(
+        self,
+        trigger_pattern: str,
+        *,
+        action: str | CensorAction = CensorAction.WARN,
+        reason: str | None = None,
+        domain: str | None = None,
+        escalation_threshold: int = 3,
+        tags: list[str] | None = None,
+        user_id: str | None = None,
+        occurred_at: datetime | None = None,
+        dedup: bool = True,
+    ) -> WriteResult:
+        """Store a censor (an agent's key only: censors are shared)."""
+        return self._runner.run(
+            self.client.add_censor(
+                trigger_pattern,
+                action=action,
+                reason=reason,
+                domain=domain,
+                escalation_threshold=escalation_threshold,
+                tags=tags,
+                user_id=user_id,
+                occurred_at=occurred_at,
+                dedup=dedup,
+            )
+        )
+
+    def record_decision(
+        self,
+        description: str,
+        *,
+        context: str | None = None,
+        confidence: float = 0.5,
+        category: str | DecisionCategory | None = None,
+        stakes: str | Stakes = Stakes.MEDIUM,
+        reasons: Sequence[Reason | Mapping[str, Any]] | None = None,
+        pattern: str | None = None,
+        tags: list[str] | None = None,
+        thoughts: list[str] | None = None,
+        session_id: str | None = None,
+        episode_id: str | None = None,
+        user_id: str | None = None,
+        frame: str | None = None,
+        occurred_at: datetime | None = None,
+    ) -> Decision:
+        """Store a decision with its confidence and typed reasons."""
+        return self._runner.run(
+            self.client.record_decision(
+                description,
+                context=context,
+                confidence=confidence,
+                category=category,
+                stakes=stakes,
+                reasons=reasons,
+                pattern=pattern,
+                tags=tags,
+                thoughts=thoughts,
+                session_id=session_id,
+                episode_id=episode_id,
+                user_id=user_id,
+                frame=frame,
+                occurred_at=occurred_at,
+            )
+        )
+
+    def review_decision(self, decision_id: str, outcome: str, *, note: str | None = None) -> Decision:
+        """Record how a decision turned out (success, partial, failure, pending)."""
+        return self._runner.run(self.client.review_decision(decision_id, outcome, note=note))
+
+    def outcome_proposals(self, *, limit: int = 100) -> list[Decision]:
+        """Outcomes the pipeline proposed for decisions, waiting to be accepted or rejected."""
+        return self._runner.run(self.client.outcome_proposals(limit=limit))
+
+    def accept_proposal(self, decision_id: str) -> Decision:
+        return self._runner.run(self.client.accept_proposal(decision_id))
+
+    def reject_proposal(self, decision_id: str) -> Decision:
+        return self._runner.run(self.client.reject_proposal(decision_id))
+
+    def calibration(self) -> Calibration:
+        """How well the agent's confidence matches its decisions' outcomes."""
+        return self._runner.run(self.client.calibration())
+
+    def pre_turn(
+        self,
+        session_id: str,
+        user_text: str,
+        *,
+        user_id: str | None = None,
+        frame: str | None = None,
+        budget: int | None = None,
+        at: datetime | None = None,
+    ) -> TurnContext:
+        """Before the agent answers: record the message and get the turn's context."""
+        return self._runner.run(
+            self.client.pre_turn(session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at)
+        )
+
+    def post_turn(
+        self, session_id: str, result: TurnResult | str, *, at: datetime | None = None
+    ) -> SessionState:
+        """After the agent answered: record its reply (and the tools used, memories written)."""
+        return self._runner.run(self.client.post_turn(session_id, result, at=at))
+
+    def end_session(
+        self, session_id: str, *, reflection: str | None = None, at: datetime | None = None
+    ) -> SessionEnd:
+        """End a session: close its episode, learn its reflection."""
+        return self._runner.run(self.client.end_session(session_id, reflection=reflection, at=at))
+
+    def session(self, session_id: str) -> SessionState:
+        return self._runner.run(self.client.session(session_id))
+
+    def sessions(self, *, ended: bool | None = None, limit: int = 100) -> list[SessionState]:
+        """Sessions, most recent first (``ended=True`` / ``False`` to choose)."""
+        return self._runner.run(self.client.sessions(ended=ended, limit=limit))
+
+    def identity(self) -> list[IdentitySection]:
+        return self._runner.run(self.client.identity())
+
+    def set_identity(self, section: str, content: str) -> IdentitySection:
+        return self._runner.run(self.client.set_identity(section, content))
+
+    def check_action(
+        self, action_text: str, *, session_id: str | None = None, override: bool = False
+    ) -> ActionCheck:
+        """Judge an action before taking it: allow, warn or block."""
+        return self._runner.run(
+            self.client.check_action(action_text, session_id=session_id, override=override)
+        )
+
+    def censors(self, *, limit: int = 200) -> list[Censor]:
+        return self._runner.run(self.client.censors(limit=limit))
+
+    def report_false_positive(self, censor_id: str, note: str | None = None) -> Censor:
+        return self._runner.run(self.client.report_false_positive(censor_id, note))
+
+    def edit_censor(
+        self,
+        censor_id: str,
+        *,
+        trigger_pattern: str | None = None,
+        action: str | CensorAction | None = None,
+        reason: str | None = None,
+        escalation_threshold: int | None = None,
+    ) -> Censor:
+        return self._runner.run(
+            self.client.edit_censor(
+                censor_id,
+                trigger_pattern=trigger_pattern,
+                action=action,
+                reason=reason,
+                escalation_threshold=escalation_threshold,
+            )
+        )
+
+    def retire_censor(self, censor_id: str, reason: str | None = None) -> Censor:
+        return self._runner.run(self.client.retire_censor(censor_id, reason))
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        kinds: Sequence[str | MemoryKind] | str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        include_inactive: bool = False,
+        include_superseded: bool = False,
+        frame: str | None = None,
+        active_censors: Sequence[str] | None = None,
+        now: datetime | None = None,
+        as_of: datetime | None = None,
+        reinforce: bool = True,
+        preset: str | None = None,
+        min_score: float | None = None,
+        in_session: str | None = None,
+    ) -> list[RecallHit]:
+        """Memories relevant to ``query``, best first, each with a relevance 0..1."""
+        return self._runner.run(
+            self.client.recall(
+                query,
+                limit=limit,
+                kinds=kinds,
+                user_id=user_id,
+                session_id=session_id,
+                since=since,
+                until=until,
+                include_inactive=include_inactive,
+                include_superseded=include_superseded,
+                frame=frame,
+                active_censors=active_censors,
+                now=now,
+                as_of=as_of,
+                reinforce=reinforce,
+                preset=preset,
+                min_score=min_score,
+                in_session=in_session,
+            )
+        )
+
+    def recall_recent(
+        self,
+        *,
+        limit: int = 10,
+        kinds: Sequence[str | MemoryKind] | str | None = ("episode",),
+        hours: float | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+    ) -> list[Memory]:
+        """The most recent memories by time, whatever their topic."""
+        return self._runner.run(
+            self.client.recall_recent(
+                limit=limit,
+                kinds=kinds,
+                hours=hours,
+                since=since,
+                until=until,
+                session_id=session_id,
+                user_id=user_id,
+            )
+        )
+
+    def check_similar(
+        self,
+        content: str,
+        kind: str | MemoryKind = MemoryKind.FACT,
+        *,
+        user_id: str | None = None,
+        subject: str | None = None,
+    ) -> SimilarityCheck:
+        """What storing ``content`` would find (nothing is written)."""
+        return self._runner.run(self.client.check_similar(content, kind, user_id=user_id, subject=subject))
 
     def get(self, memory_id: str) -> Memory:
         return self._runner.run(self.client.get(memory_id))
 
+    def memories(
+        self,
+        kinds: Sequence[str | MemoryKind] | str | None = None,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        include_inactive: bool = False,
+        include_superseded: bool = False,
+        user_id: str | None = None,
+    ) -> list[Memory]:
+        """Memories, most recent first."""
+        return self._runner.run(
+            self.client.memories(
+                kinds,
+                limit=limit,
+                offset=offset,
+                include_inactive=include_inactive,
+                include_superseded=include_superseded,
+                user_id=user_id,
+            )
+        )
+
     def update(self, memory_id: str, **changes: Any) -> Memory:
+        """Change fields of a memory (content, subject, category, tags, confidence)."""
         return self._runner.run(self.client.update(memory_id, **changes))
 
     def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
@@ -62,57 +458,45 @@ class Client:
     def restore(self, memory_id: str) -> Memory:
         return self._runner.run(self.client.restore(memory_id))
 
-    def history(self, memory_id: str) -> list[dict[str, Any]]:
+    def history(self, memory_id: str) -> list[HistoryEntry]:
         return self._runner.run(self.client.history(memory_id))
 
-    def memories(self, kinds: list[str] | str | None = None, *, limit: int = 50) -> list[Memory]:
-        return self._runner.run(self.client.memories(kinds, limit=limit))
-
-    def recall(
+    def link(
         self,
-        query: str,
+        source_id: str,
+        target_id: str,
+        relation: str | EdgeRelation = "relates_to",
         *,
-        limit: int = 10,
-        kinds: list[str] | str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        session_id: str | None = None,
-        frame: str | None = None,
-        preset: str | None = None,
-        min_score: float | None = None,
-    ) -> list[RecallHit]:
-        return self._runner.run(
-            self.client.recall(
-                query,
-                limit=limit,
-                kinds=kinds,
-                since=since,
-                until=until,
-                session_id=session_id,
-                frame=frame,
-                preset=preset,
-                min_score=min_score,
-            )
-        )
+        weight: float = 1.0,
+    ) -> bool:
+        """Link two memories; False when the link already existed."""
+        return self._runner.run(self.client.link(source_id, target_id, relation, weight=weight))
 
-    def check_similar(
-        self, content: str, kind: str = "fact", *, subject: str | None = None
-    ) -> dict[str, Any]:
-        return self._runner.run(self.client.check_similar(content, kind, subject=subject))
-
-    def pre_turn(self, session_id: str, user_text: str, *, budget: int | None = None) -> dict[str, Any]:
-        return self._runner.run(self.client.pre_turn(session_id, user_text, budget=budget))
-
-    def post_turn(
-        self, session_id: str, reply: str, *, tools_used: list[str] | None = None
-    ) -> dict[str, Any]:
-        return self._runner.run(self.client.post_turn(session_id, reply, tools_used=tools_used))
-
-    def end_session(self, session_id: str, *, reflection: str | None = None) -> dict[str, Any]:
-        return self._runner.run(self.client.end_session(session_id, reflection=reflection))
-
-    def check_action(self, action_text: str, *, session_id: str | None = None) -> dict[str, Any]:
-        return self._runner.run(self.client.check_action(action_text, session_id=session_id))
-
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> StoreStats:
         return self._runner.run(self.client.stats())
+
+    def event_counts(self) -> dict[EventStatus, int]:
+        """Outbox events by status."""
+        return self._runner.run(self.client.event_counts())
+
+    def events(self, *, status: str | EventStatus | None = None, limit: int = 100) -> list[Event]:
+        return self._runner.run(self.client.events(status=status, limit=limit))
+
+    def ingest(
+        self, source: Path | str | Conversation, *, fmt: str = "auto", user_id: str | None = None
+    ) -> IngestReport:
+        """Store a conversation (a file path, JSON text or a ``Conversation``) and wait for it:
+        read and checked here, stored by the server within the request (no client timeout)."""
+        return self._runner.run(self.client.ingest(source, fmt=fmt, user_id=user_id))
+
+    def export_lines(self) -> list[str]:
+        """Every memory and edge as JSON Lines (as ``nous export`` writes them)."""
+        return self._runner.run(collect(self.client.export_lines()))
+
+    def export_jsonl(self, path: Path | str) -> int:
+        """Write the export to ``path``; returns the number of lines."""
+        return self._runner.run(self.client.export_jsonl(path))
+
+    def import_jsonl(self, source: Path | str | IO[str]) -> int:
+        """Import JSON Lines (a path or an open text file); returns the memories written."""
+        return self._runner.run(self.client.import_jsonl(source))

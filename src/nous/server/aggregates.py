@@ -314,21 +314,25 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
             description="Store it within this request and answer 200 with the report (small "
             "conversations only: a long one can outlast a client's timeout).",
         ),
+        user_id: str | None = Query(
+            default=None, max_length=200, pattern=CLEAN, description="The user it is with (an agent's key)."
+        ),
     ) -> Any:
         """Store a multi-session conversation (one episode per session, one turn per message):
         ``Nous.ingest``. It is checked whole first (nothing is stored if it is invalid), then kept
         as a durable job that the server's event worker runs (a restart resumes it): 202 with
         ``Location: /v1/jobs/{id}``. ``wait=true`` stores it within the request instead (200)."""
         nous = nous_for(caller)
+        acting = caller.acting_user(user_id)
         conversation = parse_conversation(json.dumps(body))
         if wait:
-            report = await nous.ingest(conversation, user_id=caller.user_id)
+            report = await nous.ingest(conversation, user_id=acting)
             return JSONResponse(report.model_dump(mode="json"))
         event = Event(
             agent_id=nous.agent_id,
             kind=EventKind.INGEST_REQUESTED,
             subject_id=conversation.id,
-            payload=job_payload(conversation, caller.user_id),
+            payload=job_payload(conversation, acting),
         )
         await nous.store.apply([EmitEvent(event)])
         response.headers["Location"] = f"/v1/jobs/{event.id}"
@@ -344,8 +348,8 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         if (
             not found
             or found[0].kind != EventKind.INGEST_REQUESTED
-            or found[0].payload.get("user_id") not in (None, caller.user_id)
-            or (caller.user_id is not None and found[0].payload.get("user_id") is None)
+            # an agent's key sees all its jobs; a user-bound key only its user's
+            or (caller.user_id is not None and found[0].payload.get("user_id") != caller.user_id)
         ):
             raise NotFoundError(f"no job with id {job_id!r}")
         return job(found[0])

@@ -135,6 +135,26 @@ class CreateMemory(StrictBody):
     name: str | None = Field(
         default=None, pattern=CLEAN, description="procedure: its name (content is its description)"
     )
+    occurred_at: IsoDatetime | None = Field(default=None, description="When it happened or was said.")
+    frame: Annotated[FrameName, LAX] | None = Field(default=None, description="fact, procedure: its frame.")
+    dedup: bool = Field(
+        default=True, description="Check for duplicates before storing (fact, procedure, censor)."
+    )
+    source: str | None = Field(
+        default=None, pattern=CLEAN, max_length=500, description="fact: where it came from."
+    )
+    supersedes: str | None = Field(
+        default=None, pattern=CLEAN, max_length=200, description="fact: the id of the fact it replaces."
+    )
+    domain: str | None = Field(default=None, pattern=CLEAN, max_length=100, description="procedure, censor")
+    goals: list[Clean] | None = Field(default=None, description="procedure")
+    core_patterns: list[Clean] | None = Field(default=None, description="procedure")
+    core_tools: list[Clean] | None = Field(default=None, description="procedure")
+    core_concepts: list[Clean] | None = Field(default=None, description="procedure")
+    notes: str | None = Field(default=None, pattern=CLEAN, max_length=20_000, description="procedure")
+    escalation_threshold: int = Field(
+        default=3, ge=1, le=1_000_000, description="censor: warnings before it escalates to a block"
+    )
 
 
 class RecallRequest(StrictBody):
@@ -151,6 +171,21 @@ class RecallRequest(StrictBody):
         ge=0,
         le=1,
         description="Leave out results below this relevance (0..1); default NOUS_RECALL_MIN_SCORE.",
+    )
+    user_id: Clean | None = Field(default=None, description="Act for this user (an agent's key).")
+    include_inactive: bool = Field(default=False, description="Forgotten memories too.")
+    include_superseded: bool = Field(
+        default=False, description="Replaced memories too (each still ranks below its successor)."
+    )
+    active_censors: list[Clean] | None = Field(
+        default=None,
+        description="Ids of censors active in the conversation: memories written under them rank higher.",
+    )
+    now: IsoDatetime | None = Field(default=None, description="The time the question is asked (default now).")
+    as_of: IsoDatetime | None = Field(default=None, description="Recall the store as it stood then.")
+    reinforce: bool = Field(default=True, description="Strengthen the memories returned (as a use).")
+    in_session: SessionId | None = Field(
+        default=None, description="Only memories written in this session (its turns, its facts)."
     )
 
 
@@ -249,8 +284,11 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         found = exc.errors()
+        # A value checked against a union carries the member's name in its location
+        # ("category", "str-enum[FactCategory]"): the client sent only "category".
         errors = [
-            {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))} for e in found[:20]
+            {"loc": [str(p) for p in e.get("loc", ()) if "[" not in str(p)], "msg": str(e.get("msg", ""))}
+            for e in found[:20]
         ]
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         where, path = (first["loc"][0], first["loc"][1:]) if first["loc"] else ("body", [])
@@ -352,7 +390,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         status_code=201,
         response_model=CreatedMemory,
         tags=["memories"],
-        responses=CREATE_ANSWERS | errors(*WRITE),
+        responses=CREATE_ANSWERS | errors(*WRITE, 404),  # 404: the fact it supersedes is unknown
     )
     async def create_memory(body: CreateMemory, who: Who, response: Response) -> CreatedMemory:
         """Store a memory by ``type``: ``Nous.learn`` / ``Nous.add_procedure`` / ``Nous.add_censor`` /
@@ -364,6 +402,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         if body.type in ("procedure", "censor"):
             who.require_agent_key(f"a {body.type} (the agent's shared memory)")
         session_id = who.session_keys(body.session_id)
+        frame = None if body.frame is None else body.frame.value
         result: WriteResult
         with sent_as(trigger_pattern="content", description="content", kind="type"):
             if body.type == "fact":
@@ -375,14 +414,42 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
                     user_id=user_id,
                     session_id=session_id,
                     confidence=1.0 if body.confidence is None else body.confidence,
+                    source=body.source,
+                    occurred_at=body.occurred_at,
+                    frame=frame,
+                    supersedes=body.supersedes,
+                    dedup=body.dedup,
                 )
             elif body.type == "procedure":
                 if not body.name:
                     raise InvalidInputError("a procedure needs a name", field="name")
-                result = await nous.add_procedure(body.name, body.content, session_id=session_id)
+                result = await nous.add_procedure(
+                    body.name,
+                    body.content,
+                    domain=body.domain,
+                    goals=body.goals,
+                    core_patterns=body.core_patterns,
+                    core_tools=body.core_tools,
+                    core_concepts=body.core_concepts,
+                    notes=body.notes,
+                    tags=body.tags,
+                    frame=frame,
+                    session_id=session_id,
+                    user_id=user_id,
+                    occurred_at=body.occurred_at,
+                    dedup=body.dedup,
+                )
             elif body.type == "censor":
                 result = await nous.add_censor(
-                    body.content, action=body.action or "warn", reason=body.reason or ""
+                    body.content,
+                    action=body.action or "warn",
+                    reason=body.reason or "",
+                    domain=body.domain,
+                    escalation_threshold=body.escalation_threshold,
+                    tags=body.tags,
+                    user_id=user_id,
+                    occurred_at=body.occurred_at,
+                    dedup=body.dedup,
                 )
             else:
                 decision = await nous.record_decision(
@@ -417,13 +484,20 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
                 body.query,
                 limit=body.limit,
                 kinds=body.types,
-                user_id=who.user_id,
+                user_id=who.acting_user(body.user_id),
                 session_id=who.session_keys(body.session_id),
                 since=body.since,
                 until=body.until,
+                include_inactive=body.include_inactive,
+                include_superseded=body.include_superseded,
                 frame=None if body.frame is None else body.frame.value,
+                active_censors=body.active_censors,
+                now=body.now,
+                as_of=body.as_of,
+                reinforce=body.reinforce,
                 preset=None if body.preset is None else body.preset.value,
                 min_score=body.min_score,
+                in_session=who.session_keys(body.in_session),
             )
         return RecallResponse(
             results=[

@@ -12,7 +12,6 @@ from pydantic import Field
 
 from nous.api import Nous
 from nous.cognitive import TurnResult
-from nous.errors import PermissionDeniedError
 from nous.server.mcp_schema import (
     CensorActionName,
     Confidence,
@@ -49,19 +48,6 @@ REMOVE = ToolAnnotations(
 )
 
 
-def acting_user(who: Caller, user_id: str | None) -> str | None:
-    """The user a call acts for. A user-bound key acts only as its own user (another user_id is
-    refused, not silently replaced, so a client sees its mistake); an agent's key may act for any
-    of its users, or for the agent as a whole when none is given."""
-    if user_id is not None and not user_id.strip():
-        user_id = None
-    if who.user_id is None:
-        return user_id
-    if user_id not in (None, who.user_id):
-        raise PermissionDeniedError("this API key acts only as its own user; omit user_id or give that user")
-    return who.user_id
-
-
 def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
     """Register every tool on ``server``; ``call`` runs a tool body for the request's caller."""
 
@@ -89,7 +75,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         turn = await call(
             ctx,
             lambda n, who: n.pre_turn(
-                who.session_key(session_id), user_text, user_id=acting_user(who, user_id), budget=budget
+                who.session_key(session_id), user_text, user_id=who.acting_user(user_id), budget=budget
             ),
         )
         return {
@@ -218,7 +204,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 content,
                 subject=subject,
                 category=category,
-                user_id=acting_user(who, user_id),
+                user_id=who.acting_user(user_id),
                 session_id=who.session_keys(session_id),
             ),
         )
@@ -281,7 +267,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 query,
                 limit=limit,
                 kinds=types,
-                user_id=acting_user(who, user_id),
+                user_id=who.acting_user(user_id),
                 min_score=min_score,
                 since=since,
                 until=until,
@@ -315,7 +301,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 limit=limit,
                 hours=hours,
                 kinds=types or ("episode",),
-                user_id=acting_user(who, user_id),
+                user_id=who.acting_user(user_id),
             ),
         )
         return [
@@ -360,7 +346,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 stakes=stakes,
                 context=context,
                 reasons=[r.model_dump() for r in reasons],
-                user_id=acting_user(who, user_id),
+                user_id=who.acting_user(user_id),
                 session_id=who.session_keys(session_id),
             ),
         )
@@ -390,7 +376,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         user_id: UserId = None,
     ) -> dict[str, Any]:
         async def check(n: Nous, who: Caller) -> dict[str, Any]:
-            found = await n.check_similar(content, type, user_id=acting_user(who, user_id))
+            found = await n.check_similar(content, type, user_id=who.acting_user(user_id))
             matches = []
             for m in found.matches:
                 memory = await n.get(m.id)

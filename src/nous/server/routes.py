@@ -84,6 +84,7 @@ class CheckSimilar(StrictBody):
     content: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
     type: Literal["fact", "procedure", "censor"] = "fact"
     subject: Clean | None = None
+    user_id: Clean | None = Field(default=None, description="Act for this user (an agent's key).")
 
 
 class RecentRequest(StrictBody):
@@ -93,6 +94,9 @@ class RecentRequest(StrictBody):
     types: list[Annotated[MemoryKind, LAX]] | None = None
     hours: float | None = Field(default=None, gt=0, le=24 * 3650)
     since: IsoDatetime | None = None
+    until: IsoDatetime | None = None
+    session_id: SessionId | None = Field(default=None, description="Only this session's memories.")
+    user_id: Clean | None = Field(default=None, description="Act for this user (an agent's key).")
 
     @model_validator(mode="after")
     def _one_window(self) -> "RecentRequest":
@@ -109,6 +113,8 @@ class TurnRequest(StrictBody):
         default=None, description="Total token budget."
     )
     frame: Annotated[FrameName, LAX] | None = Field(default=None, description="Force a frame.")
+    user_id: Clean | None = Field(default=None, description="The user speaking (an agent's key).")
+    at: IsoDatetime | None = Field(default=None, description="When the message was sent (default now).")
 
 
 Reply = Annotated[str, Field(min_length=1, max_length=100_000, pattern=SOLID)]
@@ -125,6 +131,7 @@ class ReplyRequest(StrictBody):
     tools_used: list[Clean] = Field(default_factory=list)
     decision_ids: list[Clean] = Field(default_factory=list, description="Decisions written during the turn.")
     fact_ids: list[Clean] = Field(default_factory=list, description="Facts written during the turn.")
+    at: IsoDatetime | None = Field(default=None, description="When the reply was sent (default now).")
 
     @model_validator(mode="after")
     def _one_text(self) -> "ReplyRequest":
@@ -138,6 +145,7 @@ class ReplyRequest(StrictBody):
 
 class EndRequest(StrictBody):
     reflection: str | None = Field(default=None, pattern=CLEAN, max_length=20_000)
+    at: IsoDatetime | None = Field(default=None, description="When the session ended (default now).")
 
 
 class ActionRequest(StrictBody):
@@ -221,12 +229,24 @@ def register(
         ),
         limit: int = Query(default=50, ge=1, le=1000),
         cursor: Cursor = None,
+        include_inactive: bool = Query(default=False, description="Forgotten memories too."),
+        include_superseded: bool = Query(default=False, description="Replaced memories too."),
+        user_id: str | None = Query(
+            default=None, max_length=200, pattern=CLEAN, description="Act for this user (an agent's key)."
+        ),
     ) -> dict[str, Any]:
         """Memories, most recent first: ``Nous.memories``."""
         nous, offset = nous_for(caller), _offset(cursor)
         kinds = [*(type or []), *(types or [])] or None
         with sent_as(kinds="type" if type else "types"):
-            found = await nous.memories(kinds, limit=limit + 1, offset=offset, user_id=caller.user_id)
+            found = await nous.memories(
+                kinds,
+                limit=limit + 1,
+                offset=offset,
+                include_inactive=include_inactive,
+                include_superseded=include_superseded,
+                user_id=caller.acting_user(user_id),
+            )
         more = len(found) > limit
         return {
             "items": [dump(m) for m in found[:limit]],
@@ -293,7 +313,7 @@ def register(
         nous = nous_for(caller)
         with sent_as(kind="type"):
             return await nous.check_similar(
-                body.content, body.type, user_id=caller.user_id, subject=body.subject
+                body.content, body.type, user_id=caller.acting_user(body.user_id), subject=body.subject
             )
 
     @app.post("/v1/recall/recent", response_model=MemoryPage, tags=["recall"], responses=errors(*WRITE))
@@ -306,7 +326,9 @@ def register(
                 kinds=body.types or ("episode",),
                 hours=body.hours,
                 since=body.since,
-                user_id=caller.user_id,
+                until=body.until,
+                session_id=caller.session_keys(body.session_id),
+                user_id=caller.acting_user(body.user_id),
             )
         return {"items": [dump(m) for m in found], "next_cursor": None}
 
@@ -322,9 +344,10 @@ def register(
             turn = await nous_for(caller).pre_turn(
                 caller.session_key(session_id),
                 body.text,
-                user_id=caller.user_id,
+                user_id=caller.acting_user(body.user_id),
                 budget=body.budget,
                 frame=None if body.frame is None else body.frame.value,
+                at=body.at,
             )
         answer = {"context": turn.text, **turn.model_dump(mode="json", exclude={"text"})}
         return caller.outside(answer, session_id)
@@ -346,7 +369,7 @@ def register(
             fact_ids=body.fact_ids,
         )
         with sent_as(reply="reply" if body.text is None else "text"):
-            state = await nous_for(caller).post_turn(caller.session_key(session_id), result)
+            state = await nous_for(caller).post_turn(caller.session_key(session_id), result, at=body.at)
         return caller.outside(state.model_dump(mode="json"), session_id)
 
     @app.post(
@@ -357,7 +380,9 @@ def register(
     )
     async def end_session(session_id: SessionPath, body: EndRequest, caller: who) -> dict[str, Any]:
         """End a session: close its episode, learn its reflection: ``Nous.end_session``."""
-        done = await nous_for(caller).end_session(caller.session_key(session_id), reflection=body.reflection)
+        done = await nous_for(caller).end_session(
+            caller.session_key(session_id), reflection=body.reflection, at=body.at
+        )
         answer = {
             "session": caller.outside(done.session.model_dump(mode="json"), session_id),
             "episode": None if done.episode is None else dump(done.episode),

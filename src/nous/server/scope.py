@@ -23,6 +23,20 @@ class Caller(BaseModel):
     agent_id: str
     user_id: str | None = None
 
+    def acting_user(self, user_id: str | None) -> str | None:
+        """The user a call acts for. A user-bound key acts only as its own user (another user_id is
+        refused, not silently replaced, so a client sees its mistake); an agent's key may act for
+        any of its users, or for the agent as a whole when none is given."""
+        if user_id is not None and not user_id.strip():
+            user_id = None
+        if self.user_id is None:
+            return user_id
+        if user_id not in (None, self.user_id):
+            raise PermissionDeniedError(
+                "this API key acts only as its own user; omit user_id or give that user"
+            )
+        return self.user_id
+
     def session_key(self, session_id: str) -> str:
         """The stored id of this caller's session ``session_id``. A user-bound key's sessions are
         kept under its user, so two users of one agent may both use "s1" and neither reaches the
