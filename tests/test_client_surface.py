@@ -18,6 +18,7 @@ from nous import (
     Censor,
     CensorAction,
     Client,
+    Context,
     Decision,
     EdgeRelation,
     Episode,
@@ -53,7 +54,6 @@ SERVER_DECIDES = {
 ENGINE_ONLY = {
     "open": "the client opens on construction",
     "add_many": "bulk writes of ready-made memories: use import_jsonl",
-    "preview_turn": "no route yet (the web inspector's preview calls the engine in process)",
     "check_censors": "check_action judges an action over HTTP",
     "similar": "raw cosine neighbours for dedup internals: use check_similar",
     "backfill_embeddings": "maintenance of the server's own store (nous maintain)",
@@ -128,6 +128,8 @@ def test_the_client_returns_the_engines_models_over_a_real_server(
         assert hits[0].id == fact.id and isinstance(hits[0], RecallHit) and hits[0].current
         turn = c.pre_turn("trip", "Which seat should I book for Dana?", user_id="dana")
         assert isinstance(turn, TurnContext) and turn.turn == 1 and "window" in turn.text
+        preview = c.preview_turn("Which seat for Dana?", user_id="dana")
+        assert isinstance(preview, Context) and "window" in preview.text and preview.sections
         state = c.post_turn("trip", TurnResult(reply="A window seat.", tools_used=["recall"]))
         assert isinstance(state, SessionState) and state.turn_count == 1
         assert [s.session_id for s in c.sessions(ended=False)] == ["trip"]

@@ -176,6 +176,10 @@ ROUTES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
     ("POST", "/v1/sessions/{session_id}/end"): lambda c: [
         (("POST", "/v1/sessions/secret-session/end", {}), clean)
     ],
+    ("POST", "/v1/preview"): lambda c: [
+        (("POST", "/v1/preview", {"text": "What is the vault combination?"}), clean),
+        (("POST", "/v1/preview", {"text": "When is the launch?", "session_id": "secret-session"}), clean),
+    ],
     ("POST", "/v1/check-action"): lambda c: [
         (("POST", "/v1/check-action", {"action": "wipe the vault now"}), allowed)
     ],

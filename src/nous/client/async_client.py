@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import httpx
 
-from nous.cognitive import SessionEnd, TurnContext, TurnResult
+from nous.cognitive import Context, SessionEnd, TurnContext, TurnResult
 from nous.errors import (
     AuthenticationError,
     ConflictError,
@@ -425,6 +425,29 @@ class AsyncClient:
         data = dict(await self._call("POST", f"/v1/sessions/{session_id}/turns", json=body))
         data["text"] = data.pop("context")
         return TurnContext.model_validate(data)
+
+    async def preview_turn(
+        self,
+        user_text: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        frame: str | None = None,
+        budget: int | None = None,
+        at: datetime | None = None,
+        as_of: datetime | None = None,
+    ) -> Context:
+        """The context ``pre_turn`` would build for ``user_text``, writing nothing."""
+        body = _body(
+            text=user_text,
+            session_id=session_id,
+            user_id=user_id,
+            frame=frame,
+            budget=budget,
+            at=at,
+            as_of=as_of,
+        )
+        return Context.model_validate(await self._call("POST", "/v1/preview", json=body))
 
     async def post_turn(
         self, session_id: str, result: TurnResult | str, *, at: datetime | None = None

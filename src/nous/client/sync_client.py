@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from nous.api._runner import Runner, collect
 from nous.client.async_client import AsyncClient
-from nous.cognitive import SessionEnd, TurnContext, TurnResult
+from nous.cognitive import Context, SessionEnd, TurnContext, TurnResult
 from nous.heart import ActionCheck
 from nous.ingest import Conversation, IngestReport
 from nous.memory.dedup import SimilarityCheck
@@ -281,6 +281,30 @@ class Client:
         """Before the agent answers: record the message and get the turn's context."""
         return self._runner.run(
             self.client.pre_turn(session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at)
+        )
+
+    def preview_turn(
+        self,
+        user_text: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        frame: str | None = None,
+        budget: int | None = None,
+        at: datetime | None = None,
+        as_of: datetime | None = None,
+    ) -> Context:
+        """The context ``pre_turn`` would build for ``user_text``, writing nothing."""
+        return self._runner.run(
+            self.client.preview_turn(
+                user_text,
+                session_id=session_id,
+                user_id=user_id,
+                frame=frame,
+                budget=budget,
+                at=at,
+                as_of=as_of,
+            )
         )
 
     def post_turn(

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from nous.api import Nous
+from nous.cognitive import Context
 from nous.errors import NotFoundError
 from nous.events.ingest_job import PROGRESS, job_payload
 from nous.ingest.formats import parse_conversation
@@ -145,6 +146,20 @@ def _outside_session(caller: Caller, state: SessionState) -> SessionState | None
     if not state.session_id.startswith(prefix):
         return None
     return state.model_copy(update={"session_id": state.session_id[len(prefix) :]})
+
+
+class PreviewRequest(StrictBody):
+    """A message to preview: the context ``pre_turn`` would build for it, with nothing written."""
+
+    text: str = Field(min_length=1, max_length=100_000, pattern=SOLID, description="The user's message.")
+    session_id: SessionId | None = Field(
+        default=None, description="An existing session whose topic, working memory and last turns count."
+    )
+    user_id: Clean | None = Field(default=None, description="The user speaking (an agent's key).")
+    frame: Annotated[FrameName, LAX] | None = Field(default=None, description="Force a frame.")
+    budget: int | None = Field(default=None, ge=1, le=1_000_000, description="Total token budget.")
+    at: IsoDatetime | None = Field(default=None, description="When the message is sent (default now).")
+    as_of: IsoDatetime | None = Field(default=None, description="Show the store as it stood then.")
 
 
 def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
@@ -297,6 +312,22 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         """A session's state: ``Nous.session``."""
         state = await nous_for(caller).session(caller.session_key(session_id))
         return caller.outside(state.model_dump(mode="json"), session_id)
+
+    @app.post("/v1/preview", response_model=Context, tags=["sessions"], responses=errors(*WRITE))
+    async def preview_turn(body: PreviewRequest, caller: who) -> dict[str, Any]:
+        """What the agent would be shown for a message, writing nothing: ``Nous.preview_turn``."""
+        with sent_as(user_text="text"):
+            context = await nous_for(caller).preview_turn(
+                body.text,
+                session_id=caller.session_keys(body.session_id),
+                user_id=caller.acting_user(body.user_id),
+                frame=None if body.frame is None else body.frame.value,
+                budget=body.budget,
+                at=body.at,
+                as_of=body.as_of,
+            )
+        answer = context.model_dump(mode="json")
+        return caller.outside(answer, body.session_id) if body.session_id else answer
 
     @app.post(
         "/v1/ingest",
