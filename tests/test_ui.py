@@ -1,0 +1,243 @@
+"""The web inspector under /ui/ against a real `nous serve` app on loopback, both backends: sign-in
+(cookie and bearer), listing and search, a memory's page and the forms that change it (each a
+history row, each behind a CSRF token), the context preview (which writes nothing), the same key
+scope as REST, and no page that loads anything from another host."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from nous import Nous, Settings
+from nous.server import create_key
+from tests.test_server import LiveServer, live
+
+CSRF = re.compile(r'name="csrf" value="([0-9a-f]+)"')
+EXTERNAL = re.compile(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
+
+
+async def _keys(settings: Settings) -> dict[str, str]:
+    async with Nous(settings) as nous:
+        keys = {}
+        for name, kw in {
+            "a": {"agent_id": "agent-a"},
+            "alice": {"agent_id": "agent-a", "user_id": "alice"},
+            "b": {"agent_id": "agent-b"},
+            "admin": {"agent_id": None, "admin": True},
+        }.items():
+            keys[name] = (await create_key(nous.store, **kw))[1]  # type: ignore[arg-type]
+        return keys
+
+
+@pytest.fixture
+def served(database_url: str, settings: Settings) -> Iterator[tuple[LiveServer, dict[str, str]]]:
+    with live(settings.model_copy(update={"database_url": database_url}), _keys) as pair:
+        yield pair
+
+
+def _client(server: LiveServer, key: str | None = None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(base_url=server.url, headers=headers, timeout=60)
+
+
+def _fact(client: httpx.Client, content: str, **extra: Any) -> str:
+    answer = client.post("/v1/memories", json={"type": "fact", "content": content, **extra})
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["id"])
+
+
+def _history(client: httpx.Client, memory_id: str) -> list[dict[str, Any]]:
+    answer = client.get(f"/v1/memories/{memory_id}/history")
+    assert answer.status_code == 200, answer.text
+    return list(answer.json())
+
+
+def _csrf(page: httpx.Response) -> str:
+    assert page.status_code == 200, page.text
+    found = CSRF.search(page.text)
+    assert found, page.text
+    return found.group(1)
+
+
+def test_sign_in_sets_a_strict_http_only_cookie_and_no_credential_goes_to_the_form(
+    served: tuple[LiveServer, dict[str, str]],
+) -> None:
+    server, keys = served
+    with _client(server) as browser:
+        assert browser.get("/").headers["location"] == "/ui/"
+        bare = browser.get("/ui/")
+        assert bare.status_code == 303 and bare.headers["location"] == "/ui/login"
+        form = browser.get("/ui/login")
+        assert form.status_code == 200 and 'name="key"' in form.text and 'action="/ui/login"' in form.text
+        for wrong in ("not-a-key", keys["admin"]):
+            refused = browser.post("/ui/login", data={"key": wrong})
+            assert refused.status_code == 401 and "set-cookie" not in refused.headers
+            assert browser.get("/ui/").status_code == 303
+        signed = browser.post("/ui/login", data={"key": keys["a"]})
+        assert signed.status_code == 303 and signed.headers["location"] == "/ui/"
+        cookie = signed.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        home = browser.get("/ui/")
+        assert home.status_code == 200 and "agent-a" in home.text
+        out = browser.post("/ui/logout")
+        assert out.status_code == 303 and out.headers["location"] == "/ui/login"
+        assert browser.get("/ui/").status_code == 303
+        browser.cookies.set("nous_ui", "nous_000000000000_" + "x" * 43, path="/ui")  # a forged cookie
+        assert browser.get("/ui/memories").status_code == 303
+
+
+def test_memories_are_listed_and_searched_with_scores_and_signals(
+    served: tuple[LiveServer, dict[str, str]],
+) -> None:
+    server, keys = served
+    with _client(server, keys["a"]) as a:
+        _fact(a, "The staging cluster runs in eu-west-1")
+        _fact(a, "Alice prefers morning meetings", subject="Alice")
+        listed = a.get("/ui/memories")
+        assert listed.status_code == 200
+        assert "The staging cluster runs in eu-west-1" in listed.text
+        assert "Alice prefers morning meetings" in listed.text
+        kinds = a.get("/ui/memories", params={"kind": "decision"})
+        assert kinds.status_code == 200 and "staging cluster" not in kinds.text
+        found = a.get("/ui/memories", params={"q": "where does staging run?"})
+        assert found.status_code == 200
+        assert "The staging cluster runs in eu-west-1" in found.text
+        scores = [float(s) for s in re.findall(r'class="score" title="score ([0-9.]+)"', found.text)]
+        assert scores and all(0 <= s <= 1 for s in scores)
+        assert '<dl class="signals">' in found.text and "width:" in found.text
+        assert a.get("/ui/memories", params={"kind": "nonsense"}).status_code == 422
+
+
+def test_a_memory_page_shows_its_history_and_each_form_writes_one_row(
+    served: tuple[LiveServer, dict[str, str]],
+) -> None:
+    server, keys = served
+    with _client(server, keys["a"]) as a, _client(server) as browser:
+        memory_id = _fact(a, "Deploys happen on Tuesdays", tags=["ops"])
+        page = a.get(f"/ui/memories/{memory_id}")
+        assert "Deploys happen on Tuesdays" in page.text and "create" in page.text
+        token = _csrf(page)
+        rows = len(_history(a, memory_id))
+
+        edited = a.post(
+            f"/ui/memories/{memory_id}/edit",
+            data={"csrf": token, "content": "Deploys happen on Wednesdays", "tags": "ops, release"},
+        )
+        assert edited.status_code == 303, edited.text
+        assert a.get(f"/v1/memories/{memory_id}").json()["content"] == "Deploys happen on Wednesdays"
+        assert len(_history(a, memory_id)) == rows + 1
+        shown = a.get(f"/ui/memories/{memory_id}").text
+        assert "Deploys happen on Tuesdays" in shown and "Deploys happen on Wednesdays" in shown  # old -> new
+
+        assert a.post(f"/ui/memories/{memory_id}/forget", data={"csrf": token}).status_code == 303
+        assert a.get(f"/v1/memories/{memory_id}").json()["active"] is False
+        assert len(_history(a, memory_id)) == rows + 2
+        assert a.post(f"/ui/memories/{memory_id}/restore", data={"csrf": token}).status_code == 303
+        assert a.get(f"/v1/memories/{memory_id}").json()["active"] is True
+        assert len(_history(a, memory_id)) == rows + 3
+
+        # no token, or a token made for another credential: 403 and nothing written
+        assert a.post(f"/ui/memories/{memory_id}/forget").status_code == 403
+        assert a.post(f"/ui/memories/{memory_id}/forget", data={"csrf": "0" * 64}).status_code == 403
+        assert browser.post("/ui/login", data={"key": keys["a"]}).status_code == 303
+        cookie_token = _csrf(browser.get(f"/ui/memories/{memory_id}"))
+        assert cookie_token != token
+        assert a.post(f"/ui/memories/{memory_id}/forget", data={"csrf": cookie_token}).status_code == 403
+        assert browser.post(f"/ui/memories/{memory_id}/forget", data={"csrf": token}).status_code == 403
+        assert len(_history(a, memory_id)) == rows + 3
+        assert a.get(f"/v1/memories/{memory_id}").json()["active"] is True
+        # signed in by cookie, the page's own token works
+        assert (
+            browser.post(f"/ui/memories/{memory_id}/forget", data={"csrf": cookie_token}).status_code == 303
+        )
+        assert len(_history(a, memory_id)) == rows + 4
+
+
+def test_the_context_preview_shows_its_sections_and_writes_nothing(
+    served: tuple[LiveServer, dict[str, str]],
+) -> None:
+    server, keys = served
+    with _client(server, keys["a"]) as a:
+        _fact(a, "The ledger moved to PostgreSQL for ACID guarantees")
+        before = a.get("/v1/stats").json(), a.get("/v1/sessions").json()
+        page = a.get("/ui/context", params={"text": "Why did we move the ledger to PostgreSQL?"})
+        assert page.status_code == 200, page.text
+        sections = re.findall(r'id="section-([a-z_]+)"', page.text)
+        assert sections, page.text
+        assert "The ledger moved to PostgreSQL for ACID guarantees" in page.text
+        assert re.search(r"Frame <b class=\"frame\">\w+</b> \(confidence [0-9.]+\)", page.text)
+        assert re.search(r"\d+ / \d+ tokens", page.text) and '<pre class="context">' in page.text
+        forced = a.get("/ui/context", params={"text": "Fix the failing test", "frame": "debug"})
+        assert 'class="frame">debug<' in forced.text
+        assert (a.get("/v1/stats").json(), a.get("/v1/sessions").json()) == before
+
+
+def test_the_ui_keeps_the_key_scope_of_rest(served: tuple[LiveServer, dict[str, str]]) -> None:
+    server, keys = served
+    with (
+        _client(server, keys["a"]) as a,
+        _client(server, keys["b"]) as b,
+        _client(server, keys["alice"]) as alice,
+    ):
+        secret = _fact(a, "The Zorblax vault code is 7419", user_id="bob")
+        shared = _fact(a, "The office closes at six")
+        own = _fact(alice, "Alice keeps her notes in Markdown")
+        # another agent: 404 as for a missing id, and nothing in lists or searches
+        assert b.get(f"/ui/memories/{secret}").status_code == 404
+        assert b.get("/ui/memories/00000000-0000-0000-0000-000000000000").status_code == 404
+        token = _csrf(b.get(f"/ui/memories/{_fact(b, 'Porto has good coffee')}"))
+        assert b.post(f"/ui/memories/{secret}/forget", data={"csrf": token}).status_code == 404
+        for path in ("/ui/memories", "/ui/memories?q=vault+code", "/ui/", "/ui/decisions", "/ui/sessions"):
+            assert "Zorblax" not in b.get(path).text
+        # a user-bound key: its user's memories and the shared ones, not another user's
+        assert alice.get(f"/ui/memories/{secret}").status_code == 404
+        assert alice.get(f"/ui/memories/{own}").status_code == 200
+        assert "The office closes at six" in alice.get(f"/ui/memories/{shared}").text
+        listed, searched = alice.get("/ui/memories").text, alice.get("/ui/memories?q=vault+code").text
+        assert "Zorblax" not in listed + searched
+        assert "Alice keeps her notes in Markdown" in listed and "The office closes at six" in listed
+        assert alice.get("/ui/memories", params={"user": "bob"}).status_code == 403
+        token = _csrf(alice.get(f"/ui/memories/{own}"))
+        assert alice.post(f"/ui/memories/{shared}/forget", data={"csrf": token}).status_code == 403
+        assert alice.get("/ui/health").status_code == 403
+        assert a.get(f"/v1/memories/{shared}").json()["active"] is True
+        # the agent's key sees its user's memory
+        assert "The Zorblax vault code is 7419" in a.get(f"/ui/memories/{secret}").text
+
+
+def test_every_page_and_the_stylesheet_stay_on_this_host(served: tuple[LiveServer, dict[str, str]]) -> None:
+    server, keys = served
+    with _client(server, keys["a"]) as a, _client(server) as anonymous:
+        memory_id = _fact(a, "Check https://example.com before deploying")
+        decision = a.post(
+            "/v1/decisions",
+            json={"content": "Use Postgres", "reasons": [{"type": "analysis", "text": "ACID"}]},
+        )
+        assert decision.status_code == 201
+        a.post("/v1/sessions/s1/turns", json={"text": "Hello there"})
+        pages = {
+            "/ui/login": anonymous.get("/ui/login"),
+            "/ui/": a.get("/ui/"),
+            "/ui/memories": a.get("/ui/memories"),
+            "/ui/memories?q=deploying": a.get("/ui/memories", params={"q": "deploying"}),
+            "/ui/memories/ID": a.get(f"/ui/memories/{memory_id}"),
+            "/ui/context": a.get("/ui/context", params={"text": "What should I check before deploying?"}),
+            "/ui/decisions": a.get("/ui/decisions"),
+            "/ui/sessions": a.get("/ui/sessions"),
+            "/ui/health": a.get("/ui/health"),
+        }
+        for path, page in pages.items():
+            assert page.status_code == 200, (path, page.text)
+            assert page.headers["content-type"].startswith("text/html"), path
+            assert not EXTERNAL.search(page.text), (path, EXTERNAL.search(page.text))
+            assert '<link rel="stylesheet" href="/ui/static/ui.css">' in page.text, path
+        assert "Use Postgres" in pages["/ui/decisions"].text and "ACID" in pages["/ui/decisions"].text
+        assert "s1" in pages["/ui/sessions"].text
+        assert "fact" in pages["/ui/health"].text
+        css = anonymous.get("/ui/static/ui.css")
+        assert css.status_code == 200 and "prefers-color-scheme: dark" in css.text
+        assert not re.search(r"url\(|@import|https?://", css.text)
