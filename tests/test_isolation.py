@@ -281,7 +281,7 @@ def _ui_routes(app: Any) -> set[tuple[str, str]]:
         (method, route.path)
         for route in app.routes
         if isinstance(route, APIRoute) and (route.path == "/" or route.path.startswith("/ui"))
-        for method in route.methods - {"HEAD"}
+        for method in (route.methods or set()) - {"HEAD"}
     }
 
 
