@@ -110,6 +110,26 @@ def test_memories_are_listed_and_searched_with_scores_and_signals(
         assert scores and all(0 <= s <= 1 for s in scores)
         assert '<dl class="signals">' in found.text and "width:" in found.text
         assert a.get("/ui/memories", params={"kind": "nonsense"}).status_code == 422
+        first = a.get("/ui/memories", params={"limit": 1})
+        following = re.search(r'<a href="([^"]+)" rel="next">', first.text)
+        assert following, first.text
+        second = a.get(following.group(1).replace("&amp;", "&"))
+        assert second.status_code == 200 and 'rel="next"' not in second.text
+        pages = first.text + second.text
+        assert "staging cluster" in pages and "morning meetings" in pages
+        assert ("staging cluster" in first.text) != ("staging cluster" in second.text)
+
+
+def test_without_auth_the_pages_serve_the_default_agent(database_url: str, settings: Settings) -> None:
+    run = settings.model_copy(update={"database_url": database_url})
+    with live(run, _keys, auth=False) as (server, _), _client(server) as anyone:
+        memory_id = _fact(anyone, "The backup runs nightly")
+        home = anyone.get("/ui/")
+        assert home.status_code == 200 and "The backup runs nightly" in home.text
+        token = _csrf(anyone.get(f"/ui/memories/{memory_id}"))
+        assert anyone.post(f"/ui/memories/{memory_id}/forget").status_code == 403
+        assert anyone.post(f"/ui/memories/{memory_id}/forget", data={"csrf": token}).status_code == 303
+        assert anyone.get(f"/v1/memories/{memory_id}").json()["active"] is False
 
 
 def test_a_memory_page_shows_its_history_and_each_form_writes_one_row(

@@ -214,6 +214,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         kind: MemoryKind | None = None,
         user: str | None = Query(default=None, max_length=200),
         cursor: int = Query(default=0, ge=0, le=1_000_000),
+        limit: int = Query(default=PAGE, ge=1, le=200),
         inactive: bool = False,
     ) -> Response:
         """Search (``Nous.recall``) or list (``Nous.memories``, paged) the caller's memories."""
@@ -225,17 +226,17 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         if q and q.strip():
             # an inspector's look is not a use: the memories shown are not reinforced
             hits = await nous.recall(
-                q, limit=PAGE, kinds=kinds, user_id=acting, include_inactive=inactive, reinforce=False
+                q, limit=limit, kinds=kinds, user_id=acting, include_inactive=inactive, reinforce=False
             )
             return page("memories.html", me, hits=hits, items=None, filters=filters, next_url=None)
         found = await nous.memories(
-            kinds, limit=PAGE + 1, offset=cursor, user_id=acting, include_inactive=inactive
+            kinds, limit=limit + 1, offset=cursor, user_id=acting, include_inactive=inactive
         )
         next_url = None
-        if len(found) > PAGE:
-            query = {k: v for k, v in filters.items() if v} | {"cursor": cursor + PAGE}
+        if len(found) > limit:
+            query = {k: v for k, v in filters.items() if v} | {"cursor": cursor + limit, "limit": limit}
             next_url = "/ui/memories?" + urlencode(query)
-        return page("memories.html", me, hits=None, items=found[:PAGE], filters=filters, next_url=next_url)
+        return page("memories.html", me, hits=None, items=found[:limit], filters=filters, next_url=next_url)
 
     @app.get("/ui/memories/{memory_id}", include_in_schema=False)
     @shown
