@@ -5,8 +5,11 @@ scope as REST, and no page that loads anything from another host."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
+import tomllib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -261,3 +264,15 @@ def test_every_page_and_the_stylesheet_stay_on_this_host(served: tuple[LiveServe
         css = anonymous.get("/ui/static/ui.css")
         assert css.status_code == 200 and "prefers-color-scheme: dark" in css.text
         assert not re.search(r"url\(|@import|https?://", css.text)
+
+
+def test_the_templates_and_stylesheet_are_package_data() -> None:
+    """Every file the pages need is matched by pyproject's package-data, so an install has them."""
+    root = Path(__file__).resolve().parents[1]
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["nous"]
+    package = root / "src" / "nous"
+    shipped = [p for d in ("templates", "static") for p in (package / "server" / "ui" / d).iterdir()]
+    assert shipped
+    for path in shipped:
+        relative = path.relative_to(package).as_posix()
+        assert any(fnmatch.fnmatch(relative, g) for g in globs), relative

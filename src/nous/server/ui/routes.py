@@ -13,6 +13,7 @@ with the credential it was made for, and a new sign-in has a new one.
 import functools
 import hashlib
 import hmac
+import json
 import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -27,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from nous.api import Nous
 from nous.errors import InvalidInputError, NousError
-from nous.models import MemoryKind
+from nous.models import HistoryEntry, MemoryKind
 from nous.server.aggregates import _outside_session
 from nous.server.keys import key_from_header, verify_key
 from nous.server.routes import UpdateMemory
@@ -245,7 +246,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         me = await need(request)
         nous = nous_for(me.caller)
         found = await visible(nous, me.caller, memory_id)
-        history = await nous.history(found.id)
+        history = [(entry, _changes(entry)) for entry in await nous.history(found.id)]
         fields = found.model_dump(mode="json", exclude={"content", "provenance", "embedding"})
         changeable = me.caller.user_id is None or found.user_id is not None
         return page(
@@ -371,6 +372,21 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
 
 class _SignInNeeded(Exception):
     """No credential, or not a valid agent's key: the page answers 303 to the sign-in form."""
+
+
+def _changes(entry: HistoryEntry) -> list[tuple[str, str, str]]:
+    """A history row's changed fields as (field, old, new) text. A row that creates or removes
+    a memory stores the whole memory on one side: of that, only the content is shown."""
+    old, new = entry.old_value or {}, entry.new_value or {}
+    if not old or not new:
+        names = ["content"] if "content" in (old or new) else sorted(old or new)[:5]
+    else:
+        names = sorted(n for n in old.keys() | new.keys() if old.get(n) != new.get(n))
+    return [(n, _text(old[n]) if n in old else "", _text(new[n]) if n in new else "") for n in names]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _frames() -> list[str]:
