@@ -18,6 +18,7 @@ import pytest
 from nous import Nous, Settings
 from nous.server import create_key
 from tests.test_server import LiveServer, live
+from tests.test_summaries import _decide_then_report
 
 CSRF = re.compile(r'name="csrf" value="([0-9a-f]+)"')
 EXTERNAL = re.compile(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
@@ -80,7 +81,7 @@ def test_sign_in_sets_a_strict_http_only_cookie_and_no_credential_goes_to_the_fo
             refused = browser.post("/ui/login", data={"key": wrong})
             assert refused.status_code == 401 and "set-cookie" not in refused.headers
             assert browser.get("/ui/").status_code == 303
-        signed = browser.post("/ui/login", data={"key": keys["a"]})
+        signed = browser.post("/ui/login", data={"key": keys["a"]}, headers={"Origin": server.url})
         assert signed.status_code == 303 and signed.headers["location"] == "/ui/"
         cookie = signed.headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=strict" in cookie
@@ -264,6 +265,53 @@ def test_every_page_and_the_stylesheet_stay_on_this_host(served: tuple[LiveServe
         css = anonymous.get("/ui/static/ui.css")
         assert css.status_code == 200 and "prefers-color-scheme: dark" in css.text
         assert not re.search(r"url\(|@import|https?://", css.text)
+
+
+async def _proposal(settings: Settings) -> dict[str, str]:
+    """A key for the settings' agent, and a decision of it with a proposed outcome awaiting review."""
+    async with Nous(settings) as nous:
+        decision_id = await _decide_then_report(
+            nous, "The Kafka move for billing events worked great, replays saved us."
+        )
+        return {"agent": (await create_key(nous.store, agent_id=nous.agent_id))[1], "decision": decision_id}
+
+
+def test_a_proposed_outcome_is_accepted_from_the_decisions_page(
+    database_url: str, settings: Settings
+) -> None:
+    run = settings.model_copy(update={"database_url": database_url})
+    with live(run, _proposal) as (server, made), _client(server, made["agent"]) as agent:
+        decision_id = made["decision"]
+        page = agent.get("/ui/decisions")
+        assert "Move billing events from RabbitMQ to Kafka" in page.text and "Brier score" in page.text
+        assert f'action="/ui/proposals/{decision_id}/accept"' in page.text
+        assert agent.post(f"/ui/proposals/{decision_id}/accept").status_code == 403
+        assert agent.get(f"/v1/decisions/{decision_id}").json()["outcome"] == "pending"
+        settled = agent.post(f"/ui/proposals/{decision_id}/accept", data={"csrf": _csrf(page)})
+        assert settled.status_code == 303 and settled.headers["location"] == "/ui/decisions"
+        assert agent.get(f"/v1/decisions/{decision_id}").json()["outcome"] == "success"
+        assert f'action="/ui/proposals/{decision_id}/accept"' not in agent.get("/ui/decisions").text
+
+
+def test_pages_refuse_framing_and_forms_from_another_site(served: tuple[LiveServer, dict[str, str]]) -> None:
+    server, keys = served
+    with _client(server, keys["a"]) as a:
+        memory_id = _fact(a, "The release train leaves on Thursdays")
+        page = a.get(f"/ui/memories/{memory_id}")
+        assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+        assert page.headers["x-frame-options"] == "DENY" and page.headers["cache-control"] == "no-store"
+        forged = a.post(
+            f"/ui/memories/{memory_id}/forget",
+            data={"csrf": _csrf(page)},
+            headers={"Origin": "https://attacker.example"},
+        )
+        assert forged.status_code == 403
+        assert a.get(f"/v1/memories/{memory_id}").json()["active"] is True
+        with _client(server) as browser:
+            refused = browser.post(
+                "/ui/login", data={"key": keys["a"]}, headers={"Origin": "https://x.example"}
+            )
+            assert refused.status_code == 403 and "set-cookie" not in refused.headers
 
 
 def test_the_templates_and_stylesheet_are_package_data() -> None:

@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, ParamSpec
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -64,9 +64,22 @@ class Denied(Exception):
         self.status = status
 
 
+# Pages load only this server's stylesheet (inline style attributes draw the score bars), post
+# forms only here, and are never framed (a framed form could be clicked unknowingly) nor cached
+# (they hold memory content).
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
 def render(name: str, code: int = 200, **values: Any) -> HTMLResponse:
     """The template ``name`` filled with ``values``, as an HTML answer."""
-    return HTMLResponse(templates.get_template(name).render(**values), status_code=code)
+    return HTMLResponse(templates.get_template(name).render(**values), status_code=code, headers=HEADERS)
 
 
 def shown(
@@ -132,7 +145,11 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         return me
 
     async def form(request: Request) -> dict[str, str]:
-        """The url-encoded form of a POST (first value of each field)."""
+        """The url-encoded form of a POST (first value of each field). A browser's POST from
+        another site's page (its Origin names another host) is refused before it is read."""
+        origin = request.headers.get("origin")
+        if origin and urlsplit(origin).netloc != request.headers.get("host"):
+            raise Denied(403, "a form posted from another site is refused")
         body = await request.body()
         if len(body) > MAX_FORM_BYTES:
             raise Denied(413, f"the form is over {MAX_FORM_BYTES} bytes")
