@@ -5,6 +5,7 @@ scope as REST, and no page that loads anything from another host."""
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import re
 import tomllib
@@ -16,7 +17,7 @@ import httpx
 import pytest
 
 from nous import Nous, Settings
-from nous.server import create_key
+from nous.server import create_key, revoke_key
 from tests.test_server import LiveServer, live
 from tests.test_summaries import _decide_then_report
 
@@ -92,6 +93,16 @@ def test_sign_in_sets_a_strict_http_only_cookie_and_no_credential_goes_to_the_fo
         assert browser.get("/ui/").status_code == 303
         browser.cookies.set("nous_ui", "nous_000000000000_" + "x" * 43, path="/ui")  # a forged cookie
         assert browser.get("/ui/memories").status_code == 303
+        browser.cookies.clear()
+        assert browser.post("/ui/login", data={"key": keys["alice"]}).status_code == 303
+        assert browser.get("/ui/").status_code == 200
+        asyncio.run(_revoke(server.settings, keys["alice"]))
+        assert browser.get("/ui/").status_code == 303  # a revoked key's cookie no longer signs in
+
+
+async def _revoke(settings: Settings, key: str) -> None:
+    async with Nous(settings) as nous:
+        assert await revoke_key(nous.store, key.split("_")[1])
 
 
 def test_memories_are_listed_and_searched_with_scores_and_signals(
