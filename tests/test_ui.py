@@ -165,6 +165,15 @@ def test_a_memory_page_shows_its_history_and_each_form_writes_one_row(
         assert edited.status_code == 303, edited.text
         assert a.get(f"/v1/memories/{memory_id}").json()["content"] == "Deploys happen on Wednesdays"
         assert len(_history(a, memory_id)) == rows + 1
+        tags_only = a.post(f"/ui/memories/{memory_id}/edit", data={"csrf": token, "tags": "ops"})
+        assert tags_only.status_code == 303 and len(_history(a, memory_id)) == rows + 2
+        kept = a.get(f"/v1/memories/{memory_id}").json()
+        assert kept["content"] == "Deploys happen on Wednesdays" and kept["tags"] == ["ops"]
+        unchanged = a.post(f"/ui/memories/{memory_id}/edit", data={"csrf": token, "content": kept["content"]})
+        assert unchanged.status_code == 303 and len(_history(a, memory_id)) == rows + 2  # nothing differs
+        empty = a.post(f"/ui/memories/{memory_id}/edit", data={"csrf": token, "content": "  "})
+        assert empty.status_code == 422 and len(_history(a, memory_id)) == rows + 2
+        rows += 1
         shown = a.get(f"/ui/memories/{memory_id}").text
         assert "Deploys happen on Tuesdays" in shown and "Deploys happen on Wednesdays" in shown  # old -> new
 

@@ -279,19 +279,22 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
     @app.post("/ui/memories/{memory_id}/edit", include_in_schema=False)
     @shown
     async def edit(request: Request, memory_id: str) -> Response:
-        """Change a memory's content and tags: ``Nous.update`` (writes a history row)."""
+        """Change a memory's content and tags: ``Nous.update`` (writes a history row). A field
+        the form leaves out is kept; only what differs is written."""
         me, fields = await checked(request)
         nous = nous_for(me.caller)
         found = await owned(nous, me.caller, memory_id)
-        tags = [t.strip() for t in fields.get("tags", "").split(",") if t.strip()]
-        content = fields.get("content", "").replace("\r\n", "\n")
-        if not content.strip():
+        content = fields["content"].replace("\r\n", "\n") if "content" in fields else None
+        if content is not None and not content.strip():
             raise InvalidInputError("content cannot be empty", field="content")
+        tags = None
+        if "tags" in fields:
+            tags = [t.strip() for t in fields["tags"].split(",") if t.strip()]
         wanted = UpdateMemory(content=content, tags=tags)
         changes: dict[str, Any] = {}
-        if wanted.content != found.content:
+        if wanted.content is not None and wanted.content != found.content:
             changes["content"] = wanted.content
-        if wanted.tags != found.tags:
+        if wanted.tags is not None and wanted.tags != found.tags:
             changes["tags"] = wanted.tags
         if changes:
             await nous.update(found.id, **changes)
