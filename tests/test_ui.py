@@ -217,6 +217,12 @@ def test_the_context_preview_shows_its_sections_and_writes_nothing(
         assert re.search(r"\d+ / \d+ tokens", page.text) and '<pre class="context">' in page.text
         forced = a.get("/ui/context", params={"text": "Fix the failing test", "frame": "debug"})
         assert 'class="frame">debug<' in forced.text
+        assert (
+            a.post("/v1/sessions/s1/turns", json={"text": "Let us talk about the ledger"}).status_code == 200
+        )
+        before = a.get("/v1/stats").json(), a.get("/v1/sessions").json()
+        in_session = a.get("/ui/context", params={"text": "Why did we move it?", "session": "s1"})
+        assert in_session.status_code == 200 and 'id="section-' in in_session.text
         assert (a.get("/v1/stats").json(), a.get("/v1/sessions").json()) == before
 
 

@@ -327,15 +327,20 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         text: str | None = Query(default=None, max_length=100_000),
         user: str | None = Query(default=None, max_length=200),
         frame: str | None = Query(default=None, max_length=100),
+        session: str | None = Query(default=None, max_length=200),
     ) -> Response:
-        """What the agent would be shown for ``text``: ``Nous.preview_turn`` (writes nothing)."""
+        """What the agent would be shown for ``text`` (in ``session``, when given: its topic,
+        working memory and last turns count): ``Nous.preview_turn``, which writes nothing."""
         me = await need(request)
         built = None
         if text and text.strip():
             built = await nous_for(me.caller).preview_turn(
-                text, user_id=me.caller.acting_user(user or None), frame=frame or None
+                text,
+                user_id=me.caller.acting_user(user or None),
+                frame=frame or None,
+                session_id=me.caller.session_keys(session or None),
             )
-        asked = {"text": text or "", "user": user or "", "frame": frame or ""}
+        asked = {"text": text or "", "user": user or "", "frame": frame or "", "session": session or ""}
         return page("context.html", me, context=built, asked=asked, frames=_frames())
 
     @app.get("/ui/decisions", include_in_schema=False)
