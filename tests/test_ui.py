@@ -238,7 +238,8 @@ def test_the_ui_keeps_the_key_scope_of_rest(served: tuple[LiveServer, dict[str, 
         own = _fact(alice, "Alice keeps her notes in Markdown")
         # another agent: 404 as for a missing id, and nothing in lists or searches
         assert b.get(f"/ui/memories/{secret}").status_code == 404
-        assert b.get("/ui/memories/00000000-0000-0000-0000-000000000000").status_code == 404
+        missing = b.get("/ui/memories/00000000-0000-0000-0000-000000000000")
+        assert missing.status_code == 404 and 'href="/ui/memories"' in missing.text  # with its navigation
         token = _csrf(b.get(f"/ui/memories/{_fact(b, 'Porto has good coffee')}"))
         assert b.post(f"/ui/memories/{secret}/forget", data={"csrf": token}).status_code == 404
         for path in ("/ui/memories", "/ui/memories?q=vault+code", "/ui/", "/ui/decisions", "/ui/sessions"):

@@ -90,17 +90,19 @@ def shown(
 
     @functools.wraps(handler)
     async def wrapped(*args: P.args, **kwargs: P.kwargs) -> Response:
+        request = kwargs.get("request")
         try:
             return await handler(*args, **kwargs)
         except Denied as exc:
-            return render("error.html", exc.status, status=exc.status, message=str(exc), me=None)
+            status, message = exc.status, str(exc)
         except ValidationError as exc:
             first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
             where = ".".join(str(p) for p in first.get("loc", ())) or "form"
-            return render("error.html", 422, status=422, message=f"{where}: {first['msg']}", me=None)
+            status, message = 422, f"{where}: {first['msg']}"
         except NousError as exc:
-            status = exc.http_status if exc.http_status < 500 else 503
-            return render("error.html", status, status=status, message=str(exc), me=None)
+            status, message = (exc.http_status if exc.http_status < 500 else 503), str(exc)
+        me = getattr(request.state, "me", None) if isinstance(request, Request) else None
+        return render("error.html", status, status=status, message=message, me=me)
 
     return wrapped
 
@@ -142,6 +144,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         me = await signed_in(request)
         if me is None:
             raise _SignInNeeded
+        request.state.me = me  # an error page still shows the caller's navigation
         return me
 
     async def form(request: Request) -> dict[str, str]:
