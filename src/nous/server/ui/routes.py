@@ -166,7 +166,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         """The caller and form of a POST that changes memory; 403 without its CSRF token."""
         me = await need(request)
         fields = await form(request)
-        if not hmac.compare_digest(fields.get("csrf", ""), me.csrf):
+        if not hmac.compare_digest(fields.get("csrf", "").encode(), me.csrf.encode()):  # any text
             raise Denied(403, "this form has no valid CSRF token: reload the page and send it again")
         return me, fields
 
