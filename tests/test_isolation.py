@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.routing import APIRoute
 from typer.testing import CliRunner
 
 from nous import Nous, Settings
@@ -244,6 +245,68 @@ ROUTES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
 NOT_AGENT_DATA = {("GET", "/health")}  # no key, no memory
 
 
+# The inspector's pages (/ui/), tried with the intruder's key and a valid CSRF token of its own.
+UI_PAGES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
+    ("GET", "/ui/"): lambda c: [(("GET", "/ui/", None), clean)],
+    ("GET", "/ui/memories"): lambda c: [
+        (("GET", "/ui/memories", None), clean),
+        (("GET", "/ui/memories?q=what+is+the+vault+combination%3F", None), clean),
+    ],
+    ("GET", "/ui/memories/{memory_id}"): lambda c: [(("GET", "/ui/memories/{fact}", None), hidden)],
+    ("POST", "/ui/memories/{memory_id}/edit"): lambda c: [
+        (("POST", "/ui/memories/{fact}/edit", {"content": "stolen", "tags": ""}), hidden)
+    ],
+    ("POST", "/ui/memories/{memory_id}/forget"): lambda c: [
+        (("POST", "/ui/memories/{fact}/forget", {}), hidden)
+    ],
+    ("POST", "/ui/memories/{memory_id}/restore"): lambda c: [
+        (("POST", "/ui/memories/{fact}/restore", {}), hidden)
+    ],
+    ("GET", "/ui/context"): lambda c: [(("GET", "/ui/context?text=When+is+the+launch%3F", None), clean)],
+    ("GET", "/ui/decisions"): lambda c: [(("GET", "/ui/decisions", None), clean)],
+    ("POST", "/ui/proposals/{decision_id}/{verdict}"): lambda c: [
+        (("POST", "/ui/proposals/{decision}/accept", {}), denied if c.users else hidden)
+    ],
+    ("GET", "/ui/sessions"): lambda c: [(("GET", "/ui/sessions", None), clean)],
+    ("GET", "/ui/health"): lambda c: [(("GET", "/ui/health", None), agent_view)],
+}
+UI_NOT_AGENT_DATA = {
+    ("GET", "/"),
+    ("GET", "/ui"),
+    ("GET", "/ui/login"),
+    ("POST", "/ui/login"),
+    ("POST", "/ui/logout"),
+}
+
+
+def _ui_routes(app: Any) -> set[tuple[str, str]]:
+    """The inspector's routes (not in the OpenAPI document)."""
+    return {
+        (method, route.path)
+        for route in app.routes
+        if isinstance(route, APIRoute) and (route.path == "/" or route.path.startswith("/ui"))
+        for method in (route.methods or set()) - {"HEAD"}
+    }
+
+
+def _probe_ui(intruder: httpx.Client, ctx: Ctx, fill: dict[str, str], missing: dict[str, str]) -> None:
+    """Every inspector page tried by the intruder: what REST hides, the page hides too."""
+    page = intruder.get(f"/ui/memories/{ctx.own_fact}")
+    token = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)
+    assert token, page.text
+    for probes in UI_PAGES.values():
+        for (method, path, body), check in probes(ctx):
+            sent = None if body is None else {"csrf": token.group(1), **body}
+            answer = intruder.request(method, _fill(path, fill), data=sent)
+            check(answer, ctx)
+            if check is hidden:  # the owner's id answers as a missing one does
+                twin = intruder.request(method, _fill(path, missing), data=sent)
+                got = answer.text
+                for name in ctx.ids:
+                    got = got.replace(ctx.ids[name], missing[name])
+                assert (answer.status_code, got) == (twin.status_code, twin.text), (method, path)
+
+
 def _fill(value: Any, ids: dict[str, str]) -> Any:
     if isinstance(value, str):
         for name, i in ids.items():
@@ -346,6 +409,9 @@ def test_every_route_keeps_the_owners_memory_from_the_intruder(
     spec = create_app(server.settings).openapi()
     routes = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops}
     assert routes - NOT_AGENT_DATA == set(ROUTES), "a route without an isolation row"
+    assert _ui_routes(create_app(server.settings)) - UI_NOT_AGENT_DATA == set(UI_PAGES), (
+        "a page without a row"
+    )
     owner_key, intruder_key = (keys["alice"], keys["bob"]) if pair == "users" else (keys["a"], keys["b"])
     with _client(server, owner_key) as owner, _client(server, intruder_key) as intruder:
         ids = _plant(owner, users=pair == "users")
@@ -359,6 +425,7 @@ def test_every_route_keeps_the_owners_memory_from_the_intruder(
         fill = {**ids, "import": forged}
         fresh = {i: str(uuid.uuid4()) for i in set(ids.values())}
         missing = {name: fresh[i] for name, i in ids.items()}
+        _probe_ui(intruder, ctx, fill, missing)  # before the intruder stores copies of the owner's words
         last = ("POST", "/v1/memories")  # the intruder's copies of the owner's words go in last
         for method, path in sorted(ROUTES, key=lambda route: route == last):
             probes = ROUTES[(method, path)]

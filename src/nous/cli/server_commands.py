@@ -180,6 +180,7 @@ def banner(host: str, port: int, *, agent_id: str, token: str | None, no_auth: b
     lines = [
         f"serving {base}  ·  API docs {base}/docs  ·  OpenAPI {base}/openapi.json  ·  health {base}/health"
         + ("  ·  no auth" if no_auth else ""),
+        f"inspector: {base}/ui/",
         f"store:  curl -s {base}/v1/memories {headers} -d '{remember}'",
         f"recall: curl -s {base}/v1/recall {headers} -d '{recall}'",
         f"MCP over HTTP: {base}/mcp/ "

@@ -30,7 +30,7 @@ from nous.config import Settings
 from nous.errors import AuthenticationError, InvalidInputError, NousError
 from nous.models import CensorAction, DecisionCategory, FactCategory, MemoryKind, WriteResult, WriteStatus
 from nous.models.keys import ApiKey
-from nous.server import aggregates, docs
+from nous.server import aggregates, docs, ui
 from nous.server import routes as extra_routes
 from nous.server.bodies import (
     CLEAN,
@@ -518,6 +518,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     extra_routes.register(app, Who, nous_for)
     extra_routes.register_organs(app, Who, nous_for)
     aggregates.register(app, Who, nous_for)
+    # the inspector's pages under /ui/ (and / redirects there): the same views and key scope
+    ui.mount(app, auth=auth, root=lambda: state["root"], nous_for=nous_for)
     return app
 
 

@@ -1,0 +1,423 @@
+"""The inspector's routes under ``/ui/``: server-rendered pages to see, search and curate an agent's
+memory and to preview the context a message would get.
+
+Every page calls the same ``Nous`` methods as the REST routes, through the same per-agent view
+(``nous_for``) and the same key scope (``Caller``, ``visible``, ``owned``), so a key sees and
+changes exactly what it does over REST. A request signs in with ``Authorization: Bearer KEY`` or
+with the cookie ``POST /ui/login`` sets (the key and a nonce of the sign-in, HttpOnly and
+SameSite=Strict). Each form that changes memory carries a CSRF token: an HMAC of the credential
+(the bearer key, or the cookie) under a secret of this server process, so a token is valid only
+with the credential it was made for, and a new sign-in has a new one.
+"""
+
+import functools
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, ParamSpec
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from pydantic import BaseModel, ValidationError
+
+from nous.api import Nous
+from nous.errors import InvalidInputError, NousError
+from nous.models import HistoryEntry, MemoryKind
+from nous.server.aggregates import _outside_session
+from nous.server.keys import key_from_header, verify_key
+from nous.server.routes import UpdateMemory
+from nous.server.scope import Caller, owned, visible
+
+HERE = Path(__file__).parent
+COOKIE = "nous_ui"
+PAGE = 50
+MAX_FORM_BYTES = 200_000
+P = ParamSpec("P")
+
+templates = Environment(
+    loader=FileSystemLoader(HERE / "templates"),
+    autoescape=select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+class SignedIn(BaseModel):
+    """A signed-in request: who it speaks for, and the CSRF token of its credential."""
+
+    caller: Caller
+    csrf: str
+    cookie: bool
+
+
+class Denied(Exception):
+    """A page that answers an HTML error (status and message)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# Pages load only this server's stylesheet (inline style attributes draw the score bars), post
+# forms only here, and are never framed (a framed form could be clicked unknowingly) nor cached
+# (they hold memory content).
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def render(name: str, code: int = 200, **values: Any) -> HTMLResponse:
+    """The template ``name`` filled with ``values``, as an HTML answer."""
+    return HTMLResponse(templates.get_template(name).render(**values), status_code=code, headers=HEADERS)
+
+
+def shown(
+    handler: Callable[P, Awaitable[Response]],
+) -> Callable[P, Awaitable[Response]]:
+    """A page whose errors are HTML pages: a store error keeps its status (an unknown or another
+    agent's id is 404, as on REST), a bad field is 422, a missing or wrong CSRF token 403."""
+
+    @functools.wraps(handler)
+    async def wrapped(*args: P.args, **kwargs: P.kwargs) -> Response:
+        request = kwargs.get("request")
+        try:
+            return await handler(*args, **kwargs)
+        except Denied as exc:
+            status, message = exc.status, str(exc)
+        except ValidationError as exc:
+            first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
+            where = ".".join(str(p) for p in first.get("loc", ())) or "form"
+            status, message = 422, f"{where}: {first['msg']}"
+        except NousError as exc:
+            status, message = (exc.http_status if exc.http_status < 500 else 503), str(exc)
+        me = getattr(request.state, "me", None) if isinstance(request, Request) else None
+        return render("error.html", status, status=status, message=message, me=me)
+
+    return wrapped
+
+
+def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Callable[[Caller], Nous]) -> None:
+    """Add the inspector's pages and stylesheet to ``app``. ``root`` is the server's own ``Nous``
+    (its store checks keys), ``nous_for`` the per-agent view every REST route uses."""
+    secret = secrets.token_bytes(32)
+    app.mount("/ui/static", StaticFiles(directory=HERE / "static"), name="ui-static")
+
+    def token(credential: str) -> str:
+        return hmac.new(secret, credential.encode(), hashlib.sha256).hexdigest()
+
+    async def signed_in(request: Request) -> SignedIn | None:
+        """The request's caller from its bearer header or sign-in cookie; None if it has neither
+        or the key is not an active agent's key."""
+        if not auth:
+            return SignedIn(caller=Caller(agent_id=root().agent_id), csrf=token("no-auth"), cookie=False)
+        header = request.headers.get("authorization")
+        cookie = request.cookies.get(COOKIE)
+        if header:
+            key = await key_from_header(root().store, header)
+            credential = header.partition(" ")[2].strip()
+        elif cookie:
+            key_text, _, nonce = cookie.rpartition(".")
+            key = await verify_key(root().store, key_text) if nonce else None
+            credential = cookie
+        else:
+            return None
+        if key is None or key.agent_id is None or key.admin:
+            return None
+        return SignedIn(
+            caller=Caller(agent_id=key.agent_id, user_id=key.user_id),
+            csrf=token(credential),
+            cookie=not header,
+        )
+
+    async def need(request: Request) -> SignedIn:
+        me = await signed_in(request)
+        if me is None:
+            raise _SignInNeeded
+        request.state.me = me  # an error page still shows the caller's navigation
+        return me
+
+    async def form(request: Request) -> dict[str, str]:
+        """The url-encoded form of a POST (first value of each field). A browser's POST from
+        another site's page (its Origin names another host) is refused before it is read."""
+        origin = request.headers.get("origin")
+        if origin and urlsplit(origin).netloc != request.headers.get("host"):
+            raise Denied(403, "a form posted from another site is refused")
+        body = await request.body()
+        if len(body) > MAX_FORM_BYTES:
+            raise Denied(413, f"the form is over {MAX_FORM_BYTES} bytes")
+        try:
+            fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=100)
+        except (UnicodeDecodeError, ValueError):
+            raise Denied(422, "the form is not url-encoded UTF-8") from None
+        return {name: values[0] for name, values in fields.items()}
+
+    async def checked(request: Request) -> tuple[SignedIn, dict[str, str]]:
+        """The caller and form of a POST that changes memory; 403 without its CSRF token."""
+        me = await need(request)
+        fields = await form(request)
+        if not hmac.compare_digest(fields.get("csrf", "").encode(), me.csrf.encode()):  # any text
+            raise Denied(403, "this form has no valid CSRF token: reload the page and send it again")
+        return me, fields
+
+    def page(name: str, me: SignedIn, **values: Any) -> HTMLResponse:
+        return render(name, me=me, auth=auth, **values)
+
+    @app.exception_handler(_SignInNeeded)
+    async def to_login(request: Request, exc: _SignInNeeded) -> Response:
+        answer = RedirectResponse("/ui/login", status_code=303)
+        if request.cookies.get(COOKIE):  # a stale or revoked key: drop it
+            answer.delete_cookie(COOKIE, path="/ui")
+        return answer
+
+    @app.get("/", include_in_schema=False)
+    async def home() -> RedirectResponse:
+        return RedirectResponse("/ui/", status_code=303)
+
+    @app.get("/ui", include_in_schema=False)
+    async def ui_bare() -> RedirectResponse:
+        return RedirectResponse("/ui/", status_code=303)
+
+    @app.get("/ui/login", include_in_schema=False)
+    async def login_form(request: Request) -> HTMLResponse:
+        return render("login.html", me=None, auth=auth, error=None)
+
+    @app.post("/ui/login", include_in_schema=False)
+    @shown
+    async def login(request: Request) -> Response:
+        """Check the key as REST does; a valid agent's key becomes the sign-in cookie."""
+        fields = await form(request)
+        key_text = fields.get("key", "").strip()
+        key = await verify_key(root().store, key_text) if key_text else None
+        if key is None or key.agent_id is None or key.admin:
+            why = "an admin key manages keys; sign in with an agent's key" if key else "not a valid API key"
+            return render("login.html", 401, me=None, auth=auth, error=why)
+        answer = RedirectResponse("/ui/", status_code=303)
+        answer.set_cookie(  # the key and a nonce of this sign-in: each sign-in has its own CSRF token
+            COOKIE,
+            f"{key_text}.{secrets.token_hex(16)}",
+            httponly=True,
+            samesite="strict",
+            path="/ui",
+            secure=request.url.scheme == "https",
+        )
+        return answer
+
+    @app.post("/ui/logout", include_in_schema=False)
+    async def logout() -> Response:
+        answer = RedirectResponse("/ui/login", status_code=303)
+        answer.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
+        return answer
+
+    @app.get("/ui/", include_in_schema=False)
+    @shown
+    async def index(request: Request) -> Response:
+        me = await need(request)
+        nous = nous_for(me.caller)
+        recent = await nous.memories(None, limit=10, user_id=me.caller.user_id)
+        return page("index.html", me, recent=recent)
+
+    @app.get("/ui/memories", include_in_schema=False)
+    @shown
+    async def memories(
+        request: Request,
+        q: str | None = Query(default=None, max_length=10_000),
+        kind: MemoryKind | None = None,
+        user: str | None = Query(default=None, max_length=200),
+        cursor: int = Query(default=0, ge=0, le=1_000_000),
+        limit: int = Query(default=PAGE, ge=1, le=200),
+        inactive: bool = False,
+    ) -> Response:
+        """Search (``Nous.recall``) or list (``Nous.memories``, paged) the caller's memories."""
+        me = await need(request)
+        nous = nous_for(me.caller)
+        acting = me.caller.acting_user(user or None)
+        kinds = None if kind is None else [kind]
+        filters = {"q": q or "", "kind": kind.value if kind else "", "user": user or "", "inactive": inactive}
+        if q and q.strip():
+            # an inspector's look is not a use: the memories shown are not reinforced
+            hits = await nous.recall(
+                q, limit=limit, kinds=kinds, user_id=acting, include_inactive=inactive, reinforce=False
+            )
+            return page("memories.html", me, hits=hits, items=None, filters=filters, next_url=None)
+        found = await nous.memories(
+            kinds, limit=limit + 1, offset=cursor, user_id=acting, include_inactive=inactive
+        )
+        next_url = None
+        if len(found) > limit:
+            query = {k: v for k, v in filters.items() if v} | {"cursor": cursor + limit, "limit": limit}
+            next_url = "/ui/memories?" + urlencode(query)
+        return page("memories.html", me, hits=None, items=found[:limit], filters=filters, next_url=next_url)
+
+    @app.get("/ui/memories/{memory_id}", include_in_schema=False)
+    @shown
+    async def memory(request: Request, memory_id: str) -> Response:
+        """A memory, its fields and provenance, its history, and the forms that change it."""
+        me = await need(request)
+        nous = nous_for(me.caller)
+        found = await visible(nous, me.caller, memory_id)
+        history = [(entry, _changes(entry)) for entry in await nous.history(found.id)]
+        fields = found.model_dump(mode="json", exclude={"content", "provenance", "embedding"})
+        changeable = me.caller.user_id is None or found.user_id is not None
+        return page(
+            "memory.html",
+            me,
+            memory=found,
+            fields=fields,
+            provenance=found.provenance.model_dump(mode="json"),
+            history=history,
+            changeable=changeable,
+        )
+
+    @app.post("/ui/memories/{memory_id}/edit", include_in_schema=False)
+    @shown
+    async def edit(request: Request, memory_id: str) -> Response:
+        """Change a memory's content and tags: ``Nous.update`` (writes a history row). A field
+        the form leaves out is kept; only what differs is written."""
+        me, fields = await checked(request)
+        nous = nous_for(me.caller)
+        found = await owned(nous, me.caller, memory_id)
+        content = fields["content"].replace("\r\n", "\n") if "content" in fields else None
+        if content is not None and not content.strip():
+            raise InvalidInputError("content cannot be empty", field="content")
+        tags = None
+        if "tags" in fields:
+            tags = [t.strip() for t in fields["tags"].split(",") if t.strip()]
+        wanted = UpdateMemory(content=content, tags=tags)
+        changes: dict[str, Any] = {}
+        if wanted.content is not None and wanted.content != found.content:
+            changes["content"] = wanted.content
+        if wanted.tags is not None and wanted.tags != found.tags:
+            changes["tags"] = wanted.tags
+        if changes:
+            await nous.update(found.id, **changes)
+        return RedirectResponse(f"/ui/memories/{found.id}", status_code=303)
+
+    @app.post("/ui/memories/{memory_id}/forget", include_in_schema=False)
+    @shown
+    async def forget(request: Request, memory_id: str) -> Response:
+        """Forget a memory (soft, restorable): ``Nous.forget``."""
+        me, _ = await checked(request)
+        nous = nous_for(me.caller)
+        found = await owned(nous, me.caller, memory_id)
+        await nous.forget(found.id)
+        return RedirectResponse(f"/ui/memories/{found.id}", status_code=303)
+
+    @app.post("/ui/memories/{memory_id}/restore", include_in_schema=False)
+    @shown
+    async def restore(request: Request, memory_id: str) -> Response:
+        """Bring a forgotten memory back: ``Nous.restore``."""
+        me, _ = await checked(request)
+        nous = nous_for(me.caller)
+        found = await owned(nous, me.caller, memory_id)
+        await nous.restore(found.id)
+        return RedirectResponse(f"/ui/memories/{found.id}", status_code=303)
+
+    @app.get("/ui/context", include_in_schema=False)
+    @shown
+    async def context(
+        request: Request,
+        text: str | None = Query(default=None, max_length=100_000),
+        user: str | None = Query(default=None, max_length=200),
+        frame: str | None = Query(default=None, max_length=100),
+        session: str | None = Query(default=None, max_length=200),
+    ) -> Response:
+        """What the agent would be shown for ``text`` (in ``session``, when given: its topic,
+        working memory and last turns count): ``Nous.preview_turn``, which writes nothing."""
+        me = await need(request)
+        built = None
+        if text and text.strip():
+            built = await nous_for(me.caller).preview_turn(
+                text,
+                user_id=me.caller.acting_user(user or None),
+                frame=frame or None,
+                session_id=me.caller.session_keys(session or None),
+            )
+        asked = {"text": text or "", "user": user or "", "frame": frame or "", "session": session or ""}
+        return page("context.html", me, context=built, asked=asked, frames=_frames())
+
+    @app.get("/ui/decisions", include_in_schema=False)
+    @shown
+    async def decisions(request: Request) -> Response:
+        """Decisions, and for the agent's key its pending outcome proposals and calibration."""
+        me = await need(request)
+        nous = nous_for(me.caller)
+        found = await nous.memories(MemoryKind.DECISION, limit=PAGE, user_id=me.caller.user_id)
+        proposals, calibration = None, None
+        if me.caller.user_id is None:  # agent-wide views, as on REST
+            proposals = await nous.outcome_proposals(limit=PAGE)
+            calibration = await nous.calibration()
+        return page("decisions.html", me, decisions=found, proposals=proposals, calibration=calibration)
+
+    @app.post("/ui/proposals/{decision_id}/{verdict}", include_in_schema=False)
+    @shown
+    async def settle(request: Request, decision_id: str, verdict: str) -> Response:
+        """Accept or reject a proposed outcome: ``Nous.accept_proposal`` / ``reject_proposal``."""
+        me, _ = await checked(request)
+        if verdict not in ("accept", "reject"):
+            raise Denied(404, f"no action {verdict!r}")
+        me.caller.require_agent_key("settling an outcome proposal")
+        nous = nous_for(me.caller)
+        found = await visible(nous, me.caller, decision_id)
+        if verdict == "accept":
+            await nous.accept_proposal(found.id)
+        else:
+            await nous.reject_proposal(found.id)
+        return RedirectResponse("/ui/decisions", status_code=303)
+
+    @app.get("/ui/sessions", include_in_schema=False)
+    @shown
+    async def sessions(request: Request) -> Response:
+        """Sessions (a user-bound key: its user's alone) and recent episodes with their summaries."""
+        me = await need(request)
+        nous = nous_for(me.caller)
+        states = await nous.sessions(limit=PAGE)
+        mine = [s for s in (_outside_session(me.caller, s) for s in states) if s is not None]
+        episodes = await nous.memories(MemoryKind.EPISODE, limit=PAGE, user_id=me.caller.user_id)
+        return page("sessions.html", me, sessions=mine, episodes=episodes)
+
+    @app.get("/ui/health", include_in_schema=False)
+    @shown
+    async def health(request: Request) -> Response:
+        """Counts by kind and the event queue by status (the agent's key: agent-wide, as REST's stats)."""
+        me = await need(request)
+        me.caller.require_agent_key("the store's counts")
+        nous = nous_for(me.caller)
+        stats = await nous.stats()
+        events = {k.value: v for k, v in (await nous.event_counts()).items()}
+        return page("health.html", me, stats=stats.model_dump(mode="json"), events=events)
+
+
+class _SignInNeeded(Exception):
+    """No credential, or not a valid agent's key: the page answers 303 to the sign-in form."""
+
+
+def _changes(entry: HistoryEntry) -> list[tuple[str, str, str]]:
+    """A history row's changed fields as (field, old, new) text. A row that creates or removes
+    a memory stores the whole memory on one side: of that, only the content is shown."""
+    old, new = entry.old_value or {}, entry.new_value or {}
+    if not old or not new:
+        names = ["content"] if "content" in (old or new) else sorted(old or new)[:5]
+    else:
+        names = sorted(n for n in old.keys() | new.keys() if old.get(n) != new.get(n))
+    return [(n, _text(old[n]) if n in old else "", _text(new[n]) if n in new else "") for n in names]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _frames() -> list[str]:
+    from nous.server.schemas import FrameName
+
+    return [f.value for f in FrameName]
