@@ -72,7 +72,9 @@ HEADERS = {
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: under no-referrer a browser sends "Origin: null" with a form
+    # post, and the origin check below would refuse the inspector's own forms.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 
@@ -232,7 +234,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
     async def memories(
         request: Request,
         q: str | None = Query(default=None, max_length=10_000),
-        kind: MemoryKind | None = None,
+        kind: str = Query(default="", max_length=50),  # a form's "any" sends it empty
         user: str | None = Query(default=None, max_length=200),
         cursor: int = Query(default=0, ge=0, le=1_000_000),
         limit: int = Query(default=PAGE, ge=1, le=200),
@@ -242,8 +244,18 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         me = await need(request)
         nous = nous_for(me.caller)
         acting = me.caller.acting_user(user or None)
-        kinds = None if kind is None else [kind]
-        filters = {"q": q or "", "kind": kind.value if kind else "", "user": user or "", "inactive": inactive}
+        try:
+            chosen = MemoryKind(kind) if kind else None
+        except ValueError:
+            allowed = ", ".join(k.value for k in MemoryKind)
+            raise Denied(422, f"kind must be one of {allowed} (got {kind!r})") from None
+        kinds = None if chosen is None else [chosen]
+        filters = {
+            "q": q or "",
+            "kind": chosen.value if chosen else "",
+            "user": user or "",
+            "inactive": inactive,
+        }
         if q and q.strip():
             # an inspector's look is not a use: the memories shown are not reinforced
             hits = await nous.recall(

@@ -1,0 +1,106 @@
+"""The inspector in a real browser: Debian's Chromium driven by Selenium through Debian's
+ChromeDriver, against `nous serve` on loopback. Sign in with a key, search, open a memory, edit
+it (its history grows), and preview the context for a message. Screenshots of each step are
+saved under the test's temporary folder.
+
+Chromium is installed by scripts/install-chromium.sh (scripts/test.sh runs it). Where it is
+missing this test fails and says so: it is never skipped."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from tests.test_server import LiveServer
+from tests.test_ui import served  # noqa: F401  (the live server with keys)
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    assert CHROMIUM and CHROMEDRIVER, (
+        "Chromium and ChromeDriver are needed for the inspector's browser test: "
+        "run `bash scripts/install-chromium.sh` (scripts/test.sh does)"
+    )
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800"):
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'profile'}")
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.implicitly_wait(10)  # waits for an element to appear: a bound, not a timing assumption
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _shot(driver: WebDriver, folder: Path, name: str) -> None:
+    folder.mkdir(exist_ok=True)
+    assert driver.save_screenshot(str(folder / f"{name}.png"))
+
+
+def test_sign_in_search_open_edit_and_preview_in_a_real_browser(
+    served: tuple[LiveServer, dict[str, str]],  # noqa: F811
+    browser: WebDriver,
+    tmp_path: Path,
+) -> None:
+    server, keys = served
+    shots = tmp_path / "screenshots"
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {keys['a']}"}) as api:
+        created = api.post(
+            "/v1/decisions",
+            json={
+                "content": "Move the payments ledger from MongoDB to PostgreSQL",
+                "reasons": [{"type": "analysis", "text": "double-entry bookkeeping needs ACID"}],
+                "confidence": 0.8,
+            },
+        )
+        assert created.status_code == 201, created.text
+        decision_id = created.json()["id"]
+
+    browser.get(f"{server.url}/ui/")  # no cookie yet: the sign-in form
+    assert browser.current_url.endswith("/ui/login")
+    _shot(browser, shots, "1-login")
+    browser.find_element(By.ID, "key").send_keys(keys["a"])
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    assert "/ui/login" not in browser.current_url, browser.page_source[-1500:]
+
+    browser.get(f"{server.url}/ui/memories")
+    search = browser.find_element(By.ID, "q")
+    search.send_keys("why did we move the ledger?")
+    search.submit()
+    _shot(browser, shots, "2-search")
+    first = browser.find_element(By.LINK_TEXT, "Move the payments ledger from MongoDB to PostgreSQL")
+    first.click()
+    assert decision_id in browser.current_url
+    assert "double-entry bookkeeping needs ACID" in browser.page_source  # its reasons
+
+    content = browser.find_element(By.ID, "content")
+    content.clear()
+    content.send_keys("Move the payments ledger from MongoDB to PostgreSQL 15")
+    browser.find_element(By.XPATH, "//button[text()='Save']").click()
+    _shot(browser, shots, "3-edited")
+    assert "PostgreSQL 15" in browser.find_element(By.TAG_NAME, "blockquote").text or (
+        "PostgreSQL 15" in browser.page_source
+    )
+    timeline = browser.find_elements(By.CSS_SELECTOR, "ol.timeline > li")
+    assert len(timeline) >= 2  # created, then the edit
+
+    browser.get(f"{server.url}/ui/context")
+    message = browser.find_element(By.ID, "text")
+    message.send_keys("Why did we move the ledger to Postgres?")
+    message.submit()
+    _shot(browser, shots, "4-context")
+    assert browser.find_element(By.ID, "section-decisions")
+    assert "PostgreSQL 15" in browser.find_element(By.ID, "section-decisions").text
+    assert len(list(shots.glob("*.png"))) == 4
