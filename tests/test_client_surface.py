@@ -138,6 +138,8 @@ def test_the_client_returns_the_engines_models_over_a_real_server(
         assert all(isinstance(h, HistoryEntry) for h in c.history(fact.id))
         assert isinstance(c.stats(), StoreStats) and isinstance(c.calibration(), Calibration)
         assert {m.id for m in c.memories(["fact"], user_id="dana")} >= {fact.id}
+        listed = [m.id for m in c.memories(limit=3)]
+        assert [m.id for m in c.memories(limit=2, offset=1)] == listed[1:3]  # offset is honoured
         assert c.link(fact.id, decision.id, EdgeRelation.RELATES_TO) is True
         path = tmp_path / "export.jsonl"
         assert c.export_jsonl(path) == len(c.export_lines()) > 0

@@ -184,12 +184,11 @@ class AsyncClient:
     async def _pages(self, path: str, limit: int, params: Mapping[str, Any] | None = None) -> list[Any]:
         """Up to ``limit`` items of a paged list, following ``next_cursor``."""
         items: list[Any] = []
-        cursor: str | None = None
+        query = dict(params or {})
+        cursor: str | None = query.pop("cursor", None)  # where to start (memories' offset)
         while len(items) < limit:
             page = await self._call(
-                "GET",
-                path,
-                params={**(params or {}), "limit": min(1000, limit - len(items)), "cursor": cursor},
+                "GET", path, params={**query, "limit": min(1000, limit - len(items)), "cursor": cursor}
             )
             items += page["items"]
             cursor = page.get("next_cursor")
