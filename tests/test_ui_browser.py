@@ -9,15 +9,17 @@ missing this test fails and says so: it is never skipped."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.test_server import LiveServer
 from tests.test_ui import served  # noqa: F401  (the live server with keys)
@@ -42,6 +44,13 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
         yield driver
     finally:
         driver.quit()
+
+
+def _until(driver: WebDriver, done: Callable[[WebDriver], bool]) -> None:
+    """Wait for a page the browser is still loading: a click returns before the navigation it
+    starts has finished, so what follows waits for its result (bounded, not timed)."""
+    # a look at a page being replaced can fail (a stale element): look again until it holds
+    WebDriverWait(driver, 60, ignored_exceptions=(WebDriverException,)).until(done)
 
 
 def _shot(driver: WebDriver, folder: Path, name: str) -> None:
@@ -73,7 +82,7 @@ def test_sign_in_search_open_edit_and_preview_in_a_real_browser(
     _shot(browser, shots, "1-login")
     browser.find_element(By.ID, "key").send_keys(keys["a"])
     browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    assert "/ui/login" not in browser.current_url, browser.page_source[-1500:]
+    _until(browser, lambda d: "/ui/login" not in d.current_url)  # the form posted, then redirected
 
     browser.get(f"{server.url}/ui/memories")
     search = browser.find_element(By.ID, "q")
@@ -82,17 +91,15 @@ def test_sign_in_search_open_edit_and_preview_in_a_real_browser(
     _shot(browser, shots, "2-search")
     first = browser.find_element(By.LINK_TEXT, "Move the payments ledger from MongoDB to PostgreSQL")
     first.click()
-    assert decision_id in browser.current_url
-    assert "double-entry bookkeeping needs ACID" in browser.page_source  # its reasons
+    _until(browser, lambda d: decision_id in d.current_url)
+    _until(browser, lambda d: "double-entry bookkeeping needs ACID" in d.page_source)  # its reasons
 
     content = browser.find_element(By.ID, "content")
     content.clear()
     content.send_keys("Move the payments ledger from MongoDB to PostgreSQL 15")
     browser.find_element(By.XPATH, "//button[text()='Save']").click()
+    _until(browser, lambda d: "PostgreSQL 15" in d.find_element(By.TAG_NAME, "blockquote").text)
     _shot(browser, shots, "3-edited")
-    assert "PostgreSQL 15" in browser.find_element(By.TAG_NAME, "blockquote").text or (
-        "PostgreSQL 15" in browser.page_source
-    )
     timeline = browser.find_elements(By.CSS_SELECTOR, "ol.timeline > li")
     assert len(timeline) >= 2  # created, then the edit
 
@@ -100,6 +107,7 @@ def test_sign_in_search_open_edit_and_preview_in_a_real_browser(
     message = browser.find_element(By.ID, "text")
     message.send_keys("Why did we move the ledger to Postgres?")
     message.submit()
+    _until(browser, lambda d: bool(d.find_elements(By.ID, "section-decisions")))
     _shot(browser, shots, "4-context")
     assert browser.find_element(By.ID, "section-decisions")
     assert "PostgreSQL 15" in browser.find_element(By.ID, "section-decisions").text
