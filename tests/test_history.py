@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nous import NotFoundError, Nous
+from nous import InvalidInputError, NotFoundError, Nous
 
 
 async def test_full_lifecycle_is_audited(nous: Nous) -> None:
@@ -52,3 +52,44 @@ async def test_episode_end_is_an_audited_update(nous: Nous) -> None:
     assert entries[1].new_value is not None
     assert entries[1].new_value["summary"] == "Pinned the compiler"
     assert entries[1].old_value is not None and entries[1].old_value["outcome"] == "ongoing"
+
+
+async def test_supersede_marks_the_old_memory_replaced_with_an_edge_and_a_history_row(nous: Nous) -> None:
+    old = await nous.learn("The standup is at 9:30", subject="standup")
+    new = await nous.learn("Team lunch is on Fridays", subject="lunch")  # unrelated: not superseded on write
+    replaced = await nous.supersede(old.id, by=new.id)
+    assert replaced.superseded_by == new.id and replaced.valid_to is not None
+    assert [m.id for m in await nous.memories("fact")] == [new.id]  # current only
+    assert [m.id for m in await nous.memories("fact", superseded_only=True)] == [old.id]
+    entries = await nous.history(old.id)
+    assert entries[-1].action.value == "supersede" and entries[-1].new_value is not None
+    assert entries[-1].new_value["superseded_by"] == new.id
+    edges = await nous.edges(old.id)
+    assert [(e.source_id, e.target_id, e.relation.value) for e in edges] == [(new.id, old.id, "supersedes")]
+    assert await nous.edges(new.id) == edges  # either end
+    with pytest.raises(InvalidInputError):
+        await nous.supersede(new.id, by=new.id)
+    with pytest.raises(NotFoundError):
+        await nous.supersede(old.id, by="no-such-memory-id-at-all-000000000000")
+
+
+async def test_memories_filter_by_subject_category_lifecycle_and_time(nous: Nous) -> None:
+    from datetime import UTC, datetime
+
+    a = await nous.learn("Ravi likes green tea", subject="Ravi", category="preference")
+    b = await nous.learn("Ravi works in Lisbon", subject="Ravi", category="person")
+    c = await nous.learn(
+        "Mei started the migration", subject="Mei", occurred_at=datetime(2020, 1, 5, tzinfo=UTC)
+    )
+    assert {m.id for m in await nous.memories("fact", subject="Ravi")} == {a.id, b.id}
+    assert [m.id for m in await nous.memories("fact", category="preference")] == [a.id]
+    assert [m.id for m in await nous.memories("fact", until=datetime(2021, 1, 1, tzinfo=UTC))] == [c.id]
+    assert c.id not in {m.id for m in await nous.memories("fact", since=datetime(2021, 1, 1, tzinfo=UTC))}
+    assert {m.id for m in await nous.memories("fact", lifecycle=["active"])} == {a.id, b.id, c.id}
+    assert await nous.memories("fact", lifecycle=["dormant"]) == []
+    with pytest.raises(InvalidInputError):
+        await nous.memories("fact", lifecycle=["sleepy"])
+    with pytest.raises(InvalidInputError):
+        await nous.memories(
+            "fact", since=datetime(2022, 1, 1, tzinfo=UTC), until=datetime(2021, 1, 1, tzinfo=UTC)
+        )

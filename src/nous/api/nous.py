@@ -47,6 +47,7 @@ from nous.models import (
     EdgeRelation,
     Episode,
     HistoryEntry,
+    LifecycleState,
     MaintenanceReport,
     Memory,
     MemoryKind,
@@ -740,21 +741,54 @@ class Nous:
         offset: int = 0,
         include_inactive: bool = False,
         include_superseded: bool = False,
+        superseded_only: bool = False,
         user_id: str | None = None,
+        subject: str | None = None,
+        category: str | None = None,
+        session_id: str | None = None,
+        lifecycle: Sequence[str | LifecycleState] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[Memory]:
-        """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones."""
+        """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones.
+
+        The filters narrow the list: ``subject`` and ``category`` (exact), ``session_id``,
+        ``lifecycle`` states, ``since`` ≤ occurred_at < ``until``; ``superseded_only`` lists just
+        the memories a newer one replaced."""
         for name, value, low, high in (("limit", limit, 1, 100_000), ("offset", offset, 0, MAX_OFFSET)):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise InvalidInputError(f"{name} must be an integer from {low} to {high}", field=name)
+        states = None
+        if lifecycle:
+            parsed = (enum_value(LifecycleState, state, field="lifecycle") for state in lifecycle)
+            states = tuple(state for state in parsed if state is not None)
+        if since is not None and until is not None and as_utc(since) >= as_utc(until):
+            raise InvalidInputError("since must be before until", field="since")
         return await self._need().query(
             kinds=parse_kinds(kinds),
             limit=limit,
             offset=offset,
             include_inactive=include_inactive,
             include_superseded=include_superseded,
+            superseded_only=superseded_only,
             user_id=user_id,
             shared=user_id is not None,
+            subject=subject or None,
+            category=category or None,
+            session_id=session_id or None,
+            lifecycle=states,
+            since=since,
+            until=until,
         )
+
+    async def edges(self, memory_id: str) -> list[Edge]:
+        """The typed links touching a memory (it is the source or the target), newest first."""
+        return await self._need().edges(memory_id)
+
+    async def supersede(self, memory_id: str, *, by: str) -> Memory:
+        """Mark a memory as replaced by another one (``by``): recall then prefers the newer one,
+        and the older one keeps its history (audited, with a ``supersedes`` edge)."""
+        return await self._need().supersede(memory_id, by)
 
     async def update(self, memory_id: str, **changes: Any) -> Memory:
         """Change fields of a memory (audited)."""

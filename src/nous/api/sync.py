@@ -30,6 +30,7 @@ from nous.models import (
     EdgeRelation,
     Episode,
     HistoryEntry,
+    LifecycleState,
     MaintenanceReport,
     Memory,
     MemoryKind,
@@ -554,9 +555,20 @@ class SyncNous:
         offset: int = 0,
         include_inactive: bool = False,
         include_superseded: bool = False,
+        superseded_only: bool = False,
         user_id: str | None = None,
+        subject: str | None = None,
+        category: str | None = None,
+        session_id: str | None = None,
+        lifecycle: Sequence[str | LifecycleState] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[Memory]:
-        """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones."""
+        """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones.
+
+        The filters narrow the list: ``subject`` and ``category`` (exact), ``session_id``,
+        ``lifecycle`` states, ``since`` ≤ occurred_at < ``until``; ``superseded_only`` lists just
+        the memories a newer one replaced."""
         return self._runner.run(
             self.nous.memories(
                 kinds,
@@ -564,9 +576,25 @@ class SyncNous:
                 offset=offset,
                 include_inactive=include_inactive,
                 include_superseded=include_superseded,
+                superseded_only=superseded_only,
                 user_id=user_id,
+                subject=subject,
+                category=category,
+                session_id=session_id,
+                lifecycle=lifecycle,
+                since=since,
+                until=until,
             )
         )
+
+    def edges(self, memory_id: str) -> list[Edge]:
+        """The typed links touching a memory (it is the source or the target), newest first."""
+        return self._runner.run(self.nous.edges(memory_id))
+
+    def supersede(self, memory_id: str, *, by: str) -> Memory:
+        """Mark a memory as replaced by another one (``by``): recall then prefers the newer one,
+        and the older one keeps its history (audited, with a ``supersedes`` edge)."""
+        return self._runner.run(self.nous.supersede(memory_id, by=by))
 
     def update(self, memory_id: str, **changes: Any) -> Memory:
         """Change fields of a memory (audited)."""

@@ -35,9 +35,11 @@ from nous.models import (
     Censor,
     CensorAction,
     Decision,
+    Edge,
     EdgeRelation,
     Episode,
     HistoryEntry,
+    LifecycleState,
     Memory,
     MemoryKind,
     RecallHit,
@@ -635,14 +637,28 @@ class AsyncClient:
         offset: int = 0,
         include_inactive: bool = False,
         include_superseded: bool = False,
+        superseded_only: bool = False,
         user_id: str | None = None,
+        subject: str | None = None,
+        category: str | None = None,
+        session_id: str | None = None,
+        lifecycle: Sequence[str | LifecycleState] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[Memory]:
-        """Memories, most recent first."""
+        """Memories, most recent first; the filters as ``Nous.memories``."""
         params: dict[str, Any] = {
             "type": _kinds(kinds),
             "include_inactive": include_inactive,
             "include_superseded": include_superseded,
+            "superseded_only": superseded_only,
             "user_id": user_id,
+            "subject": subject,
+            "category": category,
+            "session_id": session_id,
+            "lifecycle": [LifecycleState(s).value for s in lifecycle] if lifecycle else None,
+            "since": _iso(since),
+            "until": _iso(until),
             # the server's cursor is the offset of the page (it hands it back as next_cursor)
             "cursor": str(offset) if offset else None,
         }
@@ -674,6 +690,15 @@ class AsyncClient:
         """Link two memories; False when the link already existed."""
         body = _body(target_id=target_id, relation=relation, weight=weight)
         return bool((await self._call("POST", f"/v1/memories/{source_id}/links", json=body))["created"])
+
+    async def edges(self, memory_id: str) -> list[Edge]:
+        """The typed links touching a memory, newest first."""
+        found = await self._call("GET", f"/v1/memories/{memory_id}/links")
+        return [Edge.model_validate(e) for e in found]
+
+    async def supersede(self, memory_id: str, *, by: str) -> Memory:
+        """Mark a memory as replaced by another one (``by``)."""
+        return _memory(await self._call("POST", f"/v1/memories/{memory_id}/supersede", json=_body(by=by)))
 
     # -- the store -------------------------------------------------------------------------------
     async def stats(self) -> StoreStats:

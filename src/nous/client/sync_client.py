@@ -22,9 +22,11 @@ from nous.models import (
     Censor,
     CensorAction,
     Decision,
+    Edge,
     EdgeRelation,
     Episode,
     HistoryEntry,
+    LifecycleState,
     Memory,
     MemoryKind,
     RecallHit,
@@ -458,9 +460,16 @@ class Client:
         offset: int = 0,
         include_inactive: bool = False,
         include_superseded: bool = False,
+        superseded_only: bool = False,
         user_id: str | None = None,
+        subject: str | None = None,
+        category: str | None = None,
+        session_id: str | None = None,
+        lifecycle: Sequence[str | LifecycleState] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[Memory]:
-        """Memories, most recent first."""
+        """Memories, most recent first; the filters as ``Nous.memories``."""
         return self._runner.run(
             self.client.memories(
                 kinds,
@@ -468,7 +477,14 @@ class Client:
                 offset=offset,
                 include_inactive=include_inactive,
                 include_superseded=include_superseded,
+                superseded_only=superseded_only,
                 user_id=user_id,
+                subject=subject,
+                category=category,
+                session_id=session_id,
+                lifecycle=lifecycle,
+                since=since,
+                until=until,
             )
         )
 
@@ -495,6 +511,14 @@ class Client:
     ) -> bool:
         """Link two memories; False when the link already existed."""
         return self._runner.run(self.client.link(source_id, target_id, relation, weight=weight))
+
+    def edges(self, memory_id: str) -> list[Edge]:
+        """The typed links touching a memory, newest first."""
+        return self._runner.run(self.client.edges(memory_id))
+
+    def supersede(self, memory_id: str, *, by: str) -> Memory:
+        """Mark a memory as replaced by another one (``by``)."""
+        return self._runner.run(self.client.supersede(memory_id, by=by))
 
     def stats(self) -> StoreStats:
         return self._runner.run(self.client.stats())

@@ -337,6 +337,35 @@ class MemoryRepository:
         )
         return inserted
 
+    async def supersede(self, old_id: str, new_id: str, *, actor: str = "api") -> Memory:
+        """Mark ``old_id`` as replaced by ``new_id`` (both existing memories of this agent): the
+        old one's ``superseded_by`` and ``valid_to``, a ``supersedes`` edge from the new one, and a
+        history row, in one transaction — what the write path records when a new fact replaces
+        an old one, for a replacement a person spotted. Returns the old memory as it now is."""
+        old_full, new_full = await self.resolve_id(old_id), await self.resolve_id(new_id)
+        if old_full == new_full:
+            raise InvalidInputError("a memory cannot supersede itself", field="by")
+        newer = await self.get(new_full)
+        if newer.superseded_by == old_full:
+            raise InvalidInputError(f"{new_full} is itself superseded by {old_full}", field="by")
+        edge = Edge(
+            source_id=new_full, target_id=old_full, relation=EdgeRelation.SUPERSEDES, agent_id=self.agent_id
+        )
+        ends = newer.valid_from or utcnow()
+        return await self.update(
+            old_full,
+            {"superseded_by": new_full, "valid_to": ends},
+            action=HistoryAction.SUPERSEDE,
+            actor=actor,
+            extra_ops=[PutEdge(edge)],
+        )
+
+    async def edges(self, memory_id: str) -> list[Edge]:
+        """The edges touching a memory (either end), newest first."""
+        full = await self.resolve_id(memory_id)
+        found = await self.store.edges(self.agent_id, [full])
+        return sorted(found, key=lambda e: e.created_at, reverse=True)
+
     # -- reads -------------------------------------------------------------------
     async def resolve_id(self, memory_id: str) -> str:
         """Full id for an id or a unique prefix of at least 6 characters."""

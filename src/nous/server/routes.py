@@ -19,9 +19,11 @@ from nous.memory.dedup import SimilarityCheck
 from nous.models import (
     Calibration,
     DecisionCategory,
+    Edge,
     EdgeRelation,
     FactCategory,
     HistoryEntry,
+    LifecycleState,
     MemoryKind,
     SessionState,
     WorkingMemory,
@@ -61,7 +63,7 @@ from nous.server.schemas import (
     dump,
     written,
 )
-from nous.server.scope import owned, visible
+from nous.server.scope import linked, owned, visible
 
 Verdict = Literal["accept", "reject"]
 EXPORT_BODY: dict[int | str, dict[str, Any]] = {
@@ -231,9 +233,20 @@ def register(
         cursor: Cursor = None,
         include_inactive: bool = Query(default=False, description="Forgotten memories too."),
         include_superseded: bool = Query(default=False, description="Replaced memories too."),
+        superseded_only: bool = Query(default=False, description="Only memories a newer one replaced."),
         user_id: str | None = Query(
             default=None, max_length=200, pattern=CLEAN, description="Act for this user (an agent's key)."
         ),
+        subject: str | None = Query(default=None, max_length=200, description="Only this subject (exact)."),
+        category: str | None = Query(default=None, max_length=100, description="Only this category (exact)."),
+        session_id: SessionId | None = Query(default=None, description="Only this session's memories."),
+        lifecycle: list[LifecycleState] | None = Query(
+            default=None, description="Only these lifecycle states (repeat it)."
+        ),
+        since: IsoDatetime | None = Query(
+            default=None, description="Occurred at or after this time (ISO 8601)."
+        ),
+        until: IsoDatetime | None = Query(default=None, description="Occurred before this time (ISO 8601)."),
     ) -> dict[str, Any]:
         """Memories, most recent first: ``Nous.memories``."""
         nous, offset = nous_for(caller), _offset(cursor)
@@ -245,7 +258,14 @@ def register(
                 offset=offset,
                 include_inactive=include_inactive,
                 include_superseded=include_superseded,
+                superseded_only=superseded_only,
                 user_id=caller.acting_user(user_id),
+                subject=subject,
+                category=category,
+                session_id=caller.session_keys(session_id),
+                lifecycle=lifecycle,
+                since=since,
+                until=until,
             )
         more = len(found) > limit
         return {
@@ -450,6 +470,10 @@ class IdentityRequest(StrictBody):
     content: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
 
 
+class SupersedeRequest(StrictBody):
+    by: str = Field(max_length=200, description="The id of the memory that replaces this one.")
+
+
 class LinkRequest(StrictBody):
     target_id: str = Field(max_length=200)
     relation: Annotated[EdgeRelation, LAX] = EdgeRelation.RELATES_TO
@@ -578,6 +602,32 @@ def register_organs(
         return LinkCreated(
             created=await nous.link(source.id, target.id, body.relation.value, weight=body.weight)
         )
+
+    @app.get(
+        "/v1/memories/{memory_id}/links",
+        response_model=list[Edge],
+        tags=["memories"],
+        responses=errors(*READ_ID),
+    )
+    async def memory_links(memory_id: PathId, caller: who) -> list[Edge]:
+        """The links touching a memory (it is the source or the target), newest first, those to
+        memories the key sees: ``Nous.edges``."""
+        nous = nous_for(caller)
+        memory = await visible(nous, caller, memory_id)
+        return [edge for edge, _ in await linked(nous, caller, memory)]
+
+    @app.post(
+        "/v1/memories/{memory_id}/supersede",
+        response_model=AnyMemory,
+        tags=["memories"],
+        responses=links(200, "GetMemory", "MemoryHistory") | errors(*WRITE_ID),
+    )
+    async def supersede_memory(memory_id: PathId, body: SupersedeRequest, caller: who) -> dict[str, Any]:
+        """Mark a memory as replaced by another (``by``): ``Nous.supersede``."""
+        nous = nous_for(caller)
+        old = await owned(nous, caller, memory_id)
+        newer = await visible(nous, caller, body.by)
+        return dump(await nous.supersede(old.id, by=newer.id))
 
     @app.get(
         "/v1/identity",

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from nous.api import Nous
 from nous.errors import NotFoundError, PermissionDeniedError
-from nous.models import Memory
+from nous.models import Edge, Memory
 
 
 class Caller(BaseModel):
@@ -80,3 +80,22 @@ async def owned(nous: Nous, caller: Caller, memory_id: str) -> Memory:
             f"memory {memory_id!r} is the agent's shared memory; a user-bound key changes only its user's"
         )
     return memory
+
+
+async def linked(
+    nous: Nous, caller: Caller, memory: Memory, *, limit: int = 200
+) -> list[tuple[Edge, Memory]]:
+    """The edges touching ``memory``, each with the memory at its other end, newest first: only
+    those whose other end the caller sees (a user-bound key does not learn of another user's
+    memory through a link), and at most ``limit``."""
+    found: list[tuple[Edge, Memory]] = []
+    for edge in await nous.edges(memory.id):
+        other_id = edge.target_id if edge.source_id == memory.id else edge.source_id
+        try:
+            other = await visible(nous, caller, other_id)
+        except NotFoundError:  # purged, or another user's
+            continue
+        found.append((edge, other))
+        if len(found) >= limit:
+            break
+    return found

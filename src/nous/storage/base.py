@@ -339,6 +339,8 @@ class MemoryQuery:
     category: str | None = None
     include_inactive: bool = False
     include_superseded: bool = False
+    superseded_only: bool = False
+    lifecycle: tuple[LifecycleState, ...] | None = None
     since: datetime | None = None
     until: datetime | None = None
     ids: tuple[str, ...] | None = None
@@ -359,7 +361,7 @@ class MemoryQuery:
 
     def narrows_beyond_kind(self) -> bool:
         """True when the query filters on more than agent, kind and activity."""
-        return any(
+        return self.superseded_only or any(
             v is not None
             for v in (
                 self.user_id,
@@ -370,6 +372,7 @@ class MemoryQuery:
                 self.until,
                 self.ids,
                 self.as_of,
+                self.lifecycle,
             )
         )
 

@@ -30,7 +30,9 @@ def where_clause(
     if not query.include_inactive:
         conds.append(f"{p}active = {placeholder}")
         params.append(True)
-    if not query.include_superseded:
+    if query.superseded_only:
+        conds.append(f"{p}superseded_by IS NOT NULL")
+    elif not query.include_superseded:
         if query.as_of is None:
             conds.append(f"{p}superseded_by IS NULL")
         else:  # superseded only after as_of: current then
@@ -43,6 +45,9 @@ def where_clause(
             else f"{p}user_id = {placeholder}"
         )
         params.append(query.user_id)
+    if query.lifecycle:
+        conds.append(f"{p}lifecycle IN ({', '.join([placeholder] * len(query.lifecycle))})")
+        params.extend(state.value for state in query.lifecycle)
     for column in ("session_id", "subject", "category"):
         value = getattr(query, column)
         if value is not None:
