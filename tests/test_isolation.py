@@ -211,6 +211,14 @@ ROUTES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
         (("POST", "/v1/memories/{fact}/links", {"target_id": c.own_fact}), hidden),
         (("POST", f"/v1/memories/{c.own_fact}/links", {"target_id": "{fact}"}), hidden),
     ],
+    ("GET", "/v1/memories/{memory_id}/links"): lambda c: [
+        (("GET", "/v1/memories/{fact}/links", None), hidden),
+        (("GET", f"/v1/memories/{c.own_fact}/links", None), clean),
+    ],
+    ("POST", "/v1/memories/{memory_id}/supersede"): lambda c: [
+        (("POST", "/v1/memories/{fact}/supersede", {"by": c.own_fact}), hidden),
+        (("POST", f"/v1/memories/{c.own_fact}/supersede", {"by": "{fact}"}), hidden),
+    ],
     ("GET", "/v1/identity"): lambda c: [(("GET", "/v1/identity", None), clean)],
     ("PUT", "/v1/identity/{section}"): lambda c: [
         (("PUT", "/v1/identity/character", {"content": "A cheerful helper."}), agent_view)
@@ -268,7 +276,25 @@ UI_PAGES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = 
         (("POST", "/ui/proposals/{decision}/accept", {}), denied if c.users else hidden)
     ],
     ("GET", "/ui/sessions"): lambda c: [(("GET", "/ui/sessions", None), clean)],
+    ("GET", "/ui/sessions/{session_id}"): lambda c: [(("GET", "/ui/sessions/owner-session", None), hidden)],
     ("GET", "/ui/health"): lambda c: [(("GET", "/ui/health", None), agent_view)],
+    ("POST", "/ui/memories/{memory_id}/link"): lambda c: [
+        (("POST", "/ui/memories/{fact}/link", {"target": c.own_fact}), hidden),
+        (("POST", f"/ui/memories/{c.own_fact}/link", {"target": "{fact}"}), hidden),
+    ],
+    ("POST", "/ui/memories/{memory_id}/supersede"): lambda c: [
+        (("POST", "/ui/memories/{fact}/supersede", {"by": c.own_fact}), hidden),
+        (("POST", f"/ui/memories/{c.own_fact}/supersede", {"by": "{fact}"}), hidden),
+    ],
+    ("GET", "/ui/censors"): lambda c: [(("GET", "/ui/censors", None), clean)],
+    ("POST", "/ui/censors/{censor_id}/{action}"): lambda c: [
+        (("POST", "/ui/censors/{censor}/edit", {"action": "warn", "trigger_pattern": "x"}), hidden),
+        (("POST", "/ui/censors/{censor}/false-positive", {"note": "stolen"}), hidden),
+        (("POST", "/ui/censors/{censor}/retire", {}), hidden),
+    ],
+    ("POST", "/ui/events/{event_id}/retry"): lambda c: [
+        (("POST", "/ui/events/{event}/retry", {}), denied if c.users else hidden)
+    ],
 }
 UI_NOT_AGENT_DATA = {
     ("GET", "/"),
@@ -382,12 +408,16 @@ def _plant(owner: httpx.Client, *, users: bool) -> dict[str, str]:
             {"type": "censor", "content": r"wipe\s+the\s+vault", "action": "block", "reason": "Zorblax"}
         )
         assert owner.put("/v1/identity/character", json={"content": "Keeper of Zorblax"}).status_code == 200
+    # an event of the owner's (an agent's key lists them; a user-bound one has no event view)
+    ids["event"] = ids["fact"] if users else owner.get("/v1/events").json()["items"][0]["id"]
     return ids
 
 
 def _snapshot(owner: httpx.Client, ids: dict[str, str]) -> dict[str, Any]:
     """What the intruder must not change: the owner's memories, session and identity."""
-    memories = {name: owner.get(f"/v1/memories/{i}").json() for name, i in ids.items() if name != "job"}
+    memories = {
+        name: owner.get(f"/v1/memories/{i}").json() for name, i in ids.items() if name not in ("job", "event")
+    }
     for memory in memories.values():
         for volatile in ("last_accessed_at", "access_count", "stability", "retrievability"):
             memory.pop(volatile, None)

@@ -280,6 +280,8 @@ def test_every_page_and_the_stylesheet_stay_on_this_host(served: tuple[LiveServe
             "/ui/context": a.get("/ui/context", params={"text": "What should I check before deploying?"}),
             "/ui/decisions": a.get("/ui/decisions"),
             "/ui/sessions": a.get("/ui/sessions"),
+            "/ui/sessions/s1": a.get("/ui/sessions/s1"),
+            "/ui/censors": a.get("/ui/censors"),
             "/ui/health": a.get("/ui/health"),
         }
         for path, page in pages.items():
@@ -352,3 +354,190 @@ def test_the_templates_and_stylesheet_are_package_data() -> None:
     for path in shipped:
         relative = path.relative_to(package).as_posix()
         assert any(fnmatch.fnmatch(relative, g) for g in globs), relative
+
+
+def test_the_list_filters_and_search_explains_each_rank(served: tuple[LiveServer, dict[str, str]]) -> None:
+    server, keys = served
+    with _client(server, keys["a"]) as a:
+        tea = _fact(a, "Ravi likes green tea", subject="Ravi", category="preference")
+        lisbon = _fact(a, "Ravi works in Lisbon", subject="Ravi", category="person")
+        old = _fact(a, "Mei started the migration", subject="Mei", occurred_at="2020-01-05T10:00:00Z")
+        by_subject = a.get("/ui/memories", params={"subject": "Ravi"}).text
+        assert "green tea" in by_subject and "Lisbon" in by_subject and "Mei started" not in by_subject
+        by_category = a.get("/ui/memories", params={"category": "preference"}).text
+        assert "green tea" in by_category and "Lisbon" not in by_category
+        before_2021 = a.get("/ui/memories", params={"until": "2020-12-31"}).text
+        assert "Mei started" in before_2021 and "green tea" not in before_2021
+        since = a.get("/ui/memories", params={"since": "2020-01-06"}).text
+        assert "Mei started" not in since and "green tea" in since
+        assert (
+            "Mei started" in a.get("/ui/memories", params={"since": "2020-01-05", "until": "2020-01-05"}).text
+        )
+        assert "green tea" in a.get("/ui/memories", params={"lifecycle": "active"}).text
+        assert "green tea" not in a.get("/ui/memories", params={"lifecycle": "dormant"}).text
+        assert a.post(f"/v1/memories/{tea}/supersede", json={"by": lisbon}).status_code == 200
+        assert "green tea" not in a.get("/ui/memories").text  # current only, by default
+        replaced = a.get("/ui/memories", params={"state": "superseded"}).text
+        assert "green tea" in replaced and "Lisbon" not in replaced and "superseded" in replaced
+        both = a.get("/ui/memories", params={"state": "all"}).text
+        assert "green tea" in both and "Lisbon" in both and old
+        searched = a.get("/ui/memories", params={"q": "where does Ravi work?"}).text
+        assert re.search(r"Why: found by (meaning|keywords) \(#\d+\)", searched), searched
+        # bad filters answer an HTML page that says what is wrong, not a JSON problem
+        for params, says in (
+            ({"since": "yesterday"}, "YYYY-MM-DD"),
+            ({"lifecycle": "sleepy"}, "lifecycle must be one of"),
+            ({"state": "gone"}, "state must be one of"),
+            ({"limit": "0"}, "limit"),
+            ({"cursor": "x"}, "cursor"),
+        ):
+            bad = a.get("/ui/memories", params=params)
+            assert bad.status_code == 422 and bad.headers["content-type"].startswith("text/html"), params
+            assert says in bad.text and 'href="/ui/memories"' in bad.text, (params, bad.text)
+        unknown = a.get("/ui/no-such-page")
+        assert unknown.status_code == 404 and unknown.headers["content-type"].startswith("text/html")
+        assert a.get("/v1/no-such-route").headers["content-type"].startswith("application/problem+json")
+
+
+def test_links_and_supersession_from_a_memory_page_each_write_a_history_row(
+    served: tuple[LiveServer, dict[str, str]],
+) -> None:
+    server, keys = served
+    with _client(server, keys["a"]) as a:
+        old = _fact(a, "The standup is at 9:30")
+        new = _fact(a, "Lunch is on Fridays")
+        page = a.get(f"/ui/memories/{old}")
+        token = _csrf(page)
+        assert f'action="/ui/memories/{old}/link"' in page.text and "No links." in page.text
+        rows = len(_history(a, old))
+        linked = a.post(
+            f"/ui/memories/{old}/link", data={"csrf": token, "target": new[:8], "relation": "supports"}
+        )
+        assert linked.status_code == 303, linked.text
+        assert [
+            (e["source_id"], e["target_id"], e["relation"]) for e in a.get(f"/v1/memories/{old}/links").json()
+        ] == [(old, new, "supports")]
+        assert len(_history(a, old)) == rows + 1 and _history(a, old)[-1]["action"] == "link"
+        shown = a.get(f"/ui/memories/{old}").text
+        assert (
+            "supports" in shown and f'href="/ui/memories/{new}"' in shown and "Lunch is on Fridays" in shown
+        )
+        walked = a.get(f"/ui/memories/{new}").text  # the other end shows the link too: the graph walks
+        assert "supports" in walked and f'href="/ui/memories/{old}"' in walked
+        bad = a.post(f"/ui/memories/{old}/link", data={"csrf": token, "target": new, "relation": "loves"})
+        assert bad.status_code == 422 and "relation must be one of" in bad.text
+        assert a.post(f"/ui/memories/{old}/link", data={"csrf": token, "target": old}).status_code == 422
+        assert len(_history(a, old)) == rows + 1
+
+        assert a.post(f"/ui/memories/{old}/supersede", data={"by": new}).status_code == 403  # no token
+        done = a.post(f"/ui/memories/{old}/supersede", data={"csrf": token, "by": new})
+        assert done.status_code == 303, done.text
+        stored = a.get(f"/v1/memories/{old}").json()
+        assert stored["superseded_by"] == new and stored["valid_to"]
+        assert _history(a, old)[-1]["action"] == "supersede" and len(_history(a, old)) == rows + 2
+        shown = a.get(f"/ui/memories/{old}").text
+        assert "superseded by" in shown and 'action="/ui/memories/' + old + '/supersede"' not in shown
+        assert "— supersedes →" in a.get(f"/ui/memories/{new}").text
+
+
+async def _sessions_and_censors(settings: Settings) -> dict[str, str]:
+    """Keys, a live session with two turns and a working-memory note, a censor, resolved
+    decisions, and a dead event (its handler failed on its only attempt)."""
+    from datetime import timedelta
+
+    from nous.events import EventWorker
+    from nous.models.events import EventKind
+
+    keys = await _keys(settings)
+    async with Nous(settings.model_copy(update={"agent_id": "agent-a"})) as nous:
+        await nous.pre_turn("s-live", "We should pin numpy to 2.1 because 2.2 broke the float16 tests")
+        await nous.post_turn("s-live", "Noted: numpy stays on 2.1.")
+        await nous.heart.working_memory.focus("s-live", "Pin numpy to 2.1", kind="task")
+        censor = await nous.add_censor(
+            r"force[- ]push.*main", action="warn", reason="it rewrote shared history"
+        )
+        for confidence, outcome in ((0.9, "success"), (0.8, "failure"), (0.3, "failure")):
+            decided = await nous.record_decision(f"Adopt build tool at {confidence}", confidence=confidence)
+            await nous.review_decision(decided.id, outcome)
+
+        async def broken(event: Any, ctx: Any) -> list[Any]:
+            raise RuntimeError("the summariser is down")
+
+        await nous.learn("The deploy window is Tuesday 14:00 UTC")
+        worker = EventWorker(
+            nous.pipeline_context(),
+            handlers={kind: [broken] for kind in EventKind},
+            max_attempts=1,
+            retry_base=timedelta(milliseconds=1),
+        )
+        await worker.drain()
+        (dead, *_) = await nous.events(status="dead")
+        return keys | {"censor": censor.memory.id, "dead": dead.id}
+
+
+def test_sessions_censors_calibration_and_health_pages(database_url: str, settings: Settings) -> None:
+    run = settings.model_copy(update={"database_url": database_url})
+    with live(run, _sessions_and_censors) as (server, made), _client(server, made["a"]) as a:
+        listed = a.get("/ui/sessions").text
+        assert 'href="/ui/sessions/s-live"' in listed and "live" in listed
+        session = a.get("/ui/sessions/s-live")
+        assert session.status_code == 200, session.text
+        text = session.text
+        assert "We should pin numpy to 2.1" in text and "Noted: numpy stays on 2.1." in text  # the turns
+        assert text.index("We should pin numpy") < text.index("Noted: numpy stays")  # in order
+        assert "Pin numpy to 2.1" in text and "Working memory" in text  # live working memory
+        assert a.get("/ui/sessions/no-such-session").status_code == 404
+        with _client(server, made["b"]) as b:
+            assert b.get("/ui/sessions/s-live").status_code == 404
+
+        censors = a.get("/ui/censors")
+        assert r"force[- ]push.*main" in censors.text and "it rewrote shared history" in censors.text
+        token, censor = _csrf(censors), made["censor"]
+        rows = len(_history(a, censor))
+        edited = a.post(
+            f"/ui/censors/{censor}/edit",
+            data={
+                "csrf": token,
+                "action": "block",
+                "trigger_pattern": r"force[- ]push",
+                "escalation_threshold": "5",
+            },
+        )
+        assert edited.status_code == 303, edited.text
+        stored = a.get(f"/v1/memories/{censor}").json()
+        assert stored["action"] == "block" and stored["escalation_threshold"] == 5
+        assert len(_history(a, censor)) == rows + 1
+        assert (
+            a.post(
+                f"/ui/censors/{censor}/edit", data={"csrf": token, "escalation_threshold": "x"}
+            ).status_code
+            == 422
+        )
+        reported = a.post(f"/ui/censors/{censor}/false-positive", data={"csrf": token, "note": "a docs page"})
+        assert (
+            reported.status_code == 303
+            and a.get(f"/v1/memories/{censor}").json()["false_positive_count"] == 1
+        )
+        assert "1 false positive" in a.get("/ui/censors").text
+        assert a.post(f"/ui/censors/{censor}/escalate", data={"csrf": token}).status_code == 404
+        retired = a.post(f"/ui/censors/{censor}/retire", data={"csrf": token, "note": "obsolete"})
+        assert retired.status_code == 303 and r"force[- ]push" not in a.get("/ui/censors").text
+
+        decisions = a.get("/ui/decisions").text
+        assert 'class="reliability"' in decisions
+        assert re.search(r"0\.9–1\.0</th><td>1</td>", decisions) and re.search(
+            r"0\.3–0\.4</th><td>1</td>", decisions
+        )
+
+        health = a.get("/ui/health")
+        assert (
+            health.status_code == 200 and "By lifecycle" in health.text and "Embedding backlog" in health.text
+        )
+        assert (
+            "the summariser is down" in health.text
+            and f'action="/ui/events/{made["dead"]}/retry"' in health.text
+        )
+        retried = a.post(f"/ui/events/{made['dead']}/retry", data={"csrf": _csrf(health)})
+        assert retried.status_code == 303
+        still_dead = a.get("/v1/events", params={"status": "dead"}).json()["items"]
+        assert made["dead"] not in {e["id"] for e in still_dead}

@@ -111,4 +111,89 @@ def test_sign_in_search_open_edit_and_preview_in_a_real_browser(
     _shot(browser, shots, "4-context")
     assert browser.find_element(By.ID, "section-decisions")
     assert "PostgreSQL 15" in browser.find_element(By.ID, "section-decisions").text
-    assert len(list(shots.glob("*.png"))) == 4
+
+    # link the decision to a fact from its page, then walk the link to the fact and back
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {keys['a']}"}) as api:
+        fact = api.post(
+            "/v1/memories",
+            json={"type": "fact", "content": "Two reconciliation incidents came from partial writes"},
+        )
+        assert fact.status_code == 201, fact.text
+        fact_id = fact.json()["id"]
+    browser.get(f"{server.url}/ui/memories/{decision_id}")
+    browser.find_element(By.ID, "target").send_keys(fact_id[:8])
+    browser.find_element(By.ID, "relation").send_keys("supports")
+    browser.find_element(By.XPATH, "//button[text()='Link']").click()
+    _until(browser, lambda d: bool(d.find_elements(By.CSS_SELECTOR, "ul.graph li")))
+    _shot(browser, shots, "5-linked")
+    browser.find_element(By.PARTIAL_LINK_TEXT, "Two reconciliation incidents").click()
+    _until(browser, lambda d: fact_id in d.current_url)
+    back = browser.find_element(By.CSS_SELECTOR, "ul.graph li").text
+    assert "supports" in back and "Move the payments ledger" in back
+    assert len(list(shots.glob("*.png"))) == 5
+
+
+def test_pages_fit_a_phone_follow_dark_mode_and_start_with_a_skip_link(
+    served: tuple[LiveServer, dict[str, str]],  # noqa: F811
+    browser: WebDriver,
+    tmp_path: Path,
+) -> None:
+    server, keys = served
+    shots = tmp_path / "screenshots"
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {keys['a']}"}) as api:
+        long_word = "configuration-" * 12  # a long unbroken token must wrap, not widen the page
+        made = api.post(
+            "/v1/memories", json={"type": "fact", "content": f"The {long_word} file lives in /etc/nous"}
+        )
+        assert made.status_code == 201, made.text
+        memory_id = made.json()["id"]
+    browser.get(f"{server.url}/ui/login")
+    browser.find_element(By.ID, "key").send_keys(keys["a"])
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    _until(browser, lambda d: "/ui/login" not in d.current_url)
+
+    browser.set_window_size(390, 844)  # a phone's width
+    for path in (
+        "/ui/",
+        "/ui/memories",
+        f"/ui/memories/{memory_id}",
+        "/ui/context?text=where+is+the+file",
+        "/ui/decisions",
+        "/ui/censors",
+        "/ui/sessions",
+        "/ui/health",
+    ):
+        browser.get(server.url + path)
+        _until(browser, lambda d: d.execute_script("return document.readyState") == "complete")
+        overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, (path, overflow)  # nothing scrolls sideways
+    _shot(browser, shots, "phone-health")
+
+    browser.set_window_size(1280, 800)
+    browser.get(f"{server.url}/ui/memories")
+    light = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
+    browser.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]}
+    )
+    browser.get(f"{server.url}/ui/memories")
+    dark = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
+    assert _luminance(light) > 0.8 and _luminance(dark) < 0.2, (light, dark)
+    _shot(browser, shots, "dark-memories")
+
+    # the keyboard reaches the content first: Tab focuses the skip link, Enter moves to main
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    ActionChains(browser).send_keys(Keys.TAB).perform()
+    focused = browser.switch_to.active_element
+    assert focused.get_attribute("class") == "skip" and focused.is_displayed()
+    focused.send_keys(Keys.ENTER)
+    _until(browser, lambda d: d.current_url.endswith("#main"))
+
+
+def _luminance(css_color: str) -> float:
+    """0 (black) to 1 (white) for an ``rgb(r, g, b)`` colour."""
+    red, green, blue = (
+        int(part) for part in css_color[css_color.index("(") + 1 : css_color.index(")")].split(",")[:3]
+    )
+    return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255

@@ -6,8 +6,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from nous.models import Calibration, CategoryCalibration, Decision, Outcome
+from nous.models.brain import ConfidenceBin
 
 OUTCOME_VALUE = {Outcome.SUCCESS: 1.0, Outcome.PARTIAL: 0.5, Outcome.FAILURE: 0.0}
+BINS = 10  # tenths of confidence: fine enough to see a bias, coarse enough to fill with few decisions
 
 
 def _figures(category: str, decisions: list[Decision]) -> CategoryCalibration:
@@ -45,4 +47,23 @@ def calibrate(decisions: Iterable[Decision]) -> Calibration:
         overall=_figures("all", all_decisions),
         per_category=[_figures(c, ds) for c, ds in sorted(by_category.items())],
         pending=sum(d.outcome == Outcome.PENDING for d in all_decisions),
+        bins=_bins(all_decisions),
     )
+
+
+def _bins(decisions: list[Decision]) -> list[ConfidenceBin]:
+    """Resolved decisions by confidence tenth (1.0 falls in the last), each with its success rate."""
+    grouped: list[list[Decision]] = [[] for _ in range(BINS)]
+    for d in decisions:
+        if d.outcome in OUTCOME_VALUE:
+            grouped[min(int(d.confidence * BINS), BINS - 1)].append(d)
+    return [
+        ConfidenceBin(
+            low=i / BINS,
+            high=(i + 1) / BINS,
+            resolved=len(group),
+            mean_confidence=sum(d.confidence for d in group) / len(group) if group else None,
+            success_rate=sum(OUTCOME_VALUE[d.outcome] for d in group) / len(group) if group else None,
+        )
+        for i, group in enumerate(grouped)
+    ]

@@ -111,9 +111,24 @@ class CategoryCalibration(BaseModel):
     success_rate: float | None
 
 
+class ConfidenceBin(BaseModel):
+    """Resolved decisions whose confidence fell in [low, high): how often they succeeded. A
+    calibrated agent's success rate in each bin is close to the bin's mean confidence."""
+
+    low: float
+    high: float
+    resolved: int
+    mean_confidence: float | None
+    success_rate: float | None
+
+
 class Calibration(BaseModel):
     """How well the agent's confidence predicted outcomes."""
 
     overall: CategoryCalibration
     per_category: list[CategoryCalibration]
     pending: int
+    bins: list[ConfidenceBin] = Field(
+        default_factory=list,
+        description="Confidence in tenths against outcome rates (a reliability diagram).",
+    )

@@ -143,6 +143,10 @@ class StoreStats(BaseModel):
     location: str
     agent_id: str
     active_by_kind: dict[str, int]
+    active_by_lifecycle: dict[str, int] = Field(
+        default_factory=dict,
+        description="Current memories by lifecycle state (active, weak, dormant, archived).",
+    )
     inactive: int
     edges: int
     history_rows: int

@@ -281,8 +281,13 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         field = exc.field if isinstance(exc, InvalidInputError) else None
         return problem(status, str(exc), code=exc.code, field=field)
 
+    async def as_page(request: Request, status: int, detail: str) -> Response | None:
+        """The inspector's HTML error page for a request under /ui/, None elsewhere."""
+        shown = getattr(app.state, "ui_error_page", None)
+        return await shown(request, status, detail) if shown is not None else None
+
     @app.exception_handler(RequestValidationError)
-    async def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
         found = exc.errors()
         # A value checked against a union carries the member's name in its location
         # ("category", "str-enum[FactCategory]"): the client sent only "category".
@@ -302,10 +307,12 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
             )
         elif found and found[0].get("type") == "json_invalid":
             detail = f"the body is not valid JSON: {first['msg']}"
-        return problem(422, detail, code="invalid_input", field=field, errors=errors)
+        return await as_page(request, 422, detail) or problem(
+            422, detail, code="invalid_input", field=field, errors=errors
+        )
 
     @app.exception_handler(StarletteHTTPException)
-    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
         headers = dict(exc.headers or {})
         if exc.status_code == 405:  # every method the path answers, not only one route's
             headers["Allow"] = ", ".join(_allowed(app, request.url.path))
@@ -321,6 +328,11 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
             )
         else:
             detail = str(exc.detail)
+        if (
+            exc.status_code in (404, 405)
+            and (shown := await as_page(request, exc.status_code, detail)) is not None
+        ):
+            return shown
         code = title(exc.status_code).lower().replace(" ", "_")
         return problem(exc.status_code, detail, headers=headers, code=code)
 

@@ -16,8 +16,10 @@ import hmac
 import json
 import secrets
 from collections.abc import Awaitable, Callable
+from datetime import UTC, date, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, ParamSpec
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from fastapi import FastAPI, Query, Request
@@ -27,18 +29,40 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, ValidationError
 
 from nous.api import Nous
-from nous.errors import InvalidInputError, NousError
-from nous.models import HistoryEntry, MemoryKind
+from nous.errors import InvalidInputError, NotFoundError, NousError
+from nous.models import CensorAction, EdgeRelation, HistoryEntry, LifecycleState, MemoryKind
+from nous.models.events import EventStatus
 from nous.server.aggregates import _outside_session
 from nous.server.keys import key_from_header, verify_key
 from nous.server.routes import UpdateMemory
-from nous.server.scope import Caller, owned, visible
+from nous.server.scope import Caller, linked, owned, visible
 
 HERE = Path(__file__).parent
 COOKIE = "nous_ui"
 PAGE = 50
 MAX_FORM_BYTES = 200_000
 P = ParamSpec("P")
+E = TypeVar("E", bound=StrEnum)
+# The list's "state" filter: current memories (the default, as recall), only those a newer one
+# replaced, or both.
+STATES = ("current", "superseded", "all")
+# What each recall signal means to a reader, for the "why it ranked" line of a search result.
+FOUND_BY = {"dense_rank": "meaning", "keyword_rank": "keywords"}
+BOOSTS = {
+    "graph": "linked to another hit",
+    "recap": "a recap of recent sessions",
+    "frame_boost": "suits the conversation's frame",
+    "censor_boost": "a censor for this kind of message",
+    "fires": "its censor's pattern matches the query",
+    "kind_match": "the kind of memory the question asks for",
+    "session": "from this session",
+    "recency": "recent",
+    "time_window": "inside the time the question names",
+}
+PENALTIES = {
+    "superseded": "replaced by a newer memory",
+    "outside_window": "outside the time the question names",
+}
 
 templates = Environment(
     loader=FileSystemLoader(HERE / "templates"),
@@ -236,34 +260,64 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         q: str | None = Query(default=None, max_length=10_000),
         kind: str = Query(default="", max_length=50),  # a form's "any" sends it empty
         user: str | None = Query(default=None, max_length=200),
+        subject: str | None = Query(default=None, max_length=200),
+        category: str | None = Query(default=None, max_length=100),
+        lifecycle: str = Query(default="", max_length=20),
+        state: str = Query(default="current", max_length=20),
+        since: str = Query(default="", max_length=10),
+        until: str = Query(default="", max_length=10),
         cursor: int = Query(default=0, ge=0, le=1_000_000),
         limit: int = Query(default=PAGE, ge=1, le=200),
         inactive: bool = False,
     ) -> Response:
-        """Search (``Nous.recall``) or list (``Nous.memories``, paged) the caller's memories."""
+        """Search (``Nous.recall``) or list (``Nous.memories``, paged and filtered) the caller's
+        memories. Search ranks by meaning within the kind; the list's other filters narrow it."""
         me = await need(request)
         nous = nous_for(me.caller)
         acting = me.caller.acting_user(user or None)
-        try:
-            chosen = MemoryKind(kind) if kind else None
-        except ValueError:
-            allowed = ", ".join(k.value for k in MemoryKind)
-            raise Denied(422, f"kind must be one of {allowed} (got {kind!r})") from None
+        chosen = _choice(MemoryKind, kind, "kind")
+        stage = _choice(LifecycleState, lifecycle, "lifecycle")
+        if state not in STATES:
+            raise Denied(422, f"state must be one of {', '.join(STATES)} (got {state!r})")
         kinds = None if chosen is None else [chosen]
         filters = {
             "q": q or "",
             "kind": chosen.value if chosen else "",
             "user": user or "",
+            "subject": subject or "",
+            "category": category or "",
+            "lifecycle": stage.value if stage else "",
+            "state": state,
+            "since": since,
+            "until": until,
             "inactive": inactive,
         }
         if q and q.strip():
             # an inspector's look is not a use: the memories shown are not reinforced
             hits = await nous.recall(
-                q, limit=limit, kinds=kinds, user_id=acting, include_inactive=inactive, reinforce=False
+                q,
+                limit=limit,
+                kinds=kinds,
+                user_id=acting,
+                include_inactive=inactive,
+                include_superseded=state != "current",
+                reinforce=False,
             )
-            return page("memories.html", me, hits=hits, items=None, filters=filters, next_url=None)
+            why = {h.id: _why(h.signals) for h in hits}
+            return page("memories.html", me, hits=hits, why=why, items=None, filters=filters, next_url=None)
         found = await nous.memories(
-            kinds, limit=limit + 1, offset=cursor, user_id=acting, include_inactive=inactive
+            kinds,
+            limit=limit + 1,
+            offset=cursor,
+            user_id=acting,
+            include_inactive=inactive,
+            include_superseded=state == "all",
+            superseded_only=state == "superseded",
+            subject=subject or None,
+            category=category or None,
+            lifecycle=[stage] if stage else None,
+            since=_day(since, "since"),
+            until=_day(until, "until", end=True),
         )
         next_url = None
         if len(found) > limit:
@@ -281,15 +335,53 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         history = [(entry, _changes(entry)) for entry in await nous.history(found.id)]
         fields = found.model_dump(mode="json", exclude={"content", "provenance", "embedding"})
         changeable = me.caller.user_id is None or found.user_id is not None
+        edges = [
+            (edge, other, "out" if edge.source_id == found.id else "in")
+            for edge, other in await linked(nous, me.caller, found)
+        ]
+        turns = []
+        for turn_id in found.provenance.turn_ids[:50]:
+            try:
+                turns.append(await visible(nous, me.caller, turn_id))
+            except NousError:  # a turn forgotten for good, or another user's
+                continue
+        session = found.session_id or found.provenance.session_id
         return page(
             "memory.html",
             me,
             memory=found,
             fields=fields,
-            provenance=found.provenance.model_dump(mode="json"),
+            provenance=found.provenance.model_dump(mode="json", exclude={"turn_ids"}),
+            turns=turns,
+            session=_outside_id(me.caller, session),
             history=history,
+            edges=edges,
+            relations=[r.value for r in EdgeRelation],
             changeable=changeable,
         )
+
+    @app.post("/ui/memories/{memory_id}/link", include_in_schema=False)
+    @shown
+    async def link(request: Request, memory_id: str) -> Response:
+        """Link this memory to another (``target``, by id or 6+ character prefix): ``Nous.link``."""
+        me, fields = await checked(request)
+        nous = nous_for(me.caller)
+        found = await owned(nous, me.caller, memory_id)
+        target = await visible(nous, me.caller, fields.get("target", ""))
+        relation = _choice(EdgeRelation, fields.get("relation", ""), "relation") or EdgeRelation.RELATES_TO
+        await nous.link(found.id, target.id, relation.value)
+        return RedirectResponse(f"/ui/memories/{found.id}#links", status_code=303)
+
+    @app.post("/ui/memories/{memory_id}/supersede", include_in_schema=False)
+    @shown
+    async def supersede(request: Request, memory_id: str) -> Response:
+        """Mark this memory as replaced by another (``by``): ``Nous.supersede``."""
+        me, fields = await checked(request)
+        nous = nous_for(me.caller)
+        found = await owned(nous, me.caller, memory_id)
+        newer = await visible(nous, me.caller, fields.get("by", ""))
+        await nous.supersede(found.id, by=newer.id)
+        return RedirectResponse(f"/ui/memories/{found.id}", status_code=303)
 
     @app.post("/ui/memories/{memory_id}/edit", include_in_schema=False)
     @shown
@@ -396,18 +488,128 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         states = await nous.sessions(limit=PAGE)
         mine = [s for s in (_outside_session(me.caller, s) for s in states) if s is not None]
         episodes = await nous.memories(MemoryKind.EPISODE, limit=PAGE, user_id=me.caller.user_id)
-        return page("sessions.html", me, sessions=mine, episodes=episodes)
+        own_session = {e.id: _outside_id(me.caller, e.session_id) for e in episodes}
+        return page("sessions.html", me, sessions=mine, episodes=episodes, own_session=own_session)
+
+    @app.get("/ui/sessions/{session_id}", include_in_schema=False)
+    @shown
+    async def session(request: Request, session_id: str) -> Response:
+        """One session: its state, live working memory, turns in order, and what it left behind
+        (its episode, and the facts, decisions and procedures stored in it)."""
+        me = await need(request)
+        nous = nous_for(me.caller)
+        key = me.caller.session_key(session_id)
+        stored = await nous.memories(None, limit=500, session_id=key, user_id=me.caller.user_id)
+        try:
+            # the key names the caller's own session (a user-bound key's is under its user)
+            state = _outside_session(me.caller, await nous.session(key))
+        except NotFoundError:
+            # memories imported or ingested with a session id have no turn-loop state: their
+            # turns and what was kept are still shown
+            if not stored:
+                raise
+            state = None
+        working = await nous.heart.working_memory.get(key)
+        turns = sorted((m for m in stored if m.kind == MemoryKind.TURN), key=lambda m: m.occurred_at)
+        kept = [m for m in stored if m.kind != MemoryKind.TURN]
+        episode = None
+        if state is not None and state.episode_id:
+            try:
+                episode = await visible(nous, me.caller, state.episode_id)
+            except NousError:
+                episode = None
+        return page("session.html", me, state=state, working=working, turns=turns, kept=kept, episode=episode)
+
+    @app.get("/ui/censors", include_in_schema=False)
+    @shown
+    async def censors(request: Request) -> Response:
+        """The censors in force: pattern, action, activations against the escalation threshold,
+        false positives, and forms to edit, report a false positive, or retire."""
+        me = await need(request)
+        found = await nous_for(me.caller).censors(limit=200)
+        return page(
+            "censors.html",
+            me,
+            censors=found,
+            actions=[a.value for a in CensorAction],
+            changeable=me.caller.user_id is None,
+        )
+
+    @app.post("/ui/censors/{censor_id}/{action}", include_in_schema=False)
+    @shown
+    async def censor_action(request: Request, censor_id: str, action: str) -> Response:
+        """Edit (pattern, action, reason, threshold), report a false positive, or retire a
+        censor: ``Nous.edit_censor`` / ``report_false_positive`` / ``retire_censor``."""
+        me, fields = await checked(request)
+        if action not in ("edit", "false-positive", "retire"):
+            raise Denied(404, f"no action {action!r}")
+        nous = nous_for(me.caller)
+        found = await owned(nous, me.caller, censor_id)
+        note = fields.get("note", "").strip() or None
+        if action == "edit":
+            threshold = fields.get("escalation_threshold", "").strip()
+            if threshold and not threshold.isdigit():
+                raise InvalidInputError(
+                    "escalation threshold must be a whole number", field="escalation_threshold"
+                )
+            await nous.edit_censor(
+                found.id,
+                trigger_pattern=fields.get("trigger_pattern") or None,
+                action=fields.get("action") or None,
+                reason=fields.get("reason") or None,
+                escalation_threshold=int(threshold) if threshold else None,
+            )
+        elif action == "false-positive":
+            await nous.report_false_positive(found.id, note)
+        else:
+            await nous.retire_censor(found.id, note)
+        return RedirectResponse(f"/ui/censors#censor-{found.id}", status_code=303)
 
     @app.get("/ui/health", include_in_schema=False)
     @shown
     async def health(request: Request) -> Response:
-        """Counts by kind and the event queue by status (the agent's key: agent-wide, as REST's stats)."""
+        """Counts by kind and lifecycle, the event queue by status with its dead events (to
+        retry), the embedding backlog and LLM usage (the agent's key: agent-wide, as REST's stats)."""
         me = await need(request)
         me.caller.require_agent_key("the store's counts")
         nous = nous_for(me.caller)
         stats = await nous.stats()
         events = {k.value: v for k, v in (await nous.event_counts()).items()}
-        return page("health.html", me, stats=stats.model_dump(mode="json"), events=events)
+        dead = await nous.events(status=EventStatus.DEAD, limit=PAGE)
+        return page(
+            "health.html",
+            me,
+            stats=stats.model_dump(mode="json"),
+            events=events,
+            dead=dead,
+            usage=await nous.llm_usage(),
+        )
+
+    @app.post("/ui/events/{event_id}/retry", include_in_schema=False)
+    @shown
+    async def retry(request: Request, event_id: str) -> Response:
+        """Run a dead event again: ``Nous.retry_event`` (pending, due now, attempts reset)."""
+        me, _ = await checked(request)
+        me.caller.require_agent_key("the event queue")
+        await nous_for(me.caller).retry_event(event_id)
+        return RedirectResponse("/ui/health#dead", status_code=303)
+
+    async def error_page(request: Request, status: int, message: str) -> Response | None:
+        """An HTML error for a page's request (a bad query, an unknown path under /ui/), with the
+        navigation when the request is signed in; None for any other path, whose errors stay
+        problem details."""
+        path = request.url.path
+        if not path.startswith("/ui/") or path.startswith("/ui/static/"):
+            return None
+        me = getattr(request.state, "me", None)
+        if me is None:
+            try:
+                me = await signed_in(request)
+            except NousError:  # the store is down: the error page still answers
+                me = None
+        return render("error.html", status, status=status, message=message, me=me)
+
+    app.state.ui_error_page = error_page
 
 
 class _SignInNeeded(Exception):
@@ -433,3 +635,45 @@ def _frames() -> list[str]:
     from nous.server.schemas import FrameName
 
     return [f.value for f in FrameName]
+
+
+def _choice(enum: type[E], value: str, field: str) -> E | None:
+    """A form's choice of ``enum`` (empty: none chosen); 422 naming the choices otherwise."""
+    if not value:
+        return None
+    try:
+        return enum(value)
+    except ValueError:
+        allowed = ", ".join(member.value for member in enum)
+        raise Denied(422, f"{field} must be one of {allowed} (got {value!r})") from None
+
+
+def _day(value: str, field: str, *, end: bool = False) -> datetime | None:
+    """A date input's YYYY-MM-DD as the start of that day in UTC (``end``: of the next day, so
+    "until" includes the day it names)."""
+    if not value:
+        return None
+    try:
+        day = date.fromisoformat(value)
+    except ValueError:
+        raise Denied(422, f"{field} must be a date as YYYY-MM-DD (got {value!r})") from None
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    return start + timedelta(days=1) if end else start
+
+
+def _why(signals: dict[str, float]) -> list[str]:
+    """Why a recall hit ranked, in words: which searches found it (and its place in each), the
+    boosts it got and what counted against it."""
+    found = [f"{label} (#{int(signals[name])})" for name, label in FOUND_BY.items() if name in signals]
+    reasons = [("found by " + " and ".join(found)) if found else "found through a link or a recap"]
+    reasons += [label for name, label in BOOSTS.items() if signals.get(name, 0) > 0]
+    reasons += [f"lowered: {label}" for name, label in PENALTIES.items() if signals.get(name, 0)]
+    return reasons
+
+
+def _outside_id(caller: Caller, session_id: str | None) -> str | None:
+    """A stored session id as the caller names it; None if there is none or it is not theirs."""
+    if session_id is None:
+        return None
+    prefix = caller.session_key("") if caller.user_id is not None else ""
+    return session_id[len(prefix) :] if session_id.startswith(prefix) else None

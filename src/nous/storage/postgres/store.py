@@ -693,6 +693,12 @@ class PostgresStore(Store):
                 (agent_id,),
             )
             by_kind = {k: int(n) for k, n in await cur.fetchall()}
+            cur = await conn.execute(
+                "SELECT lifecycle, count(*) FROM memories WHERE agent_id = %s AND active "
+                "AND superseded_by IS NULL GROUP BY lifecycle",
+                (agent_id,),
+            )
+            by_lifecycle = {k: int(n) for k, n in await cur.fetchall()}
             inactive = await one(
                 "SELECT count(*) FROM memories WHERE agent_id = %s AND (NOT active OR superseded_by IS NOT NULL)"
             )
@@ -706,6 +712,7 @@ class PostgresStore(Store):
             location=self.info.location,
             agent_id=agent_id,
             active_by_kind=by_kind,
+            active_by_lifecycle=by_lifecycle,
             inactive=inactive,
             edges=edges,
             history_rows=history,

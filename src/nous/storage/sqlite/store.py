@@ -723,6 +723,13 @@ class SQLiteStore(Store):
                 "SELECT count(*) FROM memories WHERE agent_id = ? AND (active = 0 OR superseded_by IS NOT NULL)",
                 (agent_id,),
             ).fetchone()
+            by_lifecycle = dict(
+                conn.execute(
+                    "SELECT lifecycle, count(*) FROM memories WHERE agent_id = ? AND active = 1 "
+                    "AND superseded_by IS NULL GROUP BY lifecycle",
+                    (agent_id,),
+                ).fetchall()
+            )
             (edges,) = conn.execute("SELECT count(*) FROM edges WHERE agent_id = ?", (agent_id,)).fetchone()
             (history,) = conn.execute(
                 "SELECT count(*) FROM history WHERE agent_id = ?", (agent_id,)
@@ -736,6 +743,7 @@ class SQLiteStore(Store):
                 location=str(self.path),
                 agent_id=agent_id,
                 active_by_kind=by_kind,
+                active_by_lifecycle=by_lifecycle,
                 inactive=inactive,
                 edges=edges,
                 history_rows=history,
