@@ -483,6 +483,7 @@ def test_sessions_censors_calibration_and_health_pages(database_url: str, settin
         session = a.get("/ui/sessions/s-live")
         assert session.status_code == 200, session.text
         text = session.text
+        assert "<h1>Session <code>s-live</code></h1>" in text
         assert "We should pin numpy to 2.1" in text and "Noted: numpy stays on 2.1." in text  # the turns
         assert text.index("We should pin numpy") < text.index("Noted: numpy stays")  # in order
         assert "Pin numpy to 2.1" in text and "Working memory" in text  # live working memory

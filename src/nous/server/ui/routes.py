@@ -518,7 +518,19 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
                 episode = await visible(nous, me.caller, state.episode_id)
             except NousError:
                 episode = None
-        return page("session.html", me, state=state, working=working, turns=turns, kept=kept, episode=episode)
+        if episode is None:  # an ingested session's episode is stored with its session id
+            episode = next((m for m in kept if m.kind == MemoryKind.EPISODE), None)
+        kept = [m for m in kept if episode is None or m.id != episode.id]
+        return page(
+            "session.html",
+            me,
+            session_id=session_id,
+            state=state,
+            working=working,
+            turns=turns,
+            kept=kept,
+            episode=episode,
+        )
 
     @app.get("/ui/censors", include_in_schema=False)
     @shown
