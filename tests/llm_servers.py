@@ -34,6 +34,17 @@ class ChatServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:  # the model list (OpenAI's GET /models)
+                outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": None})
+                raw = json.dumps(
+                    {"object": "list", "data": [{"id": "loopback-model", "object": "model", "owned_by": "test"}]}
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})

@@ -28,9 +28,10 @@ from starlette.routing import Route
 from nous.api import Nous
 from nous.config import Settings
 from nous.errors import AuthenticationError, InvalidInputError, NousError
+from nous.llm.upstream import create_upstream
 from nous.models import CensorAction, DecisionCategory, FactCategory, MemoryKind, WriteResult, WriteStatus
 from nous.models.keys import ApiKey
-from nous.server import aggregates, docs, ui
+from nous.server import aggregates, docs, openai_proxy, ui
 from nous.server import routes as extra_routes
 from nous.server.bodies import (
     CLEAN,
@@ -225,11 +226,14 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         state["stop"] = stop
         async with Nous(settings) as root, mcp_server.session_manager.run():
             state["root"] = root  # the root runs its own agent's event worker when configured
+            state["upstream"] = create_upstream(settings)  # the proxy's model; None when offline
             try:
                 yield
             finally:
                 stop.set()  # the other agents' workers finish the event in hand, then stop
                 await asyncio.gather(*state["workers"], return_exceptions=True)
+                if state["upstream"] is not None:
+                    await state["upstream"].aclose()
         state.clear()
 
     app = FastAPI(
@@ -532,6 +536,21 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     aggregates.register(app, Who, nous_for)
     # the inspector's pages under /ui/ (and / redirects there): the same views and key scope
     ui.mount(app, auth=auth, root=lambda: state["root"], nous_for=nous_for)
+
+    async def proxy_caller(request: Request) -> Caller | None:
+        if not auth:
+            return Caller(agent_id=state["root"].agent_id)
+        key = await _agent_key(request)
+        return (
+            None
+            if key is None or key.agent_id is None
+            else Caller(agent_id=key.agent_id, user_id=key.user_id)
+        )
+
+    # OpenAI-compatible chat completions with memory (outside the OpenAPI document: OpenAI's API)
+    openai_proxy.register(
+        app, authenticate=proxy_caller, nous_for=nous_for, upstream_of=lambda: state.get("upstream")
+    )
     return app
 
 

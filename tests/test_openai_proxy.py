@@ -1,0 +1,300 @@
+"""The OpenAI-compatible memory proxy (``POST /v1/chat/completions``, ``GET /v1/models``) driven by
+the real OpenAI Python SDK against `nous serve` on loopback, on both backends, with a loopback
+upstream (tests/llm_servers.py) that records what it received: the memory context is in the
+request, the reply is stored, a second session recalls the first, streaming arrives in order, a
+censored tool call comes back as the model's refusal, and upstream failures come back in OpenAI's
+error shape with their status."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai.types.chat import ChatCompletionMessageFunctionToolCall
+
+from nous import Nous, Settings
+from nous.server import create_key
+from tests.llm_servers import ChatServer, Reply
+from tests.test_server import LiveServer, live
+
+MODEL = "loopback-model"
+
+
+async def _keys(settings: Settings) -> dict[str, str]:
+    async with Nous(settings) as nous:
+        keys = {}
+        for name, kw in {
+            "a": {"agent_id": "agent-a"},
+            "b": {"agent_id": "agent-b"},
+            "alice": {"agent_id": "agent-a", "user_id": "alice"},
+            "admin": {"agent_id": None, "admin": True},
+        }.items():
+            keys[name] = (await create_key(nous.store, **kw))[1]  # type: ignore[arg-type]
+        return keys
+
+
+@pytest.fixture
+def upstream() -> Iterator[ChatServer]:
+    server = ChatServer("openai")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _run(database_url: str, settings: Settings, upstream_url: str, **extra: Any) -> Settings:
+    return settings.model_copy(
+        update={
+            "database_url": database_url,
+            "llm_provider": "openai",
+            "llm_api_base": upstream_url,
+            "llm_model": MODEL,
+            **extra,
+        }
+    )
+
+
+@pytest.fixture
+def proxied(
+    database_url: str, settings: Settings, upstream: ChatServer
+) -> Iterator[tuple[LiveServer, dict[str, str], ChatServer]]:
+    with live(_run(database_url, settings, upstream.url), _keys) as (server, keys):
+        yield server, keys, upstream
+
+
+def _sdk(server: LiveServer, key: str, **headers: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, default_headers=headers, max_retries=0)
+
+
+def _rest(server: LiveServer, key: str) -> httpx.Client:
+    return httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+
+
+def _memory_of(request: dict[str, Any]) -> str:
+    """The memory context the proxy added to a request the upstream received."""
+    notes = [
+        m["content"] for m in request["body"]["messages"] if str(m["content"]).startswith("Memory (Nous)")
+    ]
+    assert len(notes) == 1, request["body"]["messages"]
+    return str(notes[0])
+
+
+def test_the_reply_is_remembered_and_a_second_session_recalls_the_first(
+    proxied: tuple[LiveServer, dict[str, str], ChatServer],
+) -> None:
+    server, keys, upstream = proxied
+    upstream.script = [Reply("Noted: your cat is called Quillon."), Reply("Your cat is called Quillon.")]
+    first = _sdk(server, keys["a"], **{"X-Nous-Session": "monday"}).chat.completions.create(
+        model=MODEL,
+        messages=[
+            {"role": "system", "content": "You are a terse assistant."},
+            {"role": "user", "content": "Please remember that my cat is called Quillon."},
+        ],
+    )
+    assert first.choices[0].message.content == "Noted: your cat is called Quillon."
+    sent = upstream.requests[-1]["body"]["messages"]
+    assert [m["role"] for m in sent] == ["system", "system", "user"]  # the caller's instructions first
+    assert sent[0]["content"] == "You are a terse assistant." and sent[1]["content"].startswith(
+        "Memory (Nous)"
+    )
+    assert upstream.requests[-1]["body"]["model"] == MODEL
+    with _rest(server, keys["a"]) as rest:
+        state = rest.get("/v1/sessions/monday").json()
+        assert state["turn_count"] == 1  # the reply was recorded with post_turn
+        turns = rest.get("/v1/memories", params={"type": "turn", "limit": 50}).json()["items"]
+        assert any("Noted: your cat is called Quillon." in t["content"] for t in turns)
+
+    second = _sdk(server, keys["a"], **{"X-Nous-Session": "tuesday"}).chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "What is my cat called?"}]
+    )
+    assert second.choices[0].message.content == "Your cat is called Quillon."
+    assert "Quillon" in _memory_of(upstream.requests[-1])  # the second run recalls the first
+
+    # another agent's requests carry nothing of agent-a's
+    upstream.script = [Reply("I don't know.")]
+    _sdk(server, keys["b"], **{"X-Nous-Session": "monday"}).chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "What is my cat called?"}]
+    )
+    assert "Quillon" not in _memory_of(upstream.requests[-1])
+
+
+def test_streaming_arrives_in_order_and_is_recorded(
+    proxied: tuple[LiveServer, dict[str, str], ChatServer],
+) -> None:
+    server, keys, upstream = proxied
+    upstream.script = [Reply("The deploy window is Tuesday at two")]
+    stream = _sdk(server, keys["alice"], **{"X-Nous-Session": "s1"}).chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "When is the deploy window?"}], stream=True
+    )
+    pieces = [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
+    assert pieces == [
+        "The ",
+        "deploy ",
+        "window ",
+        "is ",
+        "Tuesday ",
+        "at ",
+        "two",
+    ]  # as the upstream sent them
+    assert upstream.requests[-1]["body"]["stream"] is True
+    with _rest(server, keys["alice"]) as rest:
+        assert rest.get("/v1/sessions/s1").json()["turn_count"] == 1
+        turns = rest.get("/v1/memories", params={"type": "turn"}).json()["items"]
+        assert any("The deploy window is Tuesday at two" in t["content"] for t in turns)
+        assert all(t["user_id"] == "alice" for t in turns)  # the user-bound key's user
+
+
+def test_a_censored_tool_call_is_refused_and_an_allowed_one_passes_unchanged(
+    proxied: tuple[LiveServer, dict[str, str], ChatServer],
+) -> None:
+    server, keys, upstream = proxied
+    with _rest(server, keys["a"]) as rest:
+        censor = rest.post(
+            "/v1/memories",
+            json={
+                "type": "censor",
+                "content": r"drop_database",
+                "action": "block",
+                "reason": "prod data is irreplaceable",
+            },
+        )
+        assert censor.status_code == 201, censor.text
+    tools: list[Any] = [
+        {"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
+        for n in ("drop_database", "get_weather")
+    ]
+    client = _sdk(server, keys["a"], **{"X-Nous-Session": "ops"})
+    ask: list[Any] = [{"role": "user", "content": "Clean up the production database"}]
+    for stream in (False, True):
+        upstream.script = [Reply("", tool_calls=[("drop_database", {"name": "prod"})])]
+        if stream:
+            chunks = list(client.chat.completions.create(model=MODEL, messages=ask, tools=tools, stream=True))
+            deltas = [c.choices[0].delta for c in chunks if c.choices]
+            assert not any(d.tool_calls for d in deltas)  # the call never reaches the caller
+            refusal = "".join(d.refusal or "" for d in deltas)
+            assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+        else:
+            answer = client.chat.completions.create(model=MODEL, messages=ask, tools=tools)
+            message = answer.choices[0].message
+            assert message.tool_calls is None and answer.choices[0].finish_reason == "stop"
+            refusal = message.refusal or ""
+        assert "drop_database" in refusal and "prod data is irreplaceable" in refusal, refusal
+
+        upstream.script = [Reply("", tool_calls=[("get_weather", {"city": "Porto"})])]
+        weather: list[Any] = [{"role": "user", "content": "What's the weather in Porto?"}]
+        if stream:
+            chunks = list(
+                client.chat.completions.create(model=MODEL, messages=weather, tools=tools, stream=True)
+            )
+            functions = [
+                t.function
+                for c in chunks
+                if c.choices
+                for t in c.choices[0].delta.tool_calls or []
+                if t.function
+            ]
+            assert functions[0].name == "get_weather"
+            assert "".join(f.arguments or "" for f in functions) == '{"city": "Porto"}'
+        else:
+            answer = client.chat.completions.create(model=MODEL, messages=weather, tools=tools)
+            (call,) = answer.choices[0].message.tool_calls or []
+            assert isinstance(call, ChatCompletionMessageFunctionToolCall)
+            assert call.function.name == "get_weather" and call.function.arguments == '{"city": "Porto"}'
+    # the tool's result continues the open turn: its context is previewed, the final reply recorded
+    upstream.script = [Reply("It is sunny in Porto.")]
+    final = client.chat.completions.create(
+        model=MODEL,
+        messages=[
+            *weather,
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_0",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_0", "content": "sunny, 24C"},
+        ],
+        tools=tools,
+    )
+    assert final.choices[0].message.content == "It is sunny in Porto."
+    assert upstream.requests[-1]["body"]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call_0",
+        "content": "sunny, 24C",
+    }
+
+
+def test_errors_come_back_in_the_openai_shape(
+    database_url: str, settings: Settings, upstream: ChatServer
+) -> None:
+    with live(_run(database_url, settings, upstream.url, llm_timeout_s=1.0), _keys) as (server, keys):
+        client = _sdk(server, keys["a"])
+        ask: list[Any] = [{"role": "user", "content": "Hello there"}]
+        upstream.script = [Reply(status=500)]
+        with pytest.raises(openai.InternalServerError) as failed:
+            client.chat.completions.create(model=MODEL, messages=ask)
+        assert failed.value.status_code == 500 and "scripted failure" in failed.value.message
+        upstream.script = [Reply(status=429)]
+        with pytest.raises(openai.RateLimitError):
+            client.chat.completions.create(model=MODEL, messages=ask, stream=True)
+        upstream.script = [Reply("late", delay_s=20)]  # far past the 1 s timeout
+        with pytest.raises(openai.APIStatusError) as slow:
+            client.chat.completions.create(model=MODEL, messages=ask)
+        assert slow.value.status_code == 504 and slow.value.body["type"] == "timeout"  # type: ignore[index]
+        for key in ("not-a-key", keys["admin"]):
+            with pytest.raises(openai.AuthenticationError):
+                _sdk(server, key).chat.completions.create(model=MODEL, messages=ask)
+        with pytest.raises(openai.BadRequestError) as bad:
+            client.chat.completions.create(model=MODEL, messages=[{"role": "assistant", "content": "hi"}])
+        assert bad.value.body["param"] == "messages"  # type: ignore[index]
+        with pytest.raises(openai.PermissionDeniedError):  # a user-bound key acts only as its user
+            _sdk(server, keys["alice"]).chat.completions.create(model=MODEL, messages=ask, user="bob")
+        assert [m.id for m in client.models.list()] == ["loopback-model"]
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    dead = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    closed.close()  # nothing listens there
+    with live(_run(database_url, settings, dead), _keys) as (server, keys):
+        with pytest.raises(openai.APIStatusError) as unreachable:
+            _sdk(server, keys["a"]).chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "Hi"}]
+            )
+        assert unreachable.value.status_code == 502
+    offline = settings.model_copy(update={"database_url": database_url, "llm_provider": "offline"})
+    with live(offline, _keys) as (server, keys):
+        with pytest.raises(openai.InternalServerError) as missing:
+            _sdk(server, keys["a"]).chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "Hi"}]
+            )
+        assert missing.value.status_code == 503 and "NOUS_LLM_PROVIDER" in missing.value.message
+
+
+def test_the_proxy_runs_the_turn_loop_with_an_async_client(
+    proxied: tuple[LiveServer, dict[str, str], ChatServer],
+) -> None:
+    server, keys, upstream = proxied
+    upstream.script = [Reply("Sure.")]
+
+    async def ask() -> str:
+        client = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key=keys["a"], max_retries=0)
+        async with client:
+            answer = await client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "Let us plan the offsite"}], user="maya"
+            )
+            return answer.choices[0].message.content or ""
+
+    assert asyncio.run(ask()) == "Sure."
+    with _rest(server, keys["a"]) as rest:
+        state = rest.get("/v1/sessions/chat-maya").json()  # no session header: one session per user
+        assert state["turn_count"] == 1 and state["user_id"] == "maya"
