@@ -298,3 +298,52 @@ def test_the_proxy_runs_the_turn_loop_with_an_async_client(
     with _rest(server, keys["a"]) as rest:
         state = rest.get("/v1/sessions/chat-maya").json()  # no session header: one session per user
         assert state["turn_count"] == 1 and state["user_id"] == "maya"
+
+
+def test_an_anthropic_upstream_is_translated(database_url: str, settings: Settings) -> None:
+    messages_api = ChatServer("anthropic")
+    run = settings.model_copy(
+        update={
+            "database_url": database_url,
+            "llm_provider": "anthropic",
+            "llm_api_base": messages_api.url,
+            "llm_model": "claude-loopback",
+        }
+    )
+    try:
+        with live(run, _keys) as (server, keys):
+            client = _sdk(server, keys["a"], **{"X-Nous-Session": "claude"})
+            messages_api.script = [Reply("Hello from Claude.")]
+            answer = client.chat.completions.create(
+                model="claude-loopback",
+                messages=[
+                    {"role": "developer", "content": "Be brief."},
+                    {"role": "user", "content": "Say hello"},
+                ],
+            )
+            assert answer.choices[0].message.content == "Hello from Claude."
+            sent = messages_api.requests[-1]["body"]
+            assert "Be brief." in str(sent["system"]) and "Memory (Nous)" in str(sent["system"])
+            messages_api.script = [Reply("Checking.", tool_calls=[("get_weather", {"city": "Porto"})])]
+            tools: list[Any] = [
+                {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+            ]
+            called = client.chat.completions.create(
+                model="claude-loopback",
+                messages=[{"role": "user", "content": "Weather in Porto?"}],
+                tools=tools,
+            )
+            (call,) = called.choices[0].message.tool_calls or []
+            assert isinstance(call, ChatCompletionMessageFunctionToolCall)
+            assert call.function.name == "get_weather" and called.choices[0].finish_reason == "tool_calls"
+            messages_api.script = [Reply("Streaming works fine")]
+            streamed = client.chat.completions.create(
+                model="claude-loopback",
+                messages=[{"role": "user", "content": "Stream something"}],
+                stream=True,
+            )
+            text = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
+            assert text == "Streaming works fine"
+            assert [m.id for m in client.models.list()] == ["claude-loopback"]
+    finally:
+        messages_api.close()
