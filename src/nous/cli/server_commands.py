@@ -91,7 +91,9 @@ def serve(
     sock = _bind(host, port)
     token = _prepare_demo(ctx) if demo else None
     app = create_app(settings, auth=not no_auth)
-    for line in banner(host, port, agent_id=settings.agent_id, token=token, no_auth=no_auth):
+    for line in banner(
+        host, port, agent_id=settings.agent_id, token=token, no_auth=no_auth, llm=settings.llm_provider
+    ):
         print(line, flush=True)  # plain print: a terminal renderer would wrap the key and commands
     logged = access_log or settings.access_log
     config = uvicorn.Config(
@@ -165,7 +167,9 @@ def _store_env() -> str:
     return "".join(f"{n}={shlex.quote(os.environ[n])} " for n in names if os.environ.get(n))
 
 
-def banner(host: str, port: int, *, agent_id: str, token: str | None, no_auth: bool) -> list[str]:
+def banner(
+    host: str, port: int, *, agent_id: str, token: str | None, no_auth: bool, llm: str = "offline"
+) -> list[str]:
     """What `nous serve` prints before serving: where things are, a `curl` to store and one to
     recall (runnable as printed; `$KEY` when no new key was made), and how to attach MCP."""
     shown = f"[{host}]" if ":" in host else host
@@ -183,6 +187,12 @@ def banner(host: str, port: int, *, agent_id: str, token: str | None, no_auth: b
         f"inspector: {base}/ui/",
         f"store:  curl -s {base}/v1/memories {headers} -d '{remember}'",
         f"recall: curl -s {base}/v1/recall {headers} -d '{recall}'",
+        f"OpenAI-compatible chat with memory: base_url {base}/v1, the Nous key as api_key "
+        + (
+            f"(model: NOUS_LLM_PROVIDER={llm})"
+            if llm != "offline"
+            else "(set NOUS_LLM_PROVIDER and NOUS_LLM_API_BASE to enable; see docs/integrations.md)"
+        ),
         f"MCP over HTTP: {base}/mcp/ "
         + ("(no key needed)" if no_auth else "with the header Authorization: Bearer KEY (see README, MCP)"),
         f"MCP:  {nous} --agent {agent} mcp",  # last: the stdio command, runnable as printed
