@@ -37,7 +37,10 @@ class ChatServer:
             def do_GET(self) -> None:  # the model list (OpenAI's GET /models)
                 outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": None})
                 raw = json.dumps(
-                    {"object": "list", "data": [{"id": "loopback-model", "object": "model", "owned_by": "test"}]}
+                    {
+                        "object": "list",
+                        "data": [{"id": "loopback-model", "object": "model", "owned_by": "test"}],
+                    }
                 ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

@@ -452,6 +452,7 @@ async def _sessions_and_censors(settings: Settings) -> dict[str, str]:
     async with Nous(settings.model_copy(update={"agent_id": "agent-a"})) as nous:
         await nous.pre_turn("s-live", "We should pin numpy to 2.1 because 2.2 broke the float16 tests")
         await nous.post_turn("s-live", "Noted: numpy stays on 2.1.")
+        await nous.learn("CI pins numpy to 2.1 until float16 is fixed", session_id="s-live")
         await nous.heart.working_memory.focus("s-live", "Pin numpy to 2.1", kind="task")
         censor = await nous.add_censor(
             r"force[- ]push.*main", action="warn", reason="it rewrote shared history"
@@ -487,6 +488,9 @@ def test_sessions_censors_calibration_and_health_pages(database_url: str, settin
         assert "We should pin numpy to 2.1" in text and "Noted: numpy stays on 2.1." in text  # the turns
         assert text.index("We should pin numpy") < text.index("Noted: numpy stays")  # in order
         assert "Pin numpy to 2.1" in text and "Working memory" in text  # live working memory
+        assert "CI pins numpy to 2.1 until float16 is fixed" in text  # what it left behind
+        assert a.get("/v1/sessions/s-live").json()["episode_id"], "the session opened an episode"
+        assert "Facts from it" in listed and "CI pins numpy to 2.1" in listed  # under its episode
         assert a.get("/ui/sessions/no-such-session").status_code == 404
         with _client(server, made["b"]) as b:
             assert b.get("/ui/sessions/s-live").status_code == 404

@@ -40,6 +40,7 @@ from nous.server.scope import Caller, linked, owned, visible
 HERE = Path(__file__).parent
 COOKIE = "nous_ui"
 PAGE = 50
+EPISODE_FACTS = 5  # facts shown under each episode of the sessions page
 MAX_FORM_BYTES = 200_000
 P = ParamSpec("P")
 E = TypeVar("E", bound=StrEnum)
@@ -489,7 +490,17 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         mine = [s for s in (_outside_session(me.caller, s) for s in states) if s is not None]
         episodes = await nous.memories(MemoryKind.EPISODE, limit=PAGE, user_id=me.caller.user_id)
         own_session = {e.id: _outside_id(me.caller, e.session_id) for e in episodes}
-        return page("sessions.html", me, sessions=mine, episodes=episodes, own_session=own_session)
+        facts = {  # what each episode's session taught: the facts stored in it (extracted or said)
+            e.id: await nous.memories(
+                MemoryKind.FACT, session_id=e.session_id, user_id=me.caller.user_id, limit=EPISODE_FACTS
+            )
+            if e.session_id
+            else []
+            for e in episodes
+        }
+        return page(
+            "sessions.html", me, sessions=mine, episodes=episodes, own_session=own_session, facts=facts
+        )
 
     @app.get("/ui/sessions/{session_id}", include_in_schema=False)
     @shown
