@@ -5,9 +5,10 @@ Every page calls the same ``Nous`` methods as the REST routes, through the same 
 (``nous_for``) and the same key scope (``Caller``, ``visible``, ``owned``), so a key sees and
 changes exactly what it does over REST. A request signs in with ``Authorization: Bearer KEY`` or
 with the cookie ``POST /ui/login`` sets (the key and a nonce of the sign-in, HttpOnly and
-SameSite=Strict). Each form that changes memory carries a CSRF token: an HMAC of the credential
-(the bearer key, or the cookie) under a secret of this server process, so a token is valid only
-with the credential it was made for, and a new sign-in has a new one.
+SameSite=Strict). Each form that changes memory carries a CSRF token: an HMAC keyed by the
+credential (the bearer key, or the cookie), so a token is valid only with the credential it was
+made for, a new sign-in has a new one, and no server process keeps a secret of its own (every
+``nous serve`` worker checks the same tokens).
 """
 
 import functools
@@ -40,6 +41,7 @@ from nous.server.scope import Caller, linked, owned, visible
 HERE = Path(__file__).parent
 COOKIE = "nous_ui"
 PAGE = 50
+CSRF_PURPOSE = b"nous inspector form"
 EPISODE_FACTS = 5  # facts shown under each episode of the sessions page
 MAX_FORM_BYTES = 200_000
 P = ParamSpec("P")
@@ -137,17 +139,21 @@ def shown(
 def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Callable[[Caller], Nous]) -> None:
     """Add the inspector's pages and stylesheet to ``app``. ``root`` is the server's own ``Nous``
     (its store checks keys), ``nous_for`` the per-agent view every REST route uses."""
-    secret = secrets.token_bytes(32)
     app.mount("/ui/static", StaticFiles(directory=HERE / "static"), name="ui-static")
+    # Without keys (--no-auth, loopback only) there is no credential: the forms' token is keyed by
+    # a random value of this process, so another site cannot know it.
+    keyless = secrets.token_hex(32)
 
     def token(credential: str) -> str:
-        return hmac.new(secret, credential.encode(), hashlib.sha256).hexdigest()
+        # keyed by the credential itself (secret to the signed-in browser: the cookie is HttpOnly),
+        # so every server process (`nous serve --workers N`) makes and checks the same token
+        return hmac.new(credential.encode(), CSRF_PURPOSE, hashlib.sha256).hexdigest()
 
     async def signed_in(request: Request) -> SignedIn | None:
         """The request's caller from its bearer header or sign-in cookie; None if it has neither
         or the key is not an active agent's key."""
         if not auth:
-            return SignedIn(caller=Caller(agent_id=root().agent_id), csrf=token("no-auth"), cookie=False)
+            return SignedIn(caller=Caller(agent_id=root().agent_id), csrf=token(keyless), cookie=False)
         header = request.headers.get("authorization")
         cookie = request.cookies.get(COOKIE)
         if header:
