@@ -132,7 +132,8 @@ class NousStore(BaseStore):
         )
         mine = [m for m in found if m.subject == key and namespace_of(m) == namespace]
         current = [m for m in mine if m.superseded_by is None]
-        return (current or mine or [None])[0]
+        ranked = current or mine
+        return ranked[0] if ranked else None
 
     async def _current(self, memory: NousMemory) -> NousMemory | None:
         """The fact that stands for ``memory`` now: itself, or the one that superseded it; None
