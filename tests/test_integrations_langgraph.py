@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 
 import pytest
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 
 from nous import Nous, Settings, SyncNous
 from nous.embeddings.base import EmbeddingProvider
@@ -44,7 +44,7 @@ async def test_put_get_update_and_delete_keep_values_exactly_with_history(nous: 
     assert not (await nous.get(fact.id)).active  # forgotten, audited, not purged
 
     await store.aput(ALICE, "meetings", {"content": "Alice has no meetings on Fridays"})
-    await store.aput(ALICE, "meetings", None)  # put(None) deletes too
+    await store.abatch([PutOp(ALICE, "meetings", None)])  # a put of None deletes too
     assert await store.aget(ALICE, "meetings") is None
 
 
