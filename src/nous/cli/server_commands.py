@@ -184,7 +184,11 @@ def banner(host: str, port: int, *, agent_id: str, token: str | None, no_auth: b
         f"store:  curl -s {base}/v1/memories {headers} -d '{remember}'",
         f"recall: curl -s {base}/v1/recall {headers} -d '{recall}'",
         f"MCP over HTTP: {base}/mcp/ "
-        + ("(no key needed)" if no_auth else "with the header Authorization: Bearer KEY (see README, MCP)"),
+        + (
+            "(no key needed)"
+            if no_auth
+            else "with the header Authorization: Bearer KEY (see docs/integrations.md, MCP)"
+        ),
         f"MCP:  {nous} --agent {agent} mcp",  # last: the stdio command, runnable as printed
     ]
     if not token and not no_auth:
