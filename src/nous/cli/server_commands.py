@@ -194,7 +194,11 @@ def banner(
             else "(set NOUS_LLM_PROVIDER and NOUS_LLM_API_BASE to enable; see docs/integrations.md)"
         ),
         f"MCP over HTTP: {base}/mcp/ "
-        + ("(no key needed)" if no_auth else "with the header Authorization: Bearer KEY (see README, MCP)"),
+        + (
+            "(no key needed)"
+            if no_auth
+            else "with the header Authorization: Bearer KEY (see docs/integrations.md, MCP)"
+        ),
         f"MCP:  {nous} --agent {agent} mcp",  # last: the stdio command, runnable as printed
     ]
     if not token and not no_auth:

@@ -1,0 +1,8 @@
+"""Nous in agent frameworks' memory slots (optional extras; ``import nous`` never needs them).
+
+- ``nous.integrations.langgraph.NousStore``: a LangGraph ``BaseStore`` (``pip install nous[langgraph]``).
+- ``nous.integrations.openai_agents.NousSession``: an OpenAI Agents SDK ``Session``
+  (``pip install nous[openai-agents]``).
+
+See ``docs/integrations.md``.
+"""
