@@ -8,8 +8,12 @@ error shape with their status."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,6 +24,7 @@ from openai.types.chat import ChatCompletionMessageFunctionToolCall
 from nous import Nous, Settings
 from nous.server import create_key
 from tests.llm_servers import ChatServer, Reply
+from tests.test_integrations_doc import PROXY_BLOCKS
 from tests.test_server import LiveServer, live
 
 MODEL = "loopback-model"
@@ -347,3 +352,23 @@ def test_an_anthropic_upstream_is_translated(database_url: str, settings: Settin
             assert [m.id for m in client.models.list()] == ["claude-loopback"]
     finally:
         messages_api.close()
+
+
+def test_the_integrations_page_proxy_example_runs_as_written(
+    proxied: tuple[LiveServer, dict[str, str], ChatServer], tmp_path: Path
+) -> None:
+    """docs/integrations.md's proxy block, run in its own process with the SDK's own environment
+    variables pointing at the server: the second conversation's request carries the first."""
+    server, keys, upstream = proxied
+    ((line, code),) = PROXY_BLOCKS
+    upstream.script = [Reply("Noted."), Reply("Quillon.")]
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOUS_", "OPENAI_"))}
+    env.update(OPENAI_BASE_URL=f"{server.url}/v1", OPENAI_API_KEY=keys["a"])
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, f"integrations.md:{line} failed:\n{done.stderr[-3000:]}"
+    assert done.stdout.split() == ["Noted.", "Quillon."]
+    assert "Quillon" in _memory_of(upstream.requests[-1])
