@@ -428,7 +428,7 @@ class StoreInfo:
 
 
 class MemoryStore(ABC):
-    """The reads of one part of the store: memories and what hangs off them: edges, history, embeddings, chunks."""
+    """Reads of memories and what hangs off them: edges, history, embeddings, chunks."""
 
     @abstractmethod
     async def get_many(self, agent_id: str, ids: list[str]) -> dict[str, Memory]:
@@ -516,7 +516,7 @@ class MemoryStore(ABC):
 
 
 class SessionStore(ABC):
-    """The reads of one part of the store: sessions, their working memory and the agent's identity."""
+    """Reads of sessions, their working memory and the agent's identity."""
 
     @abstractmethod
     async def session(self, agent_id: str, session_id: str) -> SessionState | None:
@@ -544,7 +544,7 @@ class SessionStore(ABC):
 
 
 class Outbox(ABC):
-    """The reads of one part of the store: the event outbox and language-model usage."""
+    """The event outbox (claims and reads) and language-model usage."""
 
     @abstractmethod
     async def claim_events(
@@ -575,7 +575,7 @@ class Outbox(ABC):
 
 
 class KeyStore(ABC):
-    """The reads of one part of the store: aPI keys."""
+    """Reads of API keys."""
 
     @abstractmethod
     async def api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
@@ -587,7 +587,8 @@ class KeyStore(ABC):
 
 
 class Store(MemoryStore, SessionStore, Outbox, KeyStore):
-    """A storage backend: the reads of every part, one transactional write path, and lifecycle."""
+    """A storage backend: the ports of every aggregate, one transactional write path (``apply``),
+    and its lifecycle."""
 
     info: StoreInfo
 

@@ -1,4 +1,4 @@
-"""Memory rows and what hangs off them (chunks, edges, history, working memory): write ops."""
+"""Memory rows and what hangs off them (chunks, edges, history): their write ops and reads."""
 
 from __future__ import annotations
 
@@ -105,11 +105,11 @@ def apply_memory_op(d: Dialect, op: MemoryOp, rev: int | None) -> Plan[bool]:
             )
             return done.rowcount > 0
         case SetEmbedding():
-            set_rev = "" if rev is None else f", rev = {int(rev)}"
+            revs = [] if rev is None else [rev]
             owner = yield Stmt(
-                f"UPDATE memories SET embedding = ?, embedding_model = ?{set_rev} WHERE id = ? AND content_hash = ? "
-                "RETURNING agent_id",
-                (d.vector(op.embedding), op.embedding_model, op.memory_id, op.content_hash),
+                f"UPDATE memories SET embedding = ?, embedding_model = ?{', rev = ?' * len(revs)} "
+                "WHERE id = ? AND content_hash = ? RETURNING agent_id",
+                (d.vector(op.embedding), op.embedding_model, *revs, op.memory_id, op.content_hash),
             )
             if owner.rows:
                 yield from _replace_chunks(d, op.memory_id, owner.scalar(), op.chunks)
@@ -122,10 +122,11 @@ def _replace_chunks(d: Dialect, memory_id: str, agent_id: str, chunks: list[np.n
     """Replace a memory's chunk vectors (none: just delete the stored ones)."""
     yield Stmt("DELETE FROM memory_chunks WHERE memory_id = ?", (memory_id,))
     if chunks:
-        owner = ", agent_id" if d.chunk_agent else ""
+        owner = [agent_id] if d.chunk_agent else []  # PostgreSQL's chunk search filters on it
         yield Stmt(
-            f"INSERT INTO memory_chunks (memory_id, chunk_no, embedding{owner}) VALUES (?, ?, ?{', ?' * d.chunk_agent})",
-            [(memory_id, no, d.vector(v), *([agent_id] * d.chunk_agent)) for no, v in enumerate(chunks, 1)],
+            f"INSERT INTO memory_chunks (memory_id, chunk_no, embedding{', agent_id' * len(owner)}) "
+            f"VALUES (?, ?, ?{', ?' * len(owner)})",
+            [(memory_id, no, d.vector(v), *owner) for no, v in enumerate(chunks, 1)],
             many=True,
         )
 

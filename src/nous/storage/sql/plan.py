@@ -49,7 +49,6 @@ class Dialect:
     TIMESTAMPTZ, JSONB, BOOLEAN and pgvector columns). SQLite overrides what it stores as text
     or bytes."""
 
-    name = "postgres"
     for_update = " FOR UPDATE"  # row locks where the backend has them (SQLite's writer is alone)
     chunk_agent = True  # memory_chunks carries agent_id (PostgreSQL's chunk search filters on it)
 

@@ -104,7 +104,8 @@ def apply_session_op(d: Dialect, op: SessionOp) -> Plan[bool]:
                 [wm.agent_id, wm.session_id, d.json(wm.model_dump(mode="json")), d.time(wm.updated_at)],
             )
             if op.check:
-                guard = " WHERE working_memory.updated_at IS NOT DISTINCT FROM ?"
+                # updated_at is never NULL: expecting None (it did not exist) fails on any stored row
+                guard = " WHERE working_memory.updated_at = ?"
                 params.append(d.time(op.expect_updated_at))
             done = yield Stmt(
                 "INSERT INTO working_memory VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, session_id) "

@@ -48,7 +48,6 @@ def fmt_time(value: datetime) -> str:
 class SQLiteDialect(Dialect):
     """SQLite keeps times as fixed-width UTC text, JSON as text and vectors as float32 bytes."""
 
-    name = "sqlite"
     for_update = ""
     chunk_agent = False
 
