@@ -269,31 +269,21 @@ def selective_terms(terms: list[str], share: dict[str, float]) -> list[str]:
     return kept or [min(terms, key=lambda t: share.get(t, 0.0))]
 
 
-WriteOp = (
-    PutMemory
-    | PutEdge
-    | AddHistory
-    | PurgeMemory
-    | PutWorkingMemory
-    | SetEmbedding
-    | SetLifecycle
-    | NoteUserTurn
+# The write ops by aggregate: each backend applies every op of its union (``assert_never`` in
+# the dispatch lets mypy find a missing case).
+MemoryOp = PutMemory | PutEdge | AddHistory | PurgeMemory | SetEmbedding | SetLifecycle
+SessionOp = (
+    NoteUserTurn
     | NoteReply
     | ClaimSessionEpisode
     | EndSession
     | PutSession
     | SetIdentitySection
-    | EmitEvent
-    | CompleteEvent
-    | FailEvent
-    | RetryEvent
-    | RecordLLMCall
-    | EventStep
-    | PutApiKey
-    | RevokeApiKey
+    | PutWorkingMemory
 )
 EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent | RecordLLMCall | EventStep
-EVENT_OPS = (EmitEvent, CompleteEvent, FailEvent, RetryEvent, RecordLLMCall, EventStep)
+KeyOp = PutApiKey | RevokeApiKey
+WriteOp = MemoryOp | SessionOp | EventOp | KeyOp
 # Ops that change nothing a search index holds.
 INDEX_NEUTRAL_OPS = (
     SetLifecycle,
@@ -313,7 +303,6 @@ INDEX_NEUTRAL_OPS = (
     PutApiKey,
     RevokeApiKey,
 )
-KEY_OPS = (PutApiKey, RevokeApiKey)
 
 
 def unencodable(exc: UnicodeEncodeError) -> InvalidInputError:
@@ -441,27 +430,8 @@ class StoreInfo:
     extras: dict[str, str] = field(default_factory=dict)
 
 
-class Store(ABC):
-    """Abstract storage backend."""
-
-    info: StoreInfo
-
-    @abstractmethod
-    async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
-        """Connect, apply pending migrations and check the embedding space matches."""
-
-    @abstractmethod
-    async def close(self) -> None:
-        """Release connections and threads."""
-
-    @abstractmethod
-    def exclusive(self, key: str) -> AbstractAsyncContextManager[None]:
-        """Run the block as the only holder of ``key`` among every process using this store (see
-        ``storage/locks.py``): what it reads is not changed by another holder before it writes."""
-
-    @abstractmethod
-    async def apply(self, ops: list[WriteOp]) -> list[bool]:
-        """Apply the operations in one transaction; per op, whether it changed anything."""
+class MemoryStore(ABC):
+    """Reads of memories and what hangs off them: edges, history, embeddings, chunks."""
 
     @abstractmethod
     async def get_many(self, agent_id: str, ids: list[str]) -> dict[str, Memory]:
@@ -514,6 +484,10 @@ class Store(ABC):
         """Edges touching any of the ids."""
 
     @abstractmethod
+    async def all_edges(self, agent_id: str) -> list[Edge]:
+        """Every edge of an agent."""
+
+    @abstractmethod
     async def history(self, agent_id: str, memory_id: str) -> list[HistoryEntry]:
         """The audit trail of one memory, oldest first."""
 
@@ -536,6 +510,18 @@ class Store(ABC):
         vectors (stored before chunking, or with chunking off), and their content hashes."""
 
     @abstractmethod
+    def iter_memories(self, agent_id: str, batch_size: int = 500) -> AsyncIterator[Memory]:
+        """Every memory of an agent, active or not, oldest first."""
+
+    @abstractmethod
+    async def stats(self, agent_id: str) -> StoreStats:
+        """Counts for one agent."""
+
+
+class SessionStore(ABC):
+    """Reads of sessions, their working memory and the agent's identity."""
+
+    @abstractmethod
     async def session(self, agent_id: str, session_id: str) -> SessionState | None:
         """One session's state, if it exists."""
 
@@ -552,8 +538,16 @@ class Store(ABC):
         ``idle_before`` those last active before that time."""
 
     @abstractmethod
+    async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:
+        """One session's working memory, if any."""
+
+    @abstractmethod
     async def identity(self, agent_id: str) -> list[IdentitySection]:
         """The agent's identity sections (any that were ever set)."""
+
+
+class Outbox(ABC):
+    """The event outbox (claims and reads) and language-model usage."""
 
     @abstractmethod
     async def claim_events(
@@ -579,6 +573,14 @@ class Store(ABC):
         """How many of the agent's events are in each status."""
 
     @abstractmethod
+    async def llm_usage(self, agent_id: str) -> list[LLMUsage]:
+        """The agent's language-model calls and tokens per provider, model and purpose."""
+
+
+class KeyStore(ABC):
+    """Reads of API keys."""
+
+    @abstractmethod
     async def api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
         """A key and its secret's hash, if it exists (revoked or not)."""
 
@@ -586,25 +588,29 @@ class Store(ABC):
     async def api_keys(self) -> list[ApiKey]:
         """Every key, newest first."""
 
-    @abstractmethod
-    async def llm_usage(self, agent_id: str) -> list[LLMUsage]:
-        """The agent's language-model calls and tokens per provider, model and purpose."""
+
+class Store(MemoryStore, SessionStore, Outbox, KeyStore):
+    """A storage backend: the ports of every aggregate, one transactional write path (``apply``),
+    and its lifecycle."""
+
+    info: StoreInfo
 
     @abstractmethod
-    async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:
-        """One session's working memory, if any."""
+    async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
+        """Connect, apply pending migrations and check the embedding space matches."""
 
     @abstractmethod
-    async def stats(self, agent_id: str) -> StoreStats:
-        """Counts for one agent."""
+    async def close(self) -> None:
+        """Release connections and threads."""
 
     @abstractmethod
-    def iter_memories(self, agent_id: str, batch_size: int = 500) -> AsyncIterator[Memory]:
-        """Every memory of an agent, active or not, oldest first."""
+    def exclusive(self, key: str) -> AbstractAsyncContextManager[None]:
+        """Run the block as the only holder of ``key`` among every process using this store (see
+        ``storage/locks.py``): what it reads is not changed by another holder before it writes."""
 
     @abstractmethod
-    async def all_edges(self, agent_id: str) -> list[Edge]:
-        """Every edge of an agent."""
+    async def apply(self, ops: list[WriteOp]) -> list[bool]:
+        """Apply the operations in one transaction; per op, whether it changed anything."""
 
     async def __aenter__(self) -> Store:
         return self

@@ -6,7 +6,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -14,67 +14,27 @@ import psycopg
 from pgvector.psycopg import register_vector_async
 from psycopg import sql
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from nous.errors import ConflictError, InvalidInputError, StaleWriteError, StorageError
-from nous.models import (
-    Edge,
-    EdgeRelation,
-    HistoryAction,
-    HistoryEntry,
-    Memory,
-    StoreStats,
-    WorkingMemory,
-)
-from nous.models.events import Event, EventStatus
-from nous.models.keys import ApiKey
-from nous.models.llm import LLMUsage
-from nous.models.session import IdentitySection, SessionState
+from nous.errors import InvalidInputError, StorageError
 from nous.storage.base import (
-    CANDIDATE_COLUMNS,
     CONTEXT_WEIGHT,
-    EVENT_OPS,
-    KEY_OPS,
     LARGE_STORE,
-    AddHistory,
-    CandidateInfo,
-    ClaimSessionEpisode,
-    EndSession,
     MemoryQuery,
-    NoteReply,
-    NoteUserTurn,
-    PurgeMemory,
-    PutEdge,
     PutMemory,
-    PutSession,
-    PutWorkingMemory,
     ScoredId,
     SetEmbedding,
-    SetIdentitySection,
-    SetLifecycle,
-    Store,
     StoreInfo,
     WriteOp,
     selective_terms,
     unencodable,
 )
-from nous.storage.codec import JSON_COLUMNS, MODEL_COLUMNS, memory_to_row, row_to_candidate, row_to_memory
 from nous.storage.filters import where_clause
 from nous.storage.locks import SlotLocks, slot_of
 from nous.storage.migrations import load_migrations
-from nous.storage.postgres.events import (
-    apply_event_op,
-    claim_events,
-    count_events,
-    read_events,
-    read_llm_usage,
-)
-from nous.storage.postgres.keys import apply_key_op, read_keys
-from nous.storage.postgres.sessions import apply_session_op, read_identity, read_sessions
+from nous.storage.sql.plan import Dialect, Plan, Result, T
+from nous.storage.sql.store import SQLStore
 
-SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
-EDGE_COLUMNS = "source_id, target_id, relation, agent_id, weight, created_at"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _WORD = re.compile(r"\w+")
 EF_SEARCH = 100
@@ -85,7 +45,31 @@ OWN_WEIGHTS = [0.0, 0.0, 0.0, 1.0]
 ANALYZE_AFTER_ROWS = 2000
 
 
-class PostgresStore(Store):
+@lru_cache(maxsize=1024)
+def _pyformat(statement: str) -> str:
+    """A shared statement in psycopg's placeholders (``?`` becomes ``%s``, a literal ``%`` doubles)."""
+    return statement.replace("%", "%%").replace("?", "%s")
+
+
+async def drive(conn: psycopg.AsyncConnection, plan: Plan[T]) -> T:
+    """Run a plan's statements on ``conn``, sending each its result."""
+    result: Result | None = None
+    try:
+        async with conn.cursor() as cur:
+            while True:
+                stmt = next(plan) if result is None else plan.send(result)
+                if stmt.many:
+                    await cur.executemany(_pyformat(stmt.sql), stmt.params)
+                    result = Result(cur.rowcount)
+                    continue
+                await cur.execute(_pyformat(stmt.sql), stmt.params)
+                rows = await cur.fetchall() if cur.description else []
+                result = Result(cur.rowcount, rows, [c.name for c in cur.description or []])
+    except StopIteration as stop:
+        return stop.value
+
+
+class PostgresStore(SQLStore):
     """Store in a PostgreSQL database (with the pgvector extension), in its own schema."""
 
     def __init__(
@@ -98,6 +82,7 @@ class PostgresStore(Store):
         self._pool_size = pool_size
         self._connect_timeout_s = connect_timeout_s
         self.info = StoreInfo(backend="postgres", location=_redact(url), extras={"schema": schema})
+        self.dialect = Dialect()
         self._pool: AsyncConnectionPool | None = None
         self._lock_pool: AsyncConnectionPool | None = None
         self._slots = SlotLocks()
@@ -253,22 +238,16 @@ class PostgresStore(Store):
             await cur.execute(query, params)
             return await cur.fetchall()
 
-    # -- writes --------------------------------------------------------------------
+    async def _read(self, plan: Plan[T]) -> T:
+        async with self._conn() as conn:
+            return await drive(conn, plan)
+
+    async def _write(self, plan: Plan[T]) -> T:
+        async with self._conn() as conn, conn.transaction():
+            return await drive(conn, plan)
+
     async def apply(self, ops: list[WriteOp]) -> list[bool]:
-        if not ops:
-            return []
-        try:
-            async with self._conn() as conn, conn.transaction():
-                results: list[bool] = []
-                for op in ops:
-                    if isinstance(op, EVENT_OPS):
-                        results.append(await apply_event_op(conn, op, bool(results) and results[-1]))
-                    elif isinstance(op, KEY_OPS):
-                        results.append(await apply_key_op(conn, op, lambda t: t))
-                    else:
-                        results.append(await self._apply_one(conn, op))
-        except psycopg.Error as exc:
-            raise StorageError(f"write failed: {exc}") from exc
+        results = await super().apply(ops)
         self._written_since_analyze += sum(isinstance(op, PutMemory | SetEmbedding) for op in ops)
         if self._written_since_analyze > max(ANALYZE_AFTER_ROWS, self._rows_at_analyze // 5):
             await self.analyze()
@@ -286,158 +265,7 @@ class PostgresStore(Store):
             self._rows_at_analyze = max(0, int(_scalar(await cur.fetchone())))
         self._written_since_analyze = 0
 
-    async def _apply_one(self, conn: psycopg.AsyncConnection, op: WriteOp) -> bool:
-        match op:
-            case PutMemory():
-                row = memory_to_row(op.memory, op.content_hash)
-                for name in JSON_COLUMNS:
-                    if row[name] is not None:
-                        row[name] = Jsonb(row[name])
-                columns = list(MODEL_COLUMNS)
-                values = [row[c] for c in columns]
-                if not op.keep_embedding:
-                    columns += ["embedding", "embedding_model"]
-                    emb = None if op.embedding is None else np.asarray(op.embedding, np.float32)
-                    values += [emb, op.embedding_model if emb is not None else None]
-                updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
-                guard = ""
-                if op.expect_updated_at is not None:
-                    guard = " AND memories.updated_at = %s"
-                    values.append(op.expect_updated_at)
-                cur = await conn.execute(
-                    f"INSERT INTO memories ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
-                    f"ON CONFLICT (id) DO UPDATE SET {updates} WHERE memories.agent_id = excluded.agent_id{guard}",
-                    values,
-                )
-                if cur.rowcount == 0 and op.expect_updated_at is not None:
-                    raise StaleWriteError(f"memory {op.memory.id} changed since it was read")
-                if cur.rowcount == 0:
-                    raise ConflictError(f"memory id {op.memory.id} belongs to another agent")
-                if not op.keep_embedding:
-                    chunks = op.chunks if op.embedding is not None else None
-                    await _replace_chunks(conn, op.memory.id, op.memory.agent_id, chunks)
-                return True
-            case PutEdge(edge=e):
-                cur = await conn.execute(
-                    f"INSERT INTO edges ({EDGE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    (e.source_id, e.target_id, e.relation.value, e.agent_id, e.weight, e.created_at),
-                )
-                return cur.rowcount > 0
-            case AddHistory(entry=h):
-                await conn.execute(
-                    "INSERT INTO history (memory_id, agent_id, action, old_value, new_value, actor, at) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                    (
-                        h.memory_id,
-                        h.agent_id,
-                        h.action.value,
-                        None if h.old_value is None else Jsonb(h.old_value),
-                        None if h.new_value is None else Jsonb(h.new_value),
-                        h.actor,
-                        h.at,
-                    ),
-                )
-                return True
-            case PurgeMemory(memory_id=mid):
-                cur = await conn.execute("DELETE FROM memories WHERE id = %s", (mid,))
-                await conn.execute("DELETE FROM edges WHERE source_id = %s OR target_id = %s", (mid, mid))
-                return cur.rowcount > 0
-            case (
-                NoteUserTurn()
-                | NoteReply()
-                | ClaimSessionEpisode()
-                | EndSession()
-                | PutSession()
-                | SetIdentitySection()
-            ):
-                return await apply_session_op(conn, op)
-            case PutWorkingMemory(working_memory=wm):
-                guard, params = (
-                    "",
-                    [wm.agent_id, wm.session_id, Jsonb(wm.model_dump(mode="json")), wm.updated_at],
-                )
-                if op.check:
-                    guard = " WHERE working_memory.updated_at IS NOT DISTINCT FROM %s"
-                    params.append(op.expect_updated_at)
-                cur = await conn.execute(
-                    "INSERT INTO working_memory VALUES (%s, %s, %s, %s) ON CONFLICT (agent_id, session_id) "
-                    f"DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at{guard}",
-                    params,
-                )
-                if cur.rowcount == 0:
-                    raise StaleWriteError(
-                        f"working memory of session {wm.session_id!r} changed since it was read"
-                    )
-                return True
-            case SetLifecycle():
-                cur = await conn.execute(
-                    "UPDATE memories SET lifecycle = %s, stability = %s, review_count = %s, "
-                    "last_reviewed_at = %s WHERE id = %s AND agent_id = %s",
-                    (
-                        op.lifecycle.value,
-                        op.stability,
-                        op.review_count,
-                        op.last_reviewed_at,
-                        op.memory_id,
-                        op.agent_id,
-                    ),
-                )
-                return cur.rowcount > 0
-            case SetEmbedding():
-                cur = await conn.execute(
-                    "UPDATE memories SET embedding = %s, embedding_model = %s WHERE id = %s AND content_hash = %s "
-                    "RETURNING agent_id",
-                    (np.asarray(op.embedding, np.float32), op.embedding_model, op.memory_id, op.content_hash),
-                )
-                owner = await cur.fetchone()
-                if owner is not None:
-                    await _replace_chunks(conn, op.memory_id, owner[0], op.chunks)
-                return owner is not None
-        raise StorageError(f"unknown write operation {op!r}")
-
-    # -- reads ---------------------------------------------------------------------
-    async def get_many(self, agent_id: str, ids: list[str]) -> dict[str, Memory]:
-        if not ids:
-            return {}
-        rows = await self._fetch(
-            f"SELECT {SELECT_COLUMNS} FROM memories WHERE agent_id = %s AND id = ANY(%s)",
-            (agent_id, list(dict.fromkeys(ids))),
-        )
-        return {r["id"]: row_to_memory(r) for r in rows}
-
-    async def foreign_ids(self, agent_id: str, ids: list[str]) -> set[str]:
-        if not ids:
-            return set()
-        rows = await self._fetch(
-            "SELECT id FROM memories WHERE id = ANY(%s) AND agent_id <> %s",
-            (list(dict.fromkeys(ids)), agent_id),
-        )
-        return {r["id"] for r in rows}
-
-    async def resolve_prefix(self, agent_id: str, prefix: str) -> list[str]:
-        rows = await self._fetch(
-            "SELECT id FROM memories WHERE agent_id = %s AND id LIKE %s LIMIT 2",
-            (agent_id, _like_prefix(prefix)),
-        )
-        return [r["id"] for r in rows]
-
-    async def resolve_history_prefix(self, agent_id: str, prefix: str) -> list[str]:
-        rows = await self._fetch(
-            "SELECT DISTINCT memory_id FROM history WHERE memory_id LIKE %s AND agent_id = %s LIMIT 2",
-            (_like_prefix(prefix), agent_id),
-        )
-        return [r["memory_id"] for r in rows]
-
-    async def query(self, query: MemoryQuery) -> list[Memory]:
-        where, params = where_clause(query, "%s")
-        order = "DESC" if query.newest_first else "ASC"
-        rows = await self._fetch(
-            f"SELECT {SELECT_COLUMNS} FROM memories WHERE {where} "
-            f"ORDER BY occurred_at {order}, seq {order} LIMIT %s OFFSET %s",
-            [*params, query.limit, query.offset],
-        )
-        return [row_to_memory(r) for r in rows]
-
+    # -- search --------------------------------------------------------------------
     async def vector_search(
         self, query: MemoryQuery, embedding: np.ndarray, limit: int, *, chunks: bool = True
     ) -> list[ScoredId]:
@@ -474,17 +302,6 @@ class PostgresStore(Store):
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
 
-    async def describe(self, agent_id: str, ids: list[str]) -> dict[str, CandidateInfo]:
-        if not ids:
-            return {}
-        async with self._conn() as conn:
-            cur = await conn.execute(
-                f"SELECT {CANDIDATE_COLUMNS} FROM memories WHERE agent_id = %s AND id = ANY(%s)",
-                (agent_id, ids),
-            )
-            rows = await cur.fetchall()
-        return {r[0]: row_to_candidate(r) for r in rows}
-
     async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
         if not ids:
             return {}
@@ -492,7 +309,7 @@ class PostgresStore(Store):
             "SELECT id, embedding FROM memories WHERE agent_id = %s AND id = ANY(%s) AND embedding IS NOT NULL",
             (agent_id, ids),
         )
-        return {r["id"]: _as_array(r["embedding"]) for r in rows}
+        return {r["id"]: self.dialect.read_vector(r["embedding"]) for r in rows}
 
     async def keyword_search(
         self, query: MemoryQuery, terms: list[str], limit: int, *, own: bool = False
@@ -549,221 +366,6 @@ class PostgresStore(Store):
             for i, w in enumerate(stale):
                 self._term_share[w] = (sample[0][f"c{i}"] / seen, total)
         return selective_terms(words, {w: self._term_share[w][0] for w in words})
-
-    async def edges(self, agent_id: str, ids: list[str]) -> list[Edge]:
-        if not ids:
-            return []
-        rows = await self._fetch(
-            f"SELECT {EDGE_COLUMNS} FROM edges WHERE agent_id = %s AND (source_id = ANY(%s) OR target_id = ANY(%s))",
-            (agent_id, ids, ids),
-        )
-        return [_edge(r) for r in rows]
-
-    async def all_edges(self, agent_id: str) -> list[Edge]:
-        rows = await self._fetch(
-            f"SELECT {EDGE_COLUMNS} FROM edges WHERE agent_id = %s ORDER BY created_at", (agent_id,)
-        )
-        return [_edge(r) for r in rows]
-
-    async def history(self, agent_id: str, memory_id: str) -> list[HistoryEntry]:
-        rows = await self._fetch(
-            "SELECT id, memory_id, agent_id, action, old_value, new_value, actor, at FROM history "
-            "WHERE memory_id = %s AND agent_id = %s ORDER BY id",
-            (memory_id, agent_id),
-        )
-        return [HistoryEntry(**{**r, "action": HistoryAction(r["action"])}) for r in rows]
-
-    async def embeddings_by_hash(self, hashes: list[str], model: str) -> dict[str, np.ndarray]:
-        if not hashes:
-            return {}
-        rows = await self._fetch(
-            "SELECT DISTINCT ON (content_hash) content_hash, embedding FROM memories "
-            "WHERE embedding_model = %s AND embedding IS NOT NULL AND content_hash = ANY(%s)",
-            (model, list(dict.fromkeys(hashes))),
-        )
-        return {r["content_hash"]: _as_array(r["embedding"]) for r in rows}
-
-    async def chunks_by_hash(self, hashes: list[str], model: str) -> dict[str, list[np.ndarray]]:
-        if not hashes:
-            return {}
-        rows = await self._fetch(
-            "WITH pick AS (SELECT DISTINCT ON (content_hash) content_hash, id FROM memories m "
-            "WHERE embedding_model = %s AND content_hash = ANY(%s) "
-            "AND EXISTS (SELECT 1 FROM memory_chunks c WHERE c.memory_id = m.id) ORDER BY content_hash, id) "
-            "SELECT p.content_hash, c.embedding FROM pick p JOIN memory_chunks c ON c.memory_id = p.id "
-            "ORDER BY p.content_hash, c.chunk_no",
-            (model, list(dict.fromkeys(hashes))),
-        )
-        out: dict[str, list[np.ndarray]] = {}
-        for r in rows:
-            out.setdefault(r["content_hash"], []).append(_as_array(r["embedding"]))
-        return out
-
-    async def missing_chunks(self, agent_id: str, min_chars: int, limit: int) -> list[tuple[Memory, str]]:
-        rows = await self._fetch(
-            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE agent_id = %s AND embedding IS NOT NULL "
-            "AND length(content) > %s AND NOT EXISTS (SELECT 1 FROM memory_chunks c WHERE c.memory_id = m.id) "
-            "ORDER BY seq LIMIT %s",
-            (agent_id, min_chars, limit),
-        )
-        return [(row_to_memory(r), r["content_hash"]) for r in rows]
-
-    async def missing_embeddings(self, agent_id: str | None, limit: int) -> list[tuple[Memory, str]]:
-        scope = "AND agent_id = %s" if agent_id else ""
-        params: list[Any] = [agent_id] if agent_id else []
-        rows = await self._fetch(
-            f"SELECT {SELECT_COLUMNS} FROM memories WHERE embedding IS NULL {scope} ORDER BY seq LIMIT %s",
-            [*params, limit],
-        )
-        return [(row_to_memory(r), r["content_hash"]) for r in rows]
-
-    async def claim_events(
-        self, agent_id: str, worker_id: str, *, limit: int, lease_until: datetime, now: datetime
-    ) -> list[Event]:
-        try:
-            async with self._conn() as conn:
-                return await claim_events(conn, agent_id, worker_id, limit, lease_until, now)
-        except psycopg.Error as exc:
-            raise StorageError(f"claiming events failed: {exc}") from exc
-
-    async def events(
-        self,
-        agent_id: str,
-        *,
-        status: EventStatus | None = None,
-        event_id: str | None = None,
-        limit: int = 100,
-    ) -> list[Event]:
-        async with self._conn() as conn:
-            return await read_events(conn, agent_id, status, event_id, limit)
-
-    async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
-        async with self._conn() as conn:
-            return await count_events(conn, agent_id)
-
-    async def api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
-        async with self._conn() as conn:
-            found = await read_keys(conn, key_id)
-        return found[0] if found else None
-
-    async def api_keys(self) -> list[ApiKey]:
-        async with self._conn() as conn:
-            return [k for k, _ in await read_keys(conn, None)]
-
-    async def llm_usage(self, agent_id: str) -> list[LLMUsage]:
-        async with self._conn() as conn:
-            return await read_llm_usage(conn, agent_id)
-
-    async def session(self, agent_id: str, session_id: str) -> SessionState | None:
-        async with self._conn() as conn:
-            found = await read_sessions(conn, agent_id, session_id, None, 1)
-        return found[0] if found else None
-
-    async def sessions(
-        self,
-        agent_id: str,
-        *,
-        ended: bool | None = None,
-        idle_before: datetime | None = None,
-        limit: int = 100,
-    ) -> list[SessionState]:
-        async with self._conn() as conn:
-            return await read_sessions(conn, agent_id, None, ended, limit, idle_before)
-
-    async def identity(self, agent_id: str) -> list[IdentitySection]:
-        async with self._conn() as conn:
-            return await read_identity(conn, agent_id)
-
-    async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:
-        rows = await self._fetch(
-            "SELECT data FROM working_memory WHERE agent_id = %s AND session_id = %s", (agent_id, session_id)
-        )
-        return WorkingMemory.model_validate(rows[0]["data"]) if rows else None
-
-    async def stats(self, agent_id: str) -> StoreStats:
-        async with self._conn() as conn:
-
-            async def one(q: str) -> Any:
-                cur = await conn.execute(q, (agent_id,))
-                return _scalar(await cur.fetchone())
-
-            cur = await conn.execute(
-                "SELECT kind, count(*) FROM memories WHERE agent_id = %s AND active AND superseded_by IS NULL "
-                "GROUP BY kind",
-                (agent_id,),
-            )
-            by_kind = {k: int(n) for k, n in await cur.fetchall()}
-            cur = await conn.execute(
-                "SELECT lifecycle, count(*) FROM memories WHERE agent_id = %s AND active "
-                "AND superseded_by IS NULL GROUP BY lifecycle",
-                (agent_id,),
-            )
-            by_lifecycle = {k: int(n) for k, n in await cur.fetchall()}
-            inactive = await one(
-                "SELECT count(*) FROM memories WHERE agent_id = %s AND (NOT active OR superseded_by IS NOT NULL)"
-            )
-            edges = await one("SELECT count(*) FROM edges WHERE agent_id = %s")
-            history = await one("SELECT count(*) FROM history WHERE agent_id = %s")
-            missing = await one("SELECT count(*) FROM memories WHERE agent_id = %s AND embedding IS NULL")
-            cur = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
-            version = _scalar(await cur.fetchone())
-        return StoreStats(
-            backend="postgres",
-            location=self.info.location,
-            agent_id=agent_id,
-            active_by_kind=by_kind,
-            active_by_lifecycle=by_lifecycle,
-            inactive=inactive,
-            edges=edges,
-            history_rows=history,
-            missing_embeddings=missing,
-            schema_version=version,
-        )
-
-    async def iter_memories(self, agent_id: str, batch_size: int = 500) -> AsyncIterator[Memory]:
-        last = 0
-        while True:
-            rows = await self._fetch(
-                f"SELECT seq, {SELECT_COLUMNS} FROM memories WHERE agent_id = %s AND seq > %s "
-                "ORDER BY seq LIMIT %s",
-                (agent_id, last, batch_size),
-            )
-            if not rows:
-                return
-            for row in rows:
-                yield row_to_memory(row)
-            last = rows[-1]["seq"]
-
-
-async def _replace_chunks(
-    conn: psycopg.AsyncConnection, memory_id: str, agent_id: str, chunks: list[np.ndarray] | None
-) -> None:
-    """Replace a memory's chunk vectors (none: just delete the stored ones)."""
-    await conn.execute("DELETE FROM memory_chunks WHERE memory_id = %s", (memory_id,))
-    if chunks:
-        async with conn.cursor() as cur:
-            await cur.executemany(
-                "INSERT INTO memory_chunks (memory_id, chunk_no, agent_id, embedding) VALUES (%s, %s, %s, %s)",
-                [
-                    (memory_id, no, agent_id, np.asarray(v, np.float32))
-                    for no, v in enumerate(chunks, start=1)
-                ],
-            )
-
-
-def _as_array(value: Any) -> np.ndarray:
-    """pgvector returns numpy arrays or ``Vector`` objects depending on the version."""
-    if hasattr(value, "to_numpy"):
-        value = value.to_numpy()
-    return np.asarray(value, dtype=np.float32)
-
-
-def _edge(r: dict[str, Any]) -> Edge:
-    return Edge(**{**r, "relation": EdgeRelation(r["relation"])})
-
-
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _redact(url: str) -> str:

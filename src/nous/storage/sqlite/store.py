@@ -14,68 +14,27 @@ from typing import Any
 import numpy as np
 
 from nous._time import as_utc
-from nous.errors import ConflictError, StaleWriteError, StorageError
-from nous.models import (
-    Edge,
-    EdgeRelation,
-    HistoryAction,
-    HistoryEntry,
-    Memory,
-    StoreStats,
-    WorkingMemory,
-)
-from nous.models.events import Event, EventStatus
-from nous.models.keys import ApiKey
-from nous.models.llm import LLMUsage
-from nous.models.session import IdentitySection, SessionState
+from nous.errors import StorageError
 from nous.storage.base import (
-    CANDIDATE_COLUMNS,
     COMMON_TERM_SHARE,
     CONTEXT_WEIGHT,
-    EVENT_OPS,
     INDEX_NEUTRAL_OPS,
-    KEY_OPS,
     LARGE_STORE,
-    AddHistory,
-    CandidateInfo,
-    ClaimSessionEpisode,
-    EndSession,
     MemoryQuery,
-    NoteReply,
-    NoteUserTurn,
-    PurgeMemory,
-    PutEdge,
-    PutMemory,
-    PutSession,
-    PutWorkingMemory,
     ScoredId,
-    SetEmbedding,
-    SetIdentitySection,
-    SetLifecycle,
-    Store,
     StoreInfo,
     WriteOp,
     selective_terms,
 )
-from nous.storage.codec import (
-    JSON_COLUMNS,
-    MODEL_COLUMNS,
-    TIME_COLUMNS,
-    memory_to_row,
-    row_to_candidate,
-    row_to_memory,
-)
 from nous.storage.filters import where_clause
 from nous.storage.locks import FileSlots, hold, slot_of
 from nous.storage.migrations import load_migrations
+from nous.storage.sql.plan import Dialect, Plan, Result, Stmt, T, to_json
+from nous.storage.sql.store import SQLStore, apply_ops
 from nous.storage.sqlite.connection import ReaderPool, WriterThread, rollback
-from nous.storage.sqlite.events import apply_event_op, claim_events, count_events, read_events, read_llm_usage
-from nous.storage.sqlite.keys import apply_key_op, read_keys
-from nous.storage.sqlite.sessions import apply_session_op, read_identity, read_sessions
 from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
 
-SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
-CHUNK = 500
+CHUNK = 500  # ids per statement: SQLite binds each as its own parameter
 
 
 def fmt_time(value: datetime) -> str:
@@ -86,46 +45,76 @@ def fmt_time(value: datetime) -> str:
     return as_utc(value).isoformat(timespec="microseconds")
 
 
-def _encode(row: dict[str, Any]) -> dict[str, Any]:
-    out = dict(row)
-    for name in JSON_COLUMNS:
-        out[name] = None if out[name] is None else json.dumps(out[name], separators=(",", ":"))
-    for name in TIME_COLUMNS:
-        if out[name] is not None:
-            out[name] = fmt_time(out[name])
-    out["active"] = int(out["active"])
-    return out
+class SQLiteDialect(Dialect):
+    """SQLite keeps times as fixed-width UTC text, JSON as text and vectors as float32 bytes."""
+
+    for_update = ""
+    chunk_agent = False
+
+    def time(self, value: datetime | None) -> Any:
+        return None if value is None else fmt_time(value)
+
+    def read_time(self, value: Any) -> Any:  # a datetime, or None for NULL
+        return None if value is None else datetime.fromisoformat(value)
+
+    def json(self, value: Any) -> Any:
+        return None if value is None else to_json(value)
+
+    def read_json(self, value: Any) -> Any:
+        return None if value is None else json.loads(value)
+
+    def vector(self, value: np.ndarray) -> Any:
+        return np.asarray(value, np.float32).tobytes()
+
+    def read_vector(self, value: Any) -> np.ndarray:
+        return np.frombuffer(value, dtype=np.float32).copy()
+
+    def batches(self, values: Iterable[str]) -> list[list[str]]:
+        items = list(dict.fromkeys(values))
+        return [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
+
+    def in_(self, column: str, values: list[str]) -> tuple[str, list[Any]]:
+        return f"{column} IN ({_marks(len(values))})", list(values)
+
+    def starts_with(self, column: str, prefix: str) -> tuple[str, list[Any]]:
+        return f"{column} >= ? AND {column} < ?", [prefix, prefix + "\uffff"]
+
+    def pin(self, column: str) -> str:
+        return f"+{column}"
 
 
-def _rows(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+def drive(conn: sqlite3.Connection, plan: Plan[T]) -> T:
+    """Run a plan's statements on ``conn``, sending each its result."""
+    result: Result | None = None
+    try:
+        while True:
+            stmt = next(plan) if result is None else plan.send(result)
+            cur = (
+                conn.executemany(stmt.sql, stmt.params) if stmt.many else conn.execute(stmt.sql, stmt.params)
+            )
+            rows = cur.fetchall()  # before rowcount: an UPDATE ... RETURNING counts as its rows are read
+            columns = [c[0] for c in cur.description] if cur.description else []
+            result = Result(cur.rowcount, rows, columns)
+    except StopIteration as stop:
+        return stop.value
 
 
-def _chunks(items: list[str]) -> Iterable[list[str]]:
-    for i in range(0, len(items), CHUNK):
-        yield items[i : i + CHUNK]
+def _transaction(conn: sqlite3.Connection, plan: Plan[T]) -> T:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        value = drive(conn, plan)
+        conn.execute("COMMIT")
+        return value
+    except BaseException:
+        rollback(conn)
+        raise
 
 
 def _marks(n: int) -> str:
     return ", ".join("?" * n)
 
 
-def _rows_by_id(
-    conn: sqlite3.Connection, columns: str, agent_id: str, ids: list[str]
-) -> list[dict[str, Any]]:
-    """Rows of an agent's memories by id, in chunks. ``+agent_id`` keeps SQLite on the id index."""
-    out: list[dict[str, Any]] = []
-    for chunk in _chunks(list(dict.fromkeys(ids))):
-        cur = conn.execute(
-            f"SELECT {columns} FROM memories WHERE +agent_id = ? AND id IN ({_marks(len(chunk))})",
-            [agent_id, *chunk],
-        )
-        out.extend(_rows(cur))
-    return out
-
-
-class SQLiteStore(Store):
+class SQLiteStore(SQLStore):
     """Embedded store in one SQLite file."""
 
     def __init__(self, path: Path, *, readers: int = 4, busy_timeout_s: float = 30.0) -> None:
@@ -133,6 +122,7 @@ class SQLiteStore(Store):
         self._readers_count = readers
         self._busy_timeout_s = busy_timeout_s
         self.info = StoreInfo(backend="sqlite", location=str(path))
+        self.dialect = SQLiteDialect()
         self._writer: WriterThread | None = None
         self._readers: ReaderPool | None = None
         self._index: VectorIndex | None = None
@@ -232,7 +222,7 @@ class SQLiteStore(Store):
                 "configure the original model or use a new database"
             )
 
-    # -- helpers -------------------------------------------------------------------
+    # -- running plans -------------------------------------------------------------
     def _w(self) -> WriterThread:
         if self._writer is None:
             raise StorageError("store is not open")
@@ -243,213 +233,20 @@ class SQLiteStore(Store):
             raise StorageError("store is not open")
         return self._readers
 
-    # -- writes --------------------------------------------------------------------
-    async def apply(self, ops: list[WriteOp]) -> list[bool]:
-        if not ops:
-            return []
-        return await self._w().run(lambda conn: self._apply(conn, ops))
+    async def _read(self, plan: Plan[T]) -> T:
+        return await self._r().run(lambda conn: drive(conn, plan))
 
-    def _apply(self, conn: sqlite3.Connection, ops: list[WriteOp]) -> list[bool]:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if all(isinstance(op, INDEX_NEUTRAL_OPS) for op in ops):
-                rev = 0  # nothing the vector index holds changes: no refresh needed
-            else:
-                (rev,) = conn.execute(
-                    "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' "
-                    "RETURNING CAST(value AS INTEGER)"
-                ).fetchone()
-            results: list[bool] = []
-            for op in ops:
-                if isinstance(op, EVENT_OPS):
-                    results.append(apply_event_op(conn, op, fmt_time, bool(results) and results[-1]))
-                elif isinstance(op, KEY_OPS):
-                    results.append(apply_key_op(conn, op, fmt_time))
-                else:
-                    results.append(self._apply_one(conn, op, rev))
-            conn.execute("COMMIT")
-            return results
-        except BaseException:
-            rollback(conn)
-            raise
+    async def _write(self, plan: Plan[T]) -> T:
+        return await self._w().run(lambda conn: _transaction(conn, plan))
 
-    def _apply_one(self, conn: sqlite3.Connection, op: WriteOp, rev: int) -> bool:
-        match op:
-            case PutMemory():
-                row = _encode(memory_to_row(op.memory, op.content_hash))
-                columns = [*MODEL_COLUMNS, "rev"]
-                values = [row[c] for c in MODEL_COLUMNS] + [rev]
-                if not op.keep_embedding:
-                    columns += ["embedding", "embedding_model"]
-                    blob = None if op.embedding is None else np.asarray(op.embedding, np.float32).tobytes()
-                    values += [blob, op.embedding_model if blob is not None else None]
-                updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
-                guard = ""
-                if op.expect_updated_at is not None:
-                    guard = " AND memories.updated_at = ?"
-                    values.append(fmt_time(op.expect_updated_at))
-                cur = conn.execute(
-                    f"INSERT INTO memories ({', '.join(columns)}) VALUES ({_marks(len(columns))}) "
-                    f"ON CONFLICT(id) DO UPDATE SET {updates} WHERE memories.agent_id = excluded.agent_id{guard}",
-                    values,
-                )
-                if cur.rowcount == 0 and op.expect_updated_at is not None:
-                    raise StaleWriteError(f"memory {op.memory.id} changed since it was read")
-                if cur.rowcount == 0:
-                    raise ConflictError(f"memory id {op.memory.id} belongs to another agent")
-                if not op.keep_embedding:
-                    _replace_chunks(conn, op.memory.id, op.chunks if op.embedding is not None else None)
-                return True
-            case PutEdge(edge=e):
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO edges VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        e.source_id,
-                        e.target_id,
-                        e.relation.value,
-                        e.agent_id,
-                        e.weight,
-                        fmt_time(e.created_at),
-                    ),
-                )
-                return cur.rowcount > 0
-            case AddHistory(entry=h):
-                conn.execute(
-                    "INSERT INTO history (memory_id, agent_id, action, old_value, new_value, actor, at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        h.memory_id,
-                        h.agent_id,
-                        h.action.value,
-                        None if h.old_value is None else json.dumps(h.old_value),
-                        None if h.new_value is None else json.dumps(h.new_value),
-                        h.actor,
-                        fmt_time(h.at),
-                    ),
-                )
-                return True
-            case PurgeMemory(memory_id=mid):
-                cur = conn.execute("DELETE FROM memories WHERE id = ?", (mid,))
-                conn.execute("DELETE FROM memory_chunks WHERE memory_id = ?", (mid,))
-                conn.execute("DELETE FROM edges WHERE source_id = ? OR target_id = ?", (mid, mid))
-                conn.execute("INSERT INTO purged (id, rev) VALUES (?, ?)", (mid, rev))
-                return cur.rowcount > 0
-            case (
-                NoteUserTurn()
-                | NoteReply()
-                | ClaimSessionEpisode()
-                | EndSession()
-                | PutSession()
-                | SetIdentitySection()
-            ):
-                return apply_session_op(conn, op, fmt_time)
-            case PutWorkingMemory(working_memory=wm):
-                guard = ""
-                params: list[str | None] = [
-                    wm.agent_id,
-                    wm.session_id,
-                    wm.model_dump_json(),
-                    fmt_time(wm.updated_at),
-                ]
-                if op.check:
-                    guard = " WHERE working_memory.updated_at IS ?"
-                    params.append(None if op.expect_updated_at is None else fmt_time(op.expect_updated_at))
-                cur = conn.execute(
-                    "INSERT INTO working_memory VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, session_id) "
-                    f"DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at{guard}",
-                    params,
-                )
-                if cur.rowcount == 0:
-                    raise StaleWriteError(
-                        f"working memory of session {wm.session_id!r} changed since it was read"
-                    )
-                return True
-            case SetLifecycle():
-                cur = conn.execute(
-                    "UPDATE memories SET lifecycle = ?, stability = ?, review_count = ?, last_reviewed_at = ? "
-                    "WHERE id = ? AND agent_id = ?",
-                    (
-                        op.lifecycle.value,
-                        op.stability,
-                        op.review_count,
-                        None if op.last_reviewed_at is None else fmt_time(op.last_reviewed_at),
-                        op.memory_id,
-                        op.agent_id,
-                    ),
-                )
-                return cur.rowcount > 0
-            case SetEmbedding():
-                cur = conn.execute(
-                    "UPDATE memories SET embedding = ?, embedding_model = ?, rev = ? "
-                    "WHERE id = ? AND content_hash = ?",
-                    (
-                        np.asarray(op.embedding, np.float32).tobytes(),
-                        op.embedding_model,
-                        rev,
-                        op.memory_id,
-                        op.content_hash,
-                    ),
-                )
-                if cur.rowcount > 0:
-                    _replace_chunks(conn, op.memory_id, op.chunks)
-                return cur.rowcount > 0
-        raise StorageError(f"unknown write operation {op!r}")
+    def _apply_plan(self, ops: list[WriteOp]) -> Plan[list[bool]]:
+        rev = 0  # nothing the vector index holds changes: no refresh needed
+        if not all(isinstance(op, INDEX_NEUTRAL_OPS) for op in ops):
+            bump = "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' RETURNING CAST(value AS INTEGER)"
+            rev = (yield Stmt(bump)).scalar()
+        return (yield from apply_ops(self.dialect, ops, rev))
 
-    # -- reads ---------------------------------------------------------------------
-    async def get_many(self, agent_id: str, ids: list[str]) -> dict[str, Memory]:
-        def read(conn: sqlite3.Connection) -> dict[str, Memory]:
-            cur_rows = _rows_by_id(conn, SELECT_COLUMNS, agent_id, ids)
-            return {row["id"]: row_to_memory(row) for row in cur_rows}
-
-        return await self._r().run(read) if ids else {}
-
-    async def foreign_ids(self, agent_id: str, ids: list[str]) -> set[str]:
-        def read(conn: sqlite3.Connection) -> set[str]:
-            found: set[str] = set()
-            for chunk in _chunks(list(dict.fromkeys(ids))):
-                cur = conn.execute(
-                    f"SELECT id FROM memories WHERE id IN ({_marks(len(chunk))}) AND agent_id != ?",
-                    [*chunk, agent_id],
-                )
-                found.update(row[0] for row in cur.fetchall())
-            return found
-
-        return await self._r().run(read) if ids else set()
-
-    async def resolve_prefix(self, agent_id: str, prefix: str) -> list[str]:
-        def read(conn: sqlite3.Connection) -> list[str]:
-            cur = conn.execute(
-                "SELECT id FROM memories WHERE agent_id = ? AND id >= ? AND id < ? LIMIT 2",
-                (agent_id, prefix, prefix + "\uffff"),
-            )
-            return [r[0] for r in cur.fetchall()]
-
-        return await self._r().run(read)
-
-    async def resolve_history_prefix(self, agent_id: str, prefix: str) -> list[str]:
-        def read(conn: sqlite3.Connection) -> list[str]:
-            cur = conn.execute(
-                "SELECT DISTINCT memory_id FROM history WHERE memory_id >= ? AND memory_id < ? "
-                "AND agent_id = ? LIMIT 2",
-                (prefix, prefix + "\uffff", agent_id),
-            )
-            return [r[0] for r in cur.fetchall()]
-
-        return await self._r().run(read)
-
-    async def query(self, query: MemoryQuery) -> list[Memory]:
-        where, params = where_clause(query, "?", time_param=fmt_time)
-        order = "DESC" if query.newest_first else "ASC"
-        sql = (
-            f"SELECT {SELECT_COLUMNS} FROM memories WHERE {where} "
-            f"ORDER BY occurred_at {order}, seq {order} LIMIT ? OFFSET ?"
-        )
-
-        def read(conn: sqlite3.Connection) -> list[Memory]:
-            return [row_to_memory(r) for r in _rows(conn.execute(sql, [*params, query.limit, query.offset]))]
-
-        return await self._r().run(read)
-
+    # -- search --------------------------------------------------------------------
     async def vector_search(
         self, query: MemoryQuery, embedding: np.ndarray, limit: int, *, chunks: bool = True
     ) -> list[ScoredId]:
@@ -475,13 +272,6 @@ class SQLiteStore(Store):
             return [ScoredId(i, s, main=m) for i, s, m in index.search(vector, flt, limit, chunks=chunks)]
 
         return await self._r().run(read)
-
-    async def describe(self, agent_id: str, ids: list[str]) -> dict[str, CandidateInfo]:
-        def read(conn: sqlite3.Connection) -> dict[str, CandidateInfo]:
-            rows = _rows_by_id(conn, CANDIDATE_COLUMNS, agent_id, ids)
-            return {row["id"]: row_to_candidate(tuple(row.values())) for row in rows}
-
-        return await self._r().run(read) if ids else {}
 
     async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
         index = self._index
@@ -544,244 +334,6 @@ class SQLiteStore(Store):
 
         return await self._r().run(read)
 
-    async def edges(self, agent_id: str, ids: list[str]) -> list[Edge]:
-        def read(conn: sqlite3.Connection) -> list[Edge]:
-            out: dict[tuple[str, str, str], Edge] = {}
-            for chunk in _chunks(list(dict.fromkeys(ids))):
-                marks = _marks(len(chunk))
-                cur = conn.execute(
-                    "SELECT source_id, target_id, relation, agent_id, weight, created_at FROM edges "
-                    f"WHERE agent_id = ? AND (source_id IN ({marks}) OR target_id IN ({marks}))",
-                    [agent_id, *chunk, *chunk],
-                )
-                for e in map(_edge, cur.fetchall()):
-                    out[(e.source_id, e.target_id, e.relation.value)] = e
-            return list(out.values())
-
-        return await self._r().run(read) if ids else []
-
-    async def all_edges(self, agent_id: str) -> list[Edge]:
-        def read(conn: sqlite3.Connection) -> list[Edge]:
-            cur = conn.execute(
-                "SELECT source_id, target_id, relation, agent_id, weight, created_at FROM edges "
-                "WHERE agent_id = ? ORDER BY created_at",
-                (agent_id,),
-            )
-            return [_edge(r) for r in cur.fetchall()]
-
-        return await self._r().run(read)
-
-    async def history(self, agent_id: str, memory_id: str) -> list[HistoryEntry]:
-        def read(conn: sqlite3.Connection) -> list[HistoryEntry]:
-            cur = conn.execute(
-                "SELECT id, memory_id, agent_id, action, old_value, new_value, actor, at FROM history "
-                "WHERE memory_id = ? AND agent_id = ? ORDER BY id",
-                (memory_id, agent_id),
-            )
-            return [
-                HistoryEntry(
-                    id=r[0],
-                    memory_id=r[1],
-                    agent_id=r[2],
-                    action=HistoryAction(r[3]),
-                    old_value=None if r[4] is None else json.loads(r[4]),
-                    new_value=None if r[5] is None else json.loads(r[5]),
-                    actor=r[6],
-                    at=datetime.fromisoformat(r[7]),
-                )
-                for r in cur.fetchall()
-            ]
-
-        return await self._r().run(read)
-
-    async def embeddings_by_hash(self, hashes: list[str], model: str) -> dict[str, np.ndarray]:
-        def read(conn: sqlite3.Connection) -> dict[str, np.ndarray]:
-            out: dict[str, np.ndarray] = {}
-            for chunk in _chunks(list(dict.fromkeys(hashes))):
-                cur = conn.execute(
-                    "SELECT content_hash, embedding FROM memories WHERE embedding_model = ? "
-                    f"AND embedding IS NOT NULL AND content_hash IN ({_marks(len(chunk))})",
-                    [model, *chunk],
-                )
-                for h, blob in cur.fetchall():
-                    out[h] = np.frombuffer(blob, dtype=np.float32).copy()
-            return out
-
-        return await self._r().run(read) if hashes else {}
-
-    async def chunks_by_hash(self, hashes: list[str], model: str) -> dict[str, list[np.ndarray]]:
-        def read(conn: sqlite3.Connection) -> dict[str, list[np.ndarray]]:
-            owner: dict[str, str] = {}  # hash -> the one memory whose chunks are used
-            out: dict[str, list[np.ndarray]] = {}
-            for chunk in _chunks(list(dict.fromkeys(hashes))):
-                cur = conn.execute(
-                    "SELECT m.content_hash, m.id, c.embedding FROM memories m "
-                    "CROSS JOIN memory_chunks c ON c.memory_id = m.id "
-                    f"WHERE m.embedding_model = ? AND m.content_hash IN ({_marks(len(chunk))}) "
-                    "ORDER BY m.id, c.chunk_no",
-                    [model, *chunk],
-                )
-                for h, mid, blob in cur.fetchall():
-                    if owner.setdefault(h, mid) == mid:
-                        out.setdefault(h, []).append(np.frombuffer(blob, dtype=np.float32).copy())
-            return out
-
-        return await self._r().run(read) if hashes else {}
-
-    async def missing_chunks(self, agent_id: str, min_chars: int, limit: int) -> list[tuple[Memory, str]]:
-        def read(conn: sqlite3.Connection) -> list[tuple[Memory, str]]:
-            cur = conn.execute(
-                f"SELECT {SELECT_COLUMNS} FROM memories m WHERE agent_id = ? AND embedding IS NOT NULL "
-                "AND length(content) > ? AND NOT EXISTS (SELECT 1 FROM memory_chunks c WHERE c.memory_id = m.id) "
-                "ORDER BY seq LIMIT ?",
-                (agent_id, min_chars, limit),
-            )
-            return [(row_to_memory(r), r["content_hash"]) for r in _rows(cur)]
-
-        return await self._r().run(read)
-
-    async def missing_embeddings(self, agent_id: str | None, limit: int) -> list[tuple[Memory, str]]:
-        scope = "AND agent_id = ?" if agent_id else ""
-        params: list[Any] = [agent_id] if agent_id else []
-
-        def read(conn: sqlite3.Connection) -> list[tuple[Memory, str]]:
-            cur = conn.execute(
-                f"SELECT {SELECT_COLUMNS} FROM memories WHERE embedding IS NULL {scope} ORDER BY seq LIMIT ?",
-                [*params, limit],
-            )
-            return [(row_to_memory(r), r["content_hash"]) for r in _rows(cur)]
-
-        return await self._r().run(read)
-
-    async def session(self, agent_id: str, session_id: str) -> SessionState | None:
-        found = await self._r().run(lambda conn: read_sessions(conn, agent_id, session_id, None, 1))
-        return found[0] if found else None
-
-    async def sessions(
-        self,
-        agent_id: str,
-        *,
-        ended: bool | None = None,
-        idle_before: datetime | None = None,
-        limit: int = 100,
-    ) -> list[SessionState]:
-        before = None if idle_before is None else fmt_time(idle_before)
-        return await self._r().run(lambda conn: read_sessions(conn, agent_id, None, ended, limit, before))
-
-    async def identity(self, agent_id: str) -> list[IdentitySection]:
-        return await self._r().run(lambda conn: read_identity(conn, agent_id))
-
-    async def claim_events(
-        self, agent_id: str, worker_id: str, *, limit: int, lease_until: datetime, now: datetime
-    ) -> list[Event]:
-        until, at = fmt_time(lease_until), fmt_time(now)
-        return await self._w().run(lambda conn: claim_events(conn, agent_id, worker_id, limit, until, at))
-
-    async def events(
-        self,
-        agent_id: str,
-        *,
-        status: EventStatus | None = None,
-        event_id: str | None = None,
-        limit: int = 100,
-    ) -> list[Event]:
-        return await self._r().run(lambda conn: read_events(conn, agent_id, status, event_id, limit))
-
-    async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
-        return await self._r().run(lambda conn: count_events(conn, agent_id))
-
-    async def api_key(self, key_id: str) -> tuple[ApiKey, str] | None:
-        found = await self._r().run(lambda conn: read_keys(conn, key_id))
-        return found[0] if found else None
-
-    async def api_keys(self) -> list[ApiKey]:
-        return [k for k, _ in await self._r().run(lambda conn: read_keys(conn, None))]
-
-    async def llm_usage(self, agent_id: str) -> list[LLMUsage]:
-        return await self._r().run(lambda conn: read_llm_usage(conn, agent_id))
-
-    async def working_memory(self, agent_id: str, session_id: str) -> WorkingMemory | None:
-        def read(conn: sqlite3.Connection) -> WorkingMemory | None:
-            row = conn.execute(
-                "SELECT data FROM working_memory WHERE agent_id = ? AND session_id = ?",
-                (agent_id, session_id),
-            ).fetchone()
-            return None if row is None else WorkingMemory.model_validate_json(row[0])
-
-        return await self._r().run(read)
-
-    async def stats(self, agent_id: str) -> StoreStats:
-        def read(conn: sqlite3.Connection) -> StoreStats:
-            by_kind = dict(
-                conn.execute(
-                    "SELECT kind, count(*) FROM memories WHERE agent_id = ? AND active = 1 "
-                    "AND superseded_by IS NULL GROUP BY kind",
-                    (agent_id,),
-                ).fetchall()
-            )
-            (inactive,) = conn.execute(
-                "SELECT count(*) FROM memories WHERE agent_id = ? AND (active = 0 OR superseded_by IS NOT NULL)",
-                (agent_id,),
-            ).fetchone()
-            by_lifecycle = dict(
-                conn.execute(
-                    "SELECT lifecycle, count(*) FROM memories WHERE agent_id = ? AND active = 1 "
-                    "AND superseded_by IS NULL GROUP BY lifecycle",
-                    (agent_id,),
-                ).fetchall()
-            )
-            (edges,) = conn.execute("SELECT count(*) FROM edges WHERE agent_id = ?", (agent_id,)).fetchone()
-            (history,) = conn.execute(
-                "SELECT count(*) FROM history WHERE agent_id = ?", (agent_id,)
-            ).fetchone()
-            (missing,) = conn.execute(
-                "SELECT count(*) FROM memories WHERE agent_id = ? AND embedding IS NULL", (agent_id,)
-            ).fetchone()
-            (version,) = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
-            return StoreStats(
-                backend="sqlite",
-                location=str(self.path),
-                agent_id=agent_id,
-                active_by_kind=by_kind,
-                active_by_lifecycle=by_lifecycle,
-                inactive=inactive,
-                edges=edges,
-                history_rows=history,
-                missing_embeddings=missing,
-                schema_version=version,
-            )
-
-        return await self._r().run(read)
-
-    async def iter_memories(self, agent_id: str, batch_size: int = 500) -> AsyncIterator[Memory]:
-        last = 0
-        while True:
-
-            def read(conn: sqlite3.Connection, after: int = last) -> list[dict[str, Any]]:
-                cur = conn.execute(
-                    f"SELECT seq, {SELECT_COLUMNS} FROM memories WHERE agent_id = ? AND seq > ? "
-                    "ORDER BY seq LIMIT ?",
-                    (agent_id, after, batch_size),
-                )
-                return _rows(cur)
-
-            rows = await self._r().run(read)
-            if not rows:
-                return
-            for row in rows:
-                yield row_to_memory(row)
-            last = rows[-1]["seq"]
-
-
-def _replace_chunks(conn: sqlite3.Connection, memory_id: str, chunks: list[np.ndarray] | None) -> None:
-    """Replace a memory's chunk vectors (none: just delete the stored ones)."""
-    conn.execute("DELETE FROM memory_chunks WHERE memory_id = ?", (memory_id,))
-    if chunks:
-        conn.executemany(
-            "INSERT INTO memory_chunks (memory_id, chunk_no, embedding) VALUES (?, ?, ?)",
-            [(memory_id, no, np.asarray(v, np.float32).tobytes()) for no, v in enumerate(chunks, start=1)],
-        )
-
 
 def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
@@ -823,17 +375,6 @@ class _TermCounts:
                 self._cache.clear()
             self._cache[term] = (n, total)
         return n
-
-
-def _edge(r: tuple[Any, ...]) -> Edge:
-    return Edge(
-        source_id=r[0],
-        target_id=r[1],
-        relation=EdgeRelation(r[2]),
-        agent_id=r[3],
-        weight=r[4],
-        created_at=datetime.fromisoformat(r[5]),
-    )
 
 
 def _split_sql(script: str) -> list[str]:

@@ -1,3 +1,4 @@
+-- Shared by every backend; each braced name is a column type of the backend (its COLUMN_TYPES).
 -- Conversation sessions: counters incremented in SQL by each turn, so a restart or a second
 -- process continues the same session. ended_at marks a session the event pipeline picks up.
 CREATE TABLE IF NOT EXISTS sessions (
@@ -11,11 +12,11 @@ CREATE TABLE IF NOT EXISTS sessions (
     turn_count      INTEGER NOT NULL DEFAULT 0,
     user_chars      INTEGER NOT NULL DEFAULT 0,
     assistant_chars INTEGER NOT NULL DEFAULT 0,
-    remember        BOOLEAN NOT NULL DEFAULT FALSE,
+    remember        {bool} NOT NULL DEFAULT {false},
     episode_id      TEXT,
-    started_at      TIMESTAMPTZ NOT NULL,
-    last_active_at  TIMESTAMPTZ NOT NULL,
-    ended_at        TIMESTAMPTZ,
+    started_at      {time} NOT NULL,
+    last_active_at  {time} NOT NULL,
+    ended_at        {time},
     PRIMARY KEY (agent_id, session_id)
 );
 CREATE INDEX IF NOT EXISTS idx_sessions_active ON sessions (agent_id, last_active_at);
@@ -34,7 +35,7 @@ CREATE TABLE IF NOT EXISTS identity (
     section    TEXT NOT NULL,
     content    TEXT NOT NULL,
     version    INTEGER NOT NULL,
-    updated_at TIMESTAMPTZ NOT NULL,
+    updated_at {time} NOT NULL,
     PRIMARY KEY (agent_id, section)
 );
 

@@ -1,3 +1,4 @@
+-- Shared by every backend; each braced name is a column type of the backend (its COLUMN_TYPES).
 -- API keys of `nous serve`. Only a hash of each key's secret is kept (the key is shown once, at
 -- creation); a key is bound to one agent (and optionally one user), or is an admin key.
 CREATE TABLE IF NOT EXISTS api_keys (
@@ -6,7 +7,7 @@ CREATE TABLE IF NOT EXISTS api_keys (
     agent_id    TEXT,
     user_id     TEXT,
     name        TEXT NOT NULL DEFAULT '',
-    admin       BOOLEAN NOT NULL DEFAULT FALSE,
-    created_at  TIMESTAMPTZ NOT NULL,
-    revoked_at  TIMESTAMPTZ
+    admin       {bool} NOT NULL DEFAULT {false},
+    created_at  {time} NOT NULL,
+    revoked_at  {time}
 );
