@@ -182,6 +182,15 @@ def test_bad_requests_are_problem_details_never_500(served: tuple[LiveServer, di
         _is_problem(a.post("/v1/recall", json={"query": "x", "limit": 0}), 422)
         _is_problem(a.post("/v1/recall", json={"query": "x", "preset": "no-such-preset"}), 422)
         _is_problem(a.post("/v1/recall", json={"query": "x", "min_score": 2}), 422)
+        # a time is an ISO 8601 string: neither a number nor a string of digits (read as 1970)
+        for when in (0, "0", "1700000000", "yesterday"):
+            body = {"content": "Use Postgres", "occurred_at": when}
+            assert "ISO 8601" in _is_problem(a.post("/v1/decisions", json=body), 422)["detail"], when
+        _is_problem(a.get("/v1/memories", params={"since": "0"}), 422)
+        fine = a.post(
+            "/v1/decisions", json={"content": "Use Postgres", "occurred_at": "2026-03-02T09:15:00Z"}
+        )
+        assert fine.status_code == 201, fine.text
         _is_problem(
             a.post("/v1/memories", content=b"x" * 4_100_000, headers={"content-type": "application/json"}),
             413,

@@ -1,5 +1,6 @@
 """What every request body of the API shares: strict types, no unknown fields, ISO times."""
 
+import re
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -8,11 +9,14 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from nous.models import ReasonType
 
+ISO_DATE = re.compile(r"\s*\d{4}-\d{2}-\d{2}")
+
 
 def _iso_only(value: Any) -> Any:
-    """A time in a request is an ISO 8601 string (a bare number is not taken as a timestamp)."""
-    if isinstance(value, bool | int | float):
-        raise ValueError("expected an ISO 8601 date-time string")
+    """A time in a request is an ISO 8601 string: a bare number, or a string of digits (which
+    pydantic would read as a Unix timestamp, "0" as 1970), is refused."""
+    if isinstance(value, bool | int | float) or (isinstance(value, str) and not ISO_DATE.match(value)):
+        raise ValueError("expected an ISO 8601 date-time string, e.g. 2026-03-02T09:15:00Z")
     return value
 
 
