@@ -66,7 +66,7 @@ from nous.storage.codec import (
     row_to_memory,
 )
 from nous.storage.filters import where_clause
-from nous.storage.locks import FileSlots, hold, slot_of
+from nous.storage.locks import FileSlots, SlotLocks, hold, slot_of
 from nous.storage.migrations import load_migrations
 from nous.storage.sqlite.connection import ReaderPool, WriterThread, rollback
 from nous.storage.sqlite.events import apply_event_op, claim_events, count_events, read_events, read_llm_usage
@@ -137,6 +137,7 @@ class SQLiteStore(Store):
         self._readers: ReaderPool | None = None
         self._index: VectorIndex | None = None
         self._term_counts = _TermCounts()
+        self._slots = SlotLocks()
 
     # -- lifecycle -----------------------------------------------------------------
     async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
@@ -157,15 +158,19 @@ class SQLiteStore(Store):
     @asynccontextmanager
     async def exclusive(self, key: str) -> AsyncIterator[None]:
         slot = slot_of(key)
-        try:
-            slots = FileSlots.for_path(f"{self.path}.lock")
-            await hold(slots, slot)  # waits on a worker thread: the event loop keeps serving
-        except OSError as exc:
-            raise StorageError(f"cannot lock {self.path}.lock: {exc}") from exc
-        try:
-            yield
-        finally:
-            slots.release(slot)
+        # This process's waiters queue on an asyncio lock, so at most one per slot waits on a
+        # thread for the file lock: each waiter held a default-executor thread, and a few of them
+        # starved everything else that runs there.
+        async with self._slots.get(slot):
+            try:
+                slots = FileSlots.for_path(f"{self.path}.lock")
+                await hold(slots, slot)  # waits on a worker thread: the event loop keeps serving
+            except OSError as exc:
+                raise StorageError(f"cannot lock {self.path}.lock: {exc}") from exc
+            try:
+                yield
+            finally:
+                slots.release(slot)
 
     async def close(self) -> None:
         if self._readers is not None:
