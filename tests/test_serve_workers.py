@@ -5,6 +5,7 @@ the other's writes), on SQLite and on PostgreSQL; SIGTERM to the parent stops bo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -79,7 +80,10 @@ def test_a_write_through_one_worker_is_recalled_through_the_other(
     log = tmp_path / "serve.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [NOUS, "serve", "--port", str(port), "--workers", "2"], stdout=out, stderr=subprocess.STDOUT, env=env
+            [NOUS, "serve", "--port", str(port), "--workers", "2"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -89,10 +93,8 @@ def test_a_write_through_one_worker_is_recalled_through_the_other(
                 break
             except httpx.HTTPError:
                 assert proc.poll() is None, log.read_text()
-                try:
-                    proc.wait(timeout=0.5)
-                except subprocess.TimeoutExpired:
-                    pass
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=0.5)  # a bounded pause before asking again
         (pid_a, a), (pid_b, b) = _workers(base).items()
         assert pid_a != pid_b and proc.pid not in (pid_a, pid_b)
         auth = {"Authorization": f"Bearer {key}"}
