@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Sequence
 from multiprocessing.connection import wait
 from types import FrameType
@@ -56,7 +58,7 @@ def serve_workers(
     context = multiprocessing.get_context("spawn")
     processes = [
         context.Process(
-            target=serve_here,
+            target=_worker,
             args=(sock, settings),
             kwargs={"auth": auth, "access_log": access_log},
             name=f"nous-serve-{n}",
@@ -87,6 +89,22 @@ def serve_workers(
     if not signalled:
         print("nous serve: a worker process stopped; the others were stopped too", file=sys.stderr)
     return 0 if signalled else 1
+
+
+def _worker(sock: socket.socket, settings: Settings, *, auth: bool, access_log: bool) -> None:
+    """A worker process: in a process group of its own, so that a Ctrl-C in the terminal reaches
+    only the parent, which stops each worker with one SIGTERM (a second signal would make uvicorn
+    drop the requests in hand instead of finishing them)."""
+    os.setpgrp()
+    parent = multiprocessing.parent_process()
+    if parent is not None:  # the parent killed outright: stop too, rather than serve orphaned
+        threading.Thread(target=_stop_when_gone, args=(parent.sentinel,), daemon=True).start()
+    serve_here(sock, settings, auth=auth, access_log=access_log)
+
+
+def _stop_when_gone(sentinel: int) -> None:
+    wait([sentinel])
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _terminate(processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
