@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from nous import Settings
 from nous.bench.context import run_context
@@ -14,6 +15,7 @@ from nous.bench.extraction import run_extraction
 from nous.bench.junk import from_assistant, has_code, has_url, is_request, near_duplicate
 from nous.bench.locomo import load_any_dir, run_locomo
 from nous.bench.scale import run_scale
+from nous.cli.app import app
 from nous.embeddings.base import EmbeddingProvider
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo"
@@ -164,6 +166,27 @@ async def test_bench_load_against_a_real_server() -> None:
     assert result["error_count"] == 0 and result["requests"] > 0
     assert set(result["operations"]) <= {"write", "recall", "context"} and "recall" in result["operations"]
     assert result["single_client_recall_ms"]["p95"] > 0 and result["recall_p95_ratio_loaded_to_single"] > 0
+    assert result["workers"] == 1 and result["server_cpu_ms_per_request"] > 0
+
+
+async def test_bench_load_series_on_two_workers_compares_client_counts() -> None:
+    """`nous bench load --clients 1,3 --workers 2`: a run per count, each on a fresh store served
+    by two processes, and the second's requests/s and recall p95 as ratios of the first's."""
+    from nous.bench.load import run_load_series
+
+    series = await run_load_series([1, 3], seconds=2, seed_facts=30, workers=2)
+    runs = series["runs"]
+    assert [r["clients"] for r in runs] == [1, 3] and all(r["workers"] == 2 for r in runs)
+    assert all(r["error_count"] == 0 and r["requests"] > 0 for r in runs)
+    (row,) = series["against_fewest_clients"]
+    expected = round(runs[1]["requests_per_s"] / runs[0]["requests_per_s"], 2)
+    assert row["clients"] == 3 and row["requests_per_s"] == expected
+
+
+def test_bench_load_refuses_bad_client_counts(cli: CliRunner) -> None:
+    for bad in ("0", "1,x", "", "1,600"):
+        result = cli.invoke(app, ["bench", "load", "--clients", bad, "--seconds", "1"])
+        assert result.exit_code == 2 and "--clients" in result.output, (bad, result.output)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

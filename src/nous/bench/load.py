@@ -62,9 +62,11 @@ async def run_load(
     seconds: float = 60.0,
     database_url: str | None = None,
     seed_facts: int = 500,
+    workers: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Serve a fresh store (SQLite in a temporary folder, or ``database_url``), seed it, measure."""
+    """Serve a fresh store (SQLite in a temporary folder, or ``database_url``) from ``workers``
+    processes, seed it, measure."""
     with tempfile.TemporaryDirectory(prefix="nous-load-") as tmp:
         url_db = database_url or f"sqlite:///{Path(tmp) / 'load.db'}"
         agent = f"load-{time.time_ns()}"
@@ -82,8 +84,9 @@ async def run_load(
         port = _free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("NOUS_")}
         env |= {"NOUS_HOME": tmp, "NOUS_DATABASE_URL": url_db, "NOUS_EVENTS_WORKER": "off"}
+        command = [sys.executable, "-m", "nous", "serve", "--host", "127.0.0.1", "--port", str(port)]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "nous", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            command + (["--workers", str(workers)] if workers > 1 else []),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -92,7 +95,9 @@ async def run_load(
         try:
             await _wait_healthy(base, proc)
             if progress:
-                progress(f"serving {backend} on {base}; {seed_facts} facts seeded")
+                progress(
+                    f"serving {backend} on {base} ({workers} worker(s)); {seed_facts} facts seeded; {clients} client(s)"
+                )
             headers = {"Authorization": f"Bearer {key}"}
             queries = synthetic_queries(200)
             async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as http:
@@ -141,9 +146,11 @@ async def run_load(
                         rss.append((time.perf_counter() - started, mb))
                     await asyncio.sleep(1.0)
 
+            cpu_before = _cpu_s(proc.pid)
             started = time.perf_counter()
             await asyncio.gather(sample_rss(), *(client(n) for n in range(clients)))
             elapsed = time.perf_counter() - started
+            cpu_after = _cpu_s(proc.pid)
         finally:
             proc.terminate()
             try:
@@ -160,6 +167,7 @@ async def run_load(
     return {
         "backend": backend,
         "clients": clients,
+        "workers": workers,
         "seconds": round(elapsed, 1),
         "requests": total,
         "requests_per_s": round(total / elapsed, 1) if elapsed else 0.0,
@@ -171,18 +179,43 @@ async def run_load(
         if single_p95
         else None,
         "server_rss_mb": _rss_summary(rss, elapsed),
+        # CPU the server's processes spent per request: what batching saves shows here, whatever
+        # else the machine runs (the requests/s of a shared machine depend on it).
+        "server_cpu_ms_per_request": round((cpu_after - cpu_before) * 1000 / total, 2)
+        if cpu_before is not None and cpu_after is not None and total
+        else None,
     }
 
 
-def _rss_mb(pid: int) -> float | None:
-    """A process's resident memory in MB (Linux /proc), or None where it cannot be read."""
+def _tree(pid: int) -> list[int]:
+    """A process and its children (the workers of `nous serve --workers N`), from Linux /proc."""
+    return [pid, *map(int, Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
+
+
+def _cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) a process and its children have used, or None off Linux."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
+        ticks = 0
+        for p in _tree(pid):
+            fields = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14 and 15)
+        return ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
-    return None
+
+
+def _rss_mb(pid: int) -> float | None:
+    """The resident memory in MB of a process and its children (its workers), from Linux /proc;
+    None where it cannot be read."""
+    try:
+        total = 0.0
+        for p in _tree(pid):
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) / 1024
+        return total or None
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _rss_summary(samples: list[tuple[float, float]], elapsed: float) -> dict[str, float] | None:
@@ -196,4 +229,30 @@ def _rss_summary(samples: list[tuple[float, float]], elapsed: float) -> dict[str
         "end": round(end, 1),
         "max": round(max(mb for _, mb in samples), 1),
         "growth_after_warmup": round((end - after_warmup) / after_warmup, 3),
+    }
+
+
+async def run_load_series(client_counts: list[int], **options: Any) -> dict[str, Any]:
+    """``run_load`` once per client count, one after the other (each on a fresh store), and each
+    count's requests/s and loaded recall p95 against those of the first (fewest clients)."""
+    runs = [await run_load(clients=n, **options) for n in client_counts]
+    base = runs[0]
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 2) if a and b else None
+
+    def recall_p95(run: dict[str, Any]) -> float | None:
+        found = run["operations"].get("recall")
+        return found["p95"] if found else None
+
+    return {
+        "runs": runs,
+        "against_fewest_clients": [
+            {
+                "clients": run["clients"],
+                "requests_per_s": ratio(run["requests_per_s"], base["requests_per_s"]),
+                "recall_p95": ratio(recall_p95(run), recall_p95(base)),
+            }
+            for run in runs[1:]
+        ],
     }

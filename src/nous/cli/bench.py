@@ -18,7 +18,7 @@ from nous.bench.crash import run_crash
 from nous.bench.dedup import default_pairs_path, load_pairs, run_dedup
 from nous.bench.extraction import junk_rows, run_extraction, summarize_figures
 from nous.bench.labelled import LabelledConversation
-from nous.bench.load import run_load
+from nous.bench.load import run_load_series
 from nous.bench.locomo import load_any_dir, load_labelled_dir, load_locomo_dir
 from nous.bench.retrieval import run_retrieval
 from nous.bench.scale import run_scale
@@ -470,8 +470,17 @@ def extraction(
 
 @app.command()
 def load(
-    clients: Annotated[int, typer.Option("--clients", min=1, max=512, help="Concurrent clients.")] = 16,
+    clients: Annotated[
+        str,
+        typer.Option(
+            "--clients",
+            help="Concurrent clients; several counts (1,16) run one after the other and are compared.",
+        ),
+    ] = "16",
     seconds: Annotated[float, typer.Option("--seconds", min=1, max=3600, help="How long to load.")] = 60,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, max=64, help="Server processes (nous serve --workers).")
+    ] = 1,
     postgres: Annotated[
         str | None, typer.Option(help="Serve this PostgreSQL database instead (a scratch schema, dropped).")
     ] = None,
@@ -481,23 +490,54 @@ def load(
     building turn contexts (20%) for S seconds. Prints requests/s, p50/p95/p99 per operation,
     errors, the recall p95 under load beside one client's alone (same run), and the server's
     memory (RSS) after warm-up and at the end: a soak (`--clients 8 --seconds 600`) shows a leak.
+    With several client counts, each runs on a fresh store and is compared with the first:
+    requests/s and recall p95 as ratios.
 
-    Example: nous bench load --clients 16 --seconds 60
+    Example: nous bench load --clients 1,16 --seconds 60 --workers 2
     """
+    counts = _counts(clients)
     url = None
     if postgres:
         sep = "&" if "?" in postgres else "?"
         url = f"{postgres}{sep}nous_schema=load_{uuid.uuid4().hex[:8]}"
-    result = run(
-        run_load(
-            clients=clients,
+    series = run(
+        run_load_series(
+            counts,
             seconds=seconds,
             database_url=url,
+            workers=workers,
             progress=lambda m: err_console.print(f"[dim]{m}[/dim]"),
         )
     )
+    for result in series["runs"]:
+        _print_load(result)
+    for row in series["against_fewest_clients"]:
+        console.print(
+            f"{plural(row['clients'], 'client')} against {plural(counts[0], 'client')}: "
+            f"requests/s ×{row['requests_per_s']} · recall p95 ×{row['recall_p95']}"
+        )
+    if out:
+        out.write_text(json.dumps(series["runs"][0] if len(counts) == 1 else series, indent=2))
+        console.print(f"wrote {out}")
+
+
+def _counts(raw: str) -> list[int]:
+    """``--clients``: one count or several, comma-separated, each 1..512; bad input exits 2."""
+    try:
+        counts = [int(part) for part in raw.split(",") if part.strip()]
+    except ValueError:
+        counts = []
+    if not counts or not all(1 <= n <= 512 for n in counts):
+        raise typer.BadParameter(
+            f"{raw!r}: give counts of 1 to 512, comma-separated (1,16)", param_hint="--clients"
+        )
+    return counts
+
+
+def _print_load(result: dict[str, Any]) -> None:
     table(
-        f"nous bench load · {result['backend']} · {plural(result['clients'], 'client')} · {result['seconds']} s · "
+        f"nous bench load · {result['backend']} · {plural(result['clients'], 'client')} · "
+        f"{plural(result['workers'], 'worker')} · {result['seconds']} s · "
         f"{result['requests_per_s']} req/s · {plural(result['error_count'], 'error')}",
         ["operation", "count", "p50 ms", "p95 ms", "p99 ms"],
         [[op, m["count"], m["p50"], m["p95"], m["p99"]] for op, m in result["operations"].items()],
@@ -505,6 +545,7 @@ def load(
     single = result["single_client_recall_ms"]
     console.print(
         f"recall p95 alone {single['p95']} ms · under load ×{result['recall_p95_ratio_loaded_to_single']}"
+        f" · server CPU {result['server_cpu_ms_per_request']} ms per request"
     )
     rss = result["server_rss_mb"]
     if rss:
@@ -512,9 +553,6 @@ def load(
             f"server RSS {rss['after_warmup']} MB after warm-up → {rss['end']} MB at the end "
             f"({rss['growth_after_warmup']:+.1%}; max {rss['max']} MB)"
         )
-    if out:
-        out.write_text(json.dumps(result, indent=2))
-        console.print(f"wrote {out}")
 
 
 @app.command()

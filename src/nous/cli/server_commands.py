@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import ipaddress
-import logging
 import os
 import shlex
 import shutil
@@ -70,18 +68,25 @@ def serve(
     access_log: Annotated[
         bool, typer.Option("--access-log", help="Log each request on stdout (or NOUS_ACCESS_LOG=true).")
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=64,
+            help="Processes serving the same store, each on its own core (SQLite file or PostgreSQL).",
+        ),
+    ] = 1,
 ) -> None:
     """Serve the REST API (OpenAPI at /openapi.json, docs at /docs) over the configured store.
 
     Every route but /health needs `Authorization: Bearer KEY` with a key from `nous keys create`;
-    a key reads and writes only its own agent's memory.
+    a key reads and writes only its own agent's memory. With --workers N, N processes share the
+    port and the store: a write through one is seen by the others' next read.
 
-    Example: nous keys create --agent support-bot && nous serve --port 8765
+    Example: nous keys create --agent support-bot && nous serve --port 8765 --workers 2
     """
-    import uvicorn
-
-    from nous.server import create_app
-    from nous.server.guards import guarded_protocol
+    from nous.server.run import serve_here, serve_workers
 
     if no_auth and not _is_loopback(host):
         raise fail("--no-auth only binds a loopback address (127.0.0.1 or ::1)", 2)
@@ -90,35 +95,17 @@ def serve(
     # not a banner followed by uvicorn's own bind error among log lines.
     sock = _bind(host, port)
     token = _prepare_demo(ctx) if demo else None
-    app = create_app(settings, auth=not no_auth)
     for line in banner(
         host, port, agent_id=settings.agent_id, token=token, no_auth=no_auth, llm=settings.llm_provider
     ):
         print(line, flush=True)  # plain print: a terminal renderer would wrap the key and commands
     logged = access_log or settings.access_log
-    config = uvicorn.Config(
-        app,
-        log_level="info" if logged else "warning",
-        access_log=logged,
-        # In-flight requests get a few seconds after SIGTERM/SIGINT, then the process exits: a
-        # stalled client must not keep a stopped server alive for the request timeout.
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-        http=guarded_protocol(settings.request_timeout_s),  # slow clients are cut off
-    )
-    logging.getLogger("uvicorn.error").addFilter(_quiet_cancel)
-    if not logged:  # the MCP session manager's start/stop lines are noise next to the banner
-        logging.getLogger("mcp").setLevel(logging.WARNING)
-    uvicorn.Server(config).run(sockets=[sock])
-
-
-SHUTDOWN_GRACE_S = 3
-
-
-def _quiet_cancel(record: logging.LogRecord) -> bool:
-    """Drop the traceback of a request cancelled because the shutdown grace ran out: it is the
-    intended end of a stalled request, and uvicorn already logs one line saying so."""
-    exc = record.exc_info[0] if record.exc_info else None
-    return not (exc is not None and issubclass(exc, asyncio.CancelledError))
+    if workers == 1:
+        serve_here(sock, settings, auth=not no_auth, access_log=logged)
+        return
+    status = serve_workers(sock, settings, workers=workers, auth=not no_auth, access_log=logged)
+    if status:
+        raise typer.Exit(status)
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -17,7 +17,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from nous._tokens import clip_to_tokens, count_tokens
+from nous._memo import TextMemo
+from nous._tokens import clip_and_count, count_tokens
 from nous.cognitive.frames import Budget, Frame
 from nous.models import (
     Censor,
@@ -68,6 +69,7 @@ TITLES = {
     "turns": "From earlier conversations",
 }
 _WORD = re.compile(r"\w+")
+_WORDS: TextMemo[frozenset[str]] = TextMemo(1024)  # a memory's words, for the overlap checks
 
 
 class DropReason(StrEnum):
@@ -148,6 +150,10 @@ class ContextInputs:
 
 
 def _words(text: str) -> frozenset[str]:
+    return _WORDS.get(text, _word_set)
+
+
+def _word_set(text: str) -> frozenset[str]:
     return frozenset(w.lower() for w in _WORD.findall(text))
 
 
@@ -201,8 +207,8 @@ class _Filler:
         score: float | None = None,
         max_tokens: int = ITEM_MAX_TOKENS,
     ) -> bool:
-        text = clip_to_tokens(text, max_tokens) if id_ is not None else text
-        tokens = count_tokens(text) + 1  # the newline
+        text, tokens = clip_and_count(text, max_tokens if id_ is not None else None)
+        tokens += 1  # the newline
         overhead = 0 if self.section.items else self.header
         if self.section.tokens + overhead + tokens > self.section.budget:
             self.section.dropped.append(DroppedItem(id=id_, reason=DropReason.BUDGET))

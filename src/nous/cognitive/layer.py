@@ -25,7 +25,7 @@ from nous._time import as_utc, shifted, utcnow
 from nous.brain import Brain
 from nous.cognitive.context import Context, ContextInputs, build_context
 from nous.cognitive.frames import Budget, Frame, get_frame
-from nous.cognitive.selection import FrameChoice, FrameSelector
+from nous.cognitive.selection import FrameChoice, FrameSelector, is_greeting
 from nous.errors import ConflictError, InvalidInputError
 from nous.heart import Heart
 from nous.heart.identity import Identity
@@ -220,9 +220,13 @@ class CognitiveLayer:
         forced = get_frame(frame) if frame is not None else None
         limits_override = budget
         now = as_utc(at) if at is not None else utcnow()  # a naive time is UTC
-        prior, identity, censors = await asyncio.gather(
+        reads = asyncio.gather(
             self.heart.sessions.find(session_id), self.identity.sections(), self.heart.censors.active()
         )
+        if is_greeting(text):  # small talk is not embedded
+            prior, identity, censors = await reads
+        else:  # the message's vector (frame and recall read it) is computed while the reads run
+            (prior, identity, censors), _ = await asyncio.gather(reads, self.repo.embedder.embed_one(text))
         if prior is not None and prior.ended and not preview:
             raise ConflictError(f"session {session_id!r} has ended; start a new one")
         if prior is not None and prior.user_id:

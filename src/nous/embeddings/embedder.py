@@ -7,7 +7,6 @@ A memory longer than the provider reads is embedded in chunks (``embed_memories`
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -15,6 +14,7 @@ import numpy as np
 
 from nous._text import text_hash
 from nous.embeddings.base import EmbeddingProvider
+from nous.embeddings.batching import EmbeddingBatcher
 from nous.embeddings.chunking import split_text
 from nous.errors import EmbeddingError
 
@@ -29,10 +29,12 @@ class Embedded:
 
 
 class Embedder:
-    """Wraps a provider with an LRU cache and runs it off the event loop."""
+    """Wraps a provider with an LRU cache and runs it off the event loop, concurrent requests
+    batched into one call (``nous.embeddings.batching``)."""
 
     def __init__(self, provider: EmbeddingProvider, *, cache_size: int = 4096) -> None:
         self.provider = provider
+        self._batcher = EmbeddingBatcher(provider)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self.calls = 0
@@ -68,7 +70,7 @@ class Embedder:
         fresh: dict[str, np.ndarray] = {}
         if todo:
             try:
-                vectors = await asyncio.to_thread(self.provider.embed, list(todo.values()))
+                vectors = await self._batcher.embed(list(todo.values()))
             except EmbeddingError:
                 raise
             except Exception as exc:

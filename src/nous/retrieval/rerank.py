@@ -23,6 +23,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from nous._memo import TextMemo
+
 # Each feature with its weight, in one table: chosen by leave-one-conversation-out over the three
 # development sets together — LoCoMo, the long user-assistant chats and the agent-memory scenarios
 # (scripts/fit_reranker.py; docs/retrieval.md has the per-fold figures). A weight is on the scale
@@ -71,6 +73,7 @@ _HOLDS_NUMBER = re.compile(
 # this many characters (a short text is one window). 300-500 measured the same held out
 # (docs/retrieval.md).
 PASSAGE_CHARS = 400
+_POSITIONS: TextMemo[dict[str, tuple[tuple[int, int], ...]]] = TextMemo(1024)  # ~a store's re-ranked heads
 
 
 @lru_cache(maxsize=1 << 16)
@@ -86,7 +89,20 @@ def stem(word: str) -> str:
 
 
 def stems(text: str) -> set[str]:
-    return {stem(w) for w in _WORD.findall(text)}
+    return set(_positions(text))
+
+
+def _positions(text: str) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Each stem of ``text`` with the (start, end) of its words; computed once per long text
+    (``nous._memo``): the same memories are re-ranked query after query."""
+    return _POSITIONS.get(text, _stem_positions)
+
+
+def _stem_positions(text: str) -> dict[str, tuple[tuple[int, int], ...]]:
+    found: dict[str, list[tuple[int, int]]] = {}
+    for m in _WORD.finditer(text):
+        found.setdefault(stem(m.group()), []).append((m.start(), m.end()))
+    return {s: tuple(spans) for s, spans in found.items()}
 
 
 def coverage(text: str, query_terms: set[str]) -> tuple[set[str], float]:
@@ -94,10 +110,11 @@ def coverage(text: str, query_terms: set[str]) -> tuple[set[str], float]:
     window of PASSAGE_CHARS characters (for a short text, simply the share it holds)."""
     if not query_terms:
         return set(), 0.0
-    hits = [(m.start(), m.end(), s) for m in _WORD.finditer(text) if (s := stem(m.group())) in query_terms]
-    found = {s for _, _, s in hits}
+    positions = _positions(text)
+    found = {s for s in query_terms if s in positions}
     if len(text) <= PASSAGE_CHARS or len(found) <= 1:
         return found, len(found) / len(query_terms)
+    hits = sorted((start, end, s) for s in found for start, end in positions[s])  # in text order
     best, left, inside = 0, 0, Counter[str]()
     for right, (_, end, term) in enumerate(hits):  # slide a window, right edge at each match
         inside[term] += 1

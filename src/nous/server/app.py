@@ -7,6 +7,7 @@ anything a client can send, 503 when the store or a provider fails, never a bare
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -209,6 +210,9 @@ class Health(BaseModel):
     status: Literal["ok"]
     backend: str
     version: str
+    worker: int = Field(
+        description="The answering process's id: with `nous serve --workers N`, which one answered."
+    )
 
 
 # -- the app ---------------------------------------------------------------------------------
@@ -399,7 +403,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     @app.get("/health", response_model=Health, tags=["service"], responses=errors(503))
     async def health() -> Health:
         root: Nous = state["root"]
-        return Health(status="ok", backend=root.store.info.backend, version=_version())
+        return Health(status="ok", backend=root.store.info.backend, version=_version(), worker=os.getpid())
 
     @app.post(
         "/v1/memories",

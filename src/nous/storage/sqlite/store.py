@@ -27,7 +27,7 @@ from nous.storage.base import (
     selective_terms,
 )
 from nous.storage.filters import where_clause
-from nous.storage.locks import FileSlots, hold, slot_of
+from nous.storage.locks import FileSlots, SlotLocks, hold, slot_of
 from nous.storage.migrations import load_migrations
 from nous.storage.sql.plan import Dialect, Plan, Result, Stmt, T, to_json
 from nous.storage.sql.store import SQLStore, apply_ops
@@ -127,6 +127,7 @@ class SQLiteStore(SQLStore):
         self._readers: ReaderPool | None = None
         self._index: VectorIndex | None = None
         self._term_counts = _TermCounts()
+        self._slots = SlotLocks()
 
     # -- lifecycle -----------------------------------------------------------------
     async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
@@ -147,15 +148,19 @@ class SQLiteStore(SQLStore):
     @asynccontextmanager
     async def exclusive(self, key: str) -> AsyncIterator[None]:
         slot = slot_of(key)
-        try:
-            slots = FileSlots.for_path(f"{self.path}.lock")
-            await hold(slots, slot)  # waits on a worker thread: the event loop keeps serving
-        except OSError as exc:
-            raise StorageError(f"cannot lock {self.path}.lock: {exc}") from exc
-        try:
-            yield
-        finally:
-            slots.release(slot)
+        # This process's waiters queue on an asyncio lock, so at most one per slot waits on a
+        # thread for the file lock: each waiter held a default-executor thread, and a few of them
+        # starved everything else that runs there.
+        async with self._slots.get(slot):
+            try:
+                slots = FileSlots.for_path(f"{self.path}.lock")
+                await hold(slots, slot)  # waits on a worker thread: the event loop keeps serving
+            except OSError as exc:
+                raise StorageError(f"cannot lock {self.path}.lock: {exc}") from exc
+            try:
+                yield
+            finally:
+                slots.release(slot)
 
     async def close(self) -> None:
         if self._readers is not None:
