@@ -70,6 +70,7 @@ from nous.storage.postgres.events import (
     read_events,
     read_llm_usage,
 )
+from nous.storage.postgres.hnsw import SET_EF_SEARCH, SET_EF_SEARCH_ARGS, SET_ITERATIVE_SCAN
 from nous.storage.postgres.keys import apply_key_op, read_keys
 from nous.storage.postgres.sessions import apply_session_op, read_identity, read_sessions
 
@@ -77,7 +78,6 @@ SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
 EDGE_COLUMNS = "source_id, target_id, relation, agent_id, weight, created_at"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _WORD = re.compile(r"\w+")
-EF_SEARCH = 100
 CHUNK_HITS = 3  # the chunk search fetches this many chunks per result wanted (several share a memory)
 # ts_rank_cd weights, in the order {D, C, B, A}: own text is weighted A, keyword context D.
 RANK_WEIGHTS = [CONTEXT_WEIGHT, 0.0, 0.0, 1.0]
@@ -466,8 +466,8 @@ class PostgresStore(Store):
             args = [*params, vector, limit, query.agent_id, *params_m, vector, limit * CHUNK_HITS]
             args += [vector, vector, vector, limit]
         async with self._conn() as conn, conn.transaction():
-            await conn.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
-            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            await conn.execute(SET_EF_SEARCH, SET_EF_SEARCH_ARGS)  # scaled by store size, see hnsw.py
+            await conn.execute(SET_ITERATIVE_SCAN)
             cur = await conn.execute(sql_text, args)
             rows = await cur.fetchall()
         hits = [ScoredId(r[0], float(r[1]), main=float(r[1] if r[2] is None else r[2])) for r in rows]
