@@ -71,9 +71,18 @@ def scale(
     out: Annotated[
         Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
     ] = None,
+    precomputed: Annotated[
+        bool,
+        typer.Option(
+            "--precomputed-vectors",
+            help="Build the store from vectors mixed out of a sample's real embeddings instead of "
+            "embedding every text (queries still embed theirs); for sizes too large to embed.",
+        ),
+    ] = False,
 ) -> None:
     """Ingest rate (memories/s, and its ratio to the raw embedding rate), recall and pre_turn p50/p95
-    at N memories.
+    at N memories, the vector search's recall@10 against an exact scan (facts, active only), the
+    process's resident memory and the store's size on disk.
 
     Each size runs on a fresh temporary SQLite store, and on PostgreSQL when --postgres is given
     (in a scratch schema, dropped afterwards).
@@ -114,6 +123,7 @@ def scale(
                             settings=settings,
                             progress=report,
                             drop_after=url is not None,
+                            precomputed=precomputed,
                         )
                     )
                 )
@@ -126,6 +136,9 @@ def scale(
         ("recall p95 ms", lambda r: r["recall_latency_ms"]["p95"]),
         ("pre_turn p50 ms", lambda r: r["pre_turn_latency_ms"]["p50"]),
         ("pre_turn p95 ms", lambda r: r["pre_turn_latency_ms"]["p95"]),
+        ("ANN recall@10 vs exact", lambda r: r["ann_recall_at_10"]),
+        ("RSS MB (peak)", lambda r: f"{r['rss_mb']['now']} ({r['rss_mb']['peak']})"),
+        ("store MB on disk", lambda r: r["store_mb"]),
     ]
     table(
         "nous bench scale",

@@ -32,12 +32,12 @@ from nous.storage.base import (
 from nous.storage.filters import where_clause
 from nous.storage.locks import SlotLocks, slot_of
 from nous.storage.migrations import load_migrations
+from nous.storage.postgres.hnsw import SET_EF_SEARCH, SET_EF_SEARCH_ARGS, SET_ITERATIVE_SCAN
 from nous.storage.sql.plan import Dialect, Plan, Result, T
 from nous.storage.sql.store import SQLStore
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _WORD = re.compile(r"\w+")
-EF_SEARCH = 100
 CHUNK_HITS = 3  # the chunk search fetches this many chunks per result wanted (several share a memory)
 # ts_rank_cd weights, in the order {D, C, B, A}: own text is weighted A, keyword context D.
 RANK_WEIGHTS = [CONTEXT_WEIGHT, 0.0, 0.0, 1.0]
@@ -294,8 +294,8 @@ class PostgresStore(SQLStore):
             args = [*params, vector, limit, query.agent_id, *params_m, vector, limit * CHUNK_HITS]
             args += [vector, vector, vector, limit]
         async with self._conn() as conn, conn.transaction():
-            await conn.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
-            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            await conn.execute(SET_EF_SEARCH, SET_EF_SEARCH_ARGS)  # scaled by store size, see hnsw.py
+            await conn.execute(SET_ITERATIVE_SCAN)
             cur = await conn.execute(sql_text, args)
             rows = await cur.fetchall()
         hits = [ScoredId(r[0], float(r[1]), main=float(r[1] if r[2] is None else r[2])) for r in rows]

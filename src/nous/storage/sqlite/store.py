@@ -274,7 +274,9 @@ class SQLiteStore(SQLStore):
                 include_superseded=query.include_superseded or query.as_of is not None,
                 allowed_ids=allowed,
             )
-            return [ScoredId(i, s, main=m) for i, s, m in index.search(vector, flt, limit, chunks=chunks)]
+            return [
+                ScoredId(i, s, main=m) for i, s, m in index.search(conn, vector, flt, limit, chunks=chunks)
+            ]
 
         return await self._r().run(read)
 
@@ -285,7 +287,7 @@ class SQLiteStore(SQLStore):
 
         def read(conn: sqlite3.Connection) -> dict[str, np.ndarray]:
             index.refresh(conn)
-            return index.vectors(ids, agent_id)
+            return index.vectors(conn, ids, agent_id)
 
         return await self._r().run(read) if ids else {}
 
