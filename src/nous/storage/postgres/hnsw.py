@@ -4,7 +4,7 @@ Measured against an exact scan under the agent/kind/active filters (pgvector 0.8
 migrations build it: m=16, ef_construction=64; 384-dimension vectors; ``nous bench scale`` and a
 sweep over one store): at 100k rows ef_search 100 finds 0.97-0.98 of the exact top 10 and 200 finds
 0.99; at 1M rows 100 finds 0.70, 200 0.80, 400 0.86, 800 0.95 and 1000 (pgvector's maximum) 0.96.
-A search costs more the more it visits (at 1M, ~10 ms p50 at 100 and ~37 ms at 1000, on a busy
+A search costs more the more it visits (at 1M, ~19 ms p50 at 100 and ~37 ms at 1000, on a busy
 two-core machine), so the setting grows with the row count: one candidate per thousand rows,
 between 200 and 1000. The count is the planner's estimate (``reltuples``, kept fresh by the
 store's ANALYZE after bulk writes), read in the same statement that sets the value.
