@@ -127,18 +127,19 @@ class OpenAIChatProvider(LLMProvider):
         await self._http.aclose()
 
 
+def wire_tool_calls(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """Tool calls in the chat-completions shape (arguments as a JSON string)."""
+    return [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+        for c in calls
+    ]
+
+
 def _wire(m: ChatMessage) -> dict[str, object]:
     """A message in the chat-completions shape (tool calls and tool results included)."""
     out: dict[str, object] = {"role": m.role, "content": m.content}
     if m.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-            }
-            for c in m.tool_calls
-        ]
+        out["tool_calls"] = wire_tool_calls(m.tool_calls)
     if m.tool_call_id:
         out["tool_call_id"] = m.tool_call_id
     return out

@@ -22,6 +22,7 @@ import httpx
 from nous.config import Settings
 from nous.errors import LLMError
 from nous.llm.base import ChatMessage, Completion, ToolCall, ToolSpec
+from nous.llm.openai import wire_tool_calls
 
 OPENAI_BASE = "https://api.openai.com/v1"
 Chunk = dict[str, Any]
@@ -99,11 +100,16 @@ class OpenAICompatible(Upstream):
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         with _transport_errors(self.base_url):
             response = await self.client.post("/chat/completions", json=self._with_model(body))
+        return self._answer(response, "a reply")
+
+    def _answer(self, response: httpx.Response, what: str) -> dict[str, Any]:
+        """A non-streamed answer's JSON object; its error status, or a 502 for a body that is
+        not a JSON object, as UpstreamError."""
         data = _json_or_none(response.content)
         if response.status_code != 200:
             raise UpstreamError(response.status_code, _message(response.status_code, data), body=data)
         if not isinstance(data, dict):
-            raise UpstreamError(502, f"the model at {self.base_url} sent a reply that is not a JSON object")
+            raise UpstreamError(502, f"the model at {self.base_url} sent {what} that is not a JSON object")
         return data
 
     @asynccontextmanager
@@ -136,12 +142,7 @@ class OpenAICompatible(Upstream):
     async def models(self) -> dict[str, Any]:
         with _transport_errors(self.base_url):
             response = await self.client.get("/models")
-        data = _json_or_none(response.content)
-        if response.status_code != 200:
-            raise UpstreamError(response.status_code, _message(response.status_code, data), body=data)
-        if not isinstance(data, dict):
-            raise UpstreamError(502, f"the model at {self.base_url} sent a model list that is not JSON")
-        return data
+        return self._answer(response, "a model list")
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -180,15 +181,7 @@ class Translated(Upstream):
         for text in pieces:
             yield _chunk(ident, created, answer.model, {"content": text}, None)
         finish = "tool_calls" if answer.tool_calls else "stop"
-        calls = [
-            {
-                "index": i,
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-            }
-            for i, c in enumerate(answer.tool_calls)
-        ]
+        calls = [{"index": i, **call} for i, call in enumerate(wire_tool_calls(answer.tool_calls))]
         yield _chunk(ident, created, answer.model, {"tool_calls": calls} if calls else {}, finish)
 
     async def _call(self, messages: list[ChatMessage], **options: Any) -> Completion:
@@ -226,14 +219,7 @@ def completion_object(answer: Completion, *, model: str) -> dict[str, Any]:
     """A ``Completion`` as OpenAI's ``chat.completion`` object."""
     message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
     if answer.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-            }
-            for c in answer.tool_calls
-        ]
+        message["tool_calls"] = wire_tool_calls(answer.tool_calls)
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
