@@ -138,16 +138,6 @@ def _user(caller: Caller, user_id: str | None) -> str | None:
     return caller.user_id or user_id
 
 
-def _outside_session(caller: Caller, state: SessionState) -> SessionState | None:
-    """``state`` with the caller's own session id, or None if it is not the caller's session."""
-    if caller.user_id is None:
-        return state
-    prefix = caller.session_key("")
-    if not state.session_id.startswith(prefix):
-        return None
-    return state.model_copy(update={"session_id": state.session_id[len(prefix) :]})
-
-
 class PreviewRequest(StrictBody):
     """A message to preview: the context ``pre_turn`` would build for it, with nothing written."""
 
@@ -299,7 +289,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         """Sessions by last activity, newest first: ``Nous.sessions``."""
         offset = _offset(cursor)
         found = await nous_for(caller).sessions(ended=ended, limit=min(offset + limit + 1, WINDOW))
-        mine = [s for s in (_outside_session(caller, s) for s in found) if s is not None]
+        mine = [s for s in (caller.own_session(s) for s in found) if s is not None]
         return _page([s.model_dump(mode="json") for s in mine], offset, limit)
 
     @app.get(

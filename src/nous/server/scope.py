@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from nous.api import Nous
 from nous.errors import NotFoundError, PermissionDeniedError
 from nous.models import Edge, Memory
+from nous.models.session import SessionState
 
 
 class Caller(BaseModel):
@@ -47,6 +48,19 @@ class Caller(BaseModel):
 
     def session_keys(self, session_id: str | None) -> str | None:
         return None if session_id is None else self.session_key(session_id)
+
+    def own_session_id(self, stored: str | None) -> str | None:
+        """A stored session id as this caller names it (``session_key`` undone); None if there is
+        none or it is not this caller's session."""
+        if stored is None:
+            return None
+        prefix = self.session_key("")
+        return stored[len(prefix) :] if stored.startswith(prefix) else None
+
+    def own_session(self, state: SessionState) -> SessionState | None:
+        """``state`` with the caller's own session id, or None if it is not the caller's session."""
+        own = self.own_session_id(state.session_id)
+        return None if own is None else state.model_copy(update={"session_id": own})
 
     def outside(self, answer: dict[str, Any], session_id: str) -> dict[str, Any]:
         """``answer`` with the caller's own session id in place of the stored one."""

@@ -31,9 +31,8 @@ from pydantic import BaseModel, ValidationError
 
 from nous.api import Nous
 from nous.errors import InvalidInputError, NotFoundError, NousError
-from nous.models import CensorAction, EdgeRelation, HistoryEntry, LifecycleState, MemoryKind
+from nous.models import CensorAction, EdgeRelation, HistoryEntry, LifecycleState, Memory, MemoryKind
 from nous.models.events import EventStatus
-from nous.server.aggregates import _outside_session
 from nous.server.keys import key_from_header, verify_key
 from nous.server.routes import UpdateMemory
 from nous.server.scope import Caller, linked, owned, visible
@@ -203,6 +202,14 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
             raise Denied(403, "this form has no valid CSRF token: reload the page and send it again")
         return me, fields
 
+    async def changing(request: Request, memory_id: str) -> tuple[SignedIn, dict[str, str], Nous, Memory]:
+        """A form that changes one memory: the caller, the form, the caller's view and the memory,
+        which the caller must own (as ``owned`` on REST: 404 for another agent's, 403 for a
+        user-bound key and the agent's shared memory)."""
+        me, fields = await checked(request)
+        nous = nous_for(me.caller)
+        return me, fields, nous, await owned(nous, me.caller, memory_id)
+
     def page(name: str, me: SignedIn, **values: Any) -> HTMLResponse:
         return render(name, me=me, auth=auth, **values)
 
@@ -360,7 +367,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
             fields=fields,
             provenance=found.provenance.model_dump(mode="json", exclude={"turn_ids"}),
             turns=turns,
-            session=_outside_id(me.caller, session),
+            session=me.caller.own_session_id(session),
             history=history,
             edges=edges,
             relations=[r.value for r in EdgeRelation],
@@ -371,9 +378,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
     @shown
     async def link(request: Request, memory_id: str) -> Response:
         """Link this memory to another (``target``, by id or 6+ character prefix): ``Nous.link``."""
-        me, fields = await checked(request)
-        nous = nous_for(me.caller)
-        found = await owned(nous, me.caller, memory_id)
+        me, fields, nous, found = await changing(request, memory_id)
         target = await visible(nous, me.caller, fields.get("target", ""))
         relation = _choice(EdgeRelation, fields.get("relation", ""), "relation") or EdgeRelation.RELATES_TO
         await nous.link(found.id, target.id, relation.value)
@@ -383,9 +388,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
     @shown
     async def supersede(request: Request, memory_id: str) -> Response:
         """Mark this memory as replaced by another (``by``): ``Nous.supersede``."""
-        me, fields = await checked(request)
-        nous = nous_for(me.caller)
-        found = await owned(nous, me.caller, memory_id)
+        me, fields, nous, found = await changing(request, memory_id)
         newer = await visible(nous, me.caller, fields.get("by", ""))
         await nous.supersede(found.id, by=newer.id)
         return RedirectResponse(f"/ui/memories/{found.id}", status_code=303)
@@ -395,9 +398,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
     async def edit(request: Request, memory_id: str) -> Response:
         """Change a memory's content and tags: ``Nous.update`` (writes a history row). A field
         the form leaves out is kept; only what differs is written."""
-        me, fields = await checked(request)
-        nous = nous_for(me.caller)
-        found = await owned(nous, me.caller, memory_id)
+        _, fields, nous, found = await changing(request, memory_id)
         content = fields["content"].replace("\r\n", "\n") if "content" in fields else None
         if content is not None and not content.strip():
             raise InvalidInputError("content cannot be empty", field="content")
@@ -418,9 +419,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
     @shown
     async def forget(request: Request, memory_id: str) -> Response:
         """Forget a memory (soft, restorable): ``Nous.forget``."""
-        me, _ = await checked(request)
-        nous = nous_for(me.caller)
-        found = await owned(nous, me.caller, memory_id)
+        _, _, nous, found = await changing(request, memory_id)
         await nous.forget(found.id)
         return RedirectResponse(f"/ui/memories/{found.id}", status_code=303)
 
@@ -428,9 +427,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
     @shown
     async def restore(request: Request, memory_id: str) -> Response:
         """Bring a forgotten memory back: ``Nous.restore``."""
-        me, _ = await checked(request)
-        nous = nous_for(me.caller)
-        found = await owned(nous, me.caller, memory_id)
+        _, _, nous, found = await changing(request, memory_id)
         await nous.restore(found.id)
         return RedirectResponse(f"/ui/memories/{found.id}", status_code=303)
 
@@ -493,9 +490,9 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         me = await need(request)
         nous = nous_for(me.caller)
         states = await nous.sessions(limit=PAGE)
-        mine = [s for s in (_outside_session(me.caller, s) for s in states) if s is not None]
+        mine = [s for s in (me.caller.own_session(s) for s in states) if s is not None]
         episodes = await nous.memories(MemoryKind.EPISODE, limit=PAGE, user_id=me.caller.user_id)
-        own_session = {e.id: _outside_id(me.caller, e.session_id) for e in episodes}
+        own_session = {e.id: me.caller.own_session_id(e.session_id) for e in episodes}
         facts = {  # what each episode's session taught: the facts stored in it (extracted or said)
             e.id: await nous.memories(
                 MemoryKind.FACT, session_id=e.session_id, user_id=me.caller.user_id, limit=EPISODE_FACTS
@@ -519,7 +516,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         stored = await nous.memories(None, limit=500, session_id=key, user_id=me.caller.user_id)
         try:
             # the key names the caller's own session (a user-bound key's is under its user)
-            state = _outside_session(me.caller, await nous.session(key))
+            state = me.caller.own_session(await nous.session(key))
         except NotFoundError:
             # memories imported or ingested with a session id have no turn-loop state: their
             # turns and what was kept are still shown
@@ -698,11 +695,3 @@ def _why(signals: dict[str, float]) -> list[str]:
     reasons += [label for name, label in BOOSTS.items() if signals.get(name, 0) > 0]
     reasons += [f"lowered: {label}" for name, label in PENALTIES.items() if signals.get(name, 0)]
     return reasons
-
-
-def _outside_id(caller: Caller, session_id: str | None) -> str | None:
-    """A stored session id as the caller names it; None if there is none or it is not theirs."""
-    if session_id is None:
-        return None
-    prefix = caller.session_key("") if caller.user_id is not None else ""
-    return session_id[len(prefix) :] if session_id.startswith(prefix) else None
