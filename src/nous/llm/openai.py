@@ -68,7 +68,7 @@ class OpenAIChatProvider(LLMProvider):
                 ToolCall(
                     id=c["id"],
                     name=c["function"]["name"],
-                    arguments=_arguments(c["function"].get("arguments")),
+                    arguments=parse_arguments(c["function"].get("arguments")),
                 )
                 for c in message.get("tool_calls") or []
             ]
@@ -112,7 +112,7 @@ class OpenAIChatProvider(LLMProvider):
             return Completion(
                 text="".join(text),
                 tool_calls=[
-                    ToolCall(id=c["id"], name=c["name"], arguments=_arguments(c["arguments"]))
+                    ToolCall(id=c["id"], name=c["name"], arguments=parse_arguments(c["arguments"]))
                     for _, c in sorted(calls.items())
                 ],
                 model=model,
@@ -145,7 +145,8 @@ def _wire(m: ChatMessage) -> dict[str, object]:
     return out
 
 
-def _arguments(raw: object) -> dict[str, object]:
+def parse_arguments(raw: object) -> dict[str, object]:
+    """A tool call's arguments (a JSON object, or its text); ValueError if they are not one."""
     if isinstance(raw, dict):
         return raw
     try:

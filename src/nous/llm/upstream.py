@@ -22,7 +22,7 @@ import httpx
 from nous.config import Settings
 from nous.errors import LLMError
 from nous.llm.base import ChatMessage, Completion, ToolCall, ToolSpec
-from nous.llm.openai import wire_tool_calls
+from nous.llm.openai import parse_arguments, wire_tool_calls
 
 OPENAI_BASE = "https://api.openai.com/v1"
 Chunk = dict[str, Any]
@@ -296,13 +296,12 @@ def _from_openai(body: dict[str, Any]) -> tuple[list[ChatMessage], list[ToolSpec
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
+    """A caller's tool-call arguments; text that is not a JSON object is kept as sent under
+    ``_raw`` (the caller's history is relayed, not judged)."""
     try:
-        parsed = json.loads(raw or "{}")
-    except (TypeError, ValueError):
+        return dict(parse_arguments(raw))
+    except ValueError:
         return {"_raw": raw}
-    return parsed if isinstance(parsed, dict) else {"_value": parsed}
 
 
 def _json_or_none(raw: bytes) -> Any:
