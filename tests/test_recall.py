@@ -11,6 +11,7 @@ import pytest
 
 from nous import Nous, Settings
 from nous.embeddings.base import EmbeddingProvider
+from nous.models import MemoryKind
 from nous.storage import MemoryQuery
 
 CORPUS = [
@@ -105,10 +106,15 @@ async def test_large_store_keyword_search_skips_very_common_terms(
         conn = sqlite3.connect(tmp_path / "k.db")
         counts = sqlite_store._TermCounts()
         assert counts.selective(conn, ["team", "falcon"]) == ["falcon"]
-        assert counts.selective(conn, ["team", "note"]) in (["team"], ["note"])
+        assert counts.selective(conn, ["team", "note"]) == []
+        assert counts.selective(conn, ["team"]) == []
         conn.close()
-        hits = await nous.store.keyword_search(MemoryQuery(agent_id=nous.agent_id), ["team", "falcon"], 5)
+        scope = MemoryQuery(agent_id=nous.agent_id)
+        hits = await nous.store.keyword_search(scope, ["team", "falcon"], 5)
         assert hits[0].id == falcon.id
+        # Only words in most memories: nothing to rank by, and recall still finds by meaning.
+        assert await nous.store.keyword_search(scope, ["team", "note"], 5) == []
+        assert (await nous.recall("Falcon launch slipped", limit=1))[0].id == falcon.id
 
 
 async def test_reduced_space_first_pass_matches_exact_search(
@@ -148,6 +154,22 @@ async def test_reduced_space_first_pass_matches_exact_search(
         assert len({i for i, _ in e} & {i for i, _ in a}) >= 18  # recall@20 >= 0.9
         assert a[0] == pytest.approx(e[0])  # scores are exact cosines, best hit the same
 
+    # One vector searched again (its reduced scores are reused) under another filter, then
+    # after a write: the new memory is found, so nothing stale is served.
+    async with Nous(settings, database_url=url, embedding_provider=provider) as nous:
+        vec = provider.embed([queries[0]])[0]
+        everything = await nous.store.vector_search(MemoryQuery(agent_id=nous.agent_id), vec, 20)
+        facts_only = MemoryQuery(agent_id=nous.agent_id, kinds=(MemoryKind.FACT,))
+        assert [h.id for h in await nous.store.vector_search(facts_only, vec, 20)] == [
+            h.id for h in everything
+        ]
+        assert not await nous.store.vector_search(
+            MemoryQuery(agent_id=nous.agent_id, kinds=(MemoryKind.PROCEDURE,)), vec, 20
+        )
+        new = await nous.learn(queries[0].rstrip("?") + " — the build server", dedup=False)
+        again = await nous.store.vector_search(facts_only, vec, 20)
+        assert again[0].id == new.memory.id
+
 
 async def test_postgres_keyword_search_skips_very_common_terms(
     pg_schema: str, settings: Settings, provider: EmbeddingProvider, monkeypatch: pytest.MonkeyPatch
@@ -166,5 +188,8 @@ async def test_postgres_keyword_search_skips_very_common_terms(
         with psycopg.connect(pg_url(pg_schema).split("?")[0], autocommit=True) as conn:
             conn.execute(f"ANALYZE {pg_schema}.memories")  # reltuples is how the store reads its size
         assert await store._selective_words(["team", "falcon"]) == ["falcon"]
-        hits = await store.keyword_search(MemoryQuery(agent_id=nous.agent_id), ["team", "falcon"], 5)
+        assert await store._selective_words(["team"]) == []
+        scope = MemoryQuery(agent_id=nous.agent_id)
+        hits = await store.keyword_search(scope, ["team", "falcon"], 5)
         assert hits[0].id == falcon.id
+        assert await store.keyword_search(scope, ["team", "note"], 5) == []

@@ -318,6 +318,8 @@ class PostgresStore(SQLStore):
         if not words:
             return []
         words = await self._selective_words(list(dict.fromkeys(words)))
+        if not words:
+            return []
         tsquery = " | ".join(words)
         where, params = where_clause(query, "%s", prefix="m.")
         ranked = (
@@ -338,14 +340,13 @@ class PostgresStore(SQLStore):
         return [ScoredId(r["id"], float(r["score"]), float(r["own"])) for r in rows]
 
     async def _selective_words(self, words: list[str]) -> list[str]:
-        """On large stores, drop words found in over COMMON_TERM_SHARE of memories.
+        """On large stores, drop words found in over COMMON_TERM_SHARE of memories (see
+        ``selective_terms``).
 
         Shares are estimated on a ~2000-row page sample (one query for all new words) and
         cached until the table grows by a tenth: ranking every row that holds a common word
         made keyword search ~50 ms at 100k memories.
         """
-        if len(words) < 2:
-            return words
         rows = await self._fetch("SELECT reltuples AS n FROM pg_class WHERE oid = 'memories'::regclass")
         total = float(rows[0]["n"]) if rows else 0.0
         if total < LARGE_STORE:

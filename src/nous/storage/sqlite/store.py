@@ -314,7 +314,10 @@ class SQLiteStore(SQLStore):
         window = limit * 3
 
         def read(conn: sqlite3.Connection) -> list[ScoredId]:
-            match = " OR ".join(_quote(t) for t in self._term_counts.selective(conn, terms))
+            selective = self._term_counts.selective(conn, terms)
+            if not selective:
+                return []
+            match = " OR ".join(_quote(t) for t in selective)
             rows = conn.execute(fast, [match, window, *params]).fetchall()
             if len(rows) < limit:
                 (total,) = conn.execute(
@@ -359,9 +362,7 @@ class _TermCounts:
         self._lock = threading.Lock()
 
     def selective(self, conn: sqlite3.Connection, terms: list[str]) -> list[str]:
-        """``terms`` without the very common ones on large stores; the rarest is always kept."""
-        if len(terms) < 2:
-            return terms
+        """``terms`` without the very common ones on large stores (see ``selective_terms``)."""
         (total,) = conn.execute("SELECT max(seq) FROM memories").fetchone()
         if not total or total < LARGE_STORE:
             return terms
