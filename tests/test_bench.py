@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nous import Settings
+from nous import Nous, Settings
 from nous.bench.context import run_context
 from nous.bench.extraction import run_extraction
 from nous.bench.junk import from_assistant, has_code, has_url, is_request, near_duplicate
 from nous.bench.locomo import load_any_dir, run_locomo
-from nous.bench.scale import run_scale
+from nous.bench.scale import run_fill, run_scale
 from nous.cli.app import app
 from nous.embeddings.base import EmbeddingProvider
 
@@ -121,6 +121,21 @@ async def test_scale_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider
     assert result["ingest_per_s"] > 0 and result["storage_overhead_ratio"] > 0
     assert result["recall_latency_ms"]["p95"] >= result["recall_latency_ms"]["p50"] > 0
     assert result["pre_turn_latency_ms"]["p95"] >= result["pre_turn_latency_ms"]["p50"] > 0
+
+
+async def test_bench_fill_adds_memories_with_vectors_to_the_configured_store(
+    tmp_path: Path, provider: EmbeddingProvider
+) -> None:
+    """`nous bench fill`: N memories in the configured store, every one with its vector, added to
+    what is there (a second fill doubles the store)."""
+    settings = Settings(home=tmp_path)
+    for _ in range(2):
+        result = await run_fill(120, settings, agent_id="filled", provider=provider)
+    assert result["added"] == 120 and result["memories_per_s"] > 0
+    async with Nous(settings, agent_id="filled", embedding_provider=provider) as nous:
+        stats = await nous.stats()
+    assert stats.active_by_kind == {"fact": 192, "procedure": 24}  # a tenth inactive, a tenth procedures
+    assert stats.inactive == 24 and stats.missing_embeddings == 0
 
 
 async def test_scale_benchmark_on_postgres_drops_its_scratch_schema(

@@ -48,6 +48,7 @@ SERVER_DECIDES = {
     "record": "the server records every censor check",
     "progress": "a callback runs in the engine's process",
     "on_parsed": "a callback runs in the engine's process",
+    "vectors": "embeddings move only between engines: the server embeds what it imports itself",
 }
 
 # Nous methods with no HTTP twin: they run the engine itself, not one agent's memory over a key.

@@ -599,6 +599,7 @@ def _cli_rows(ids: dict[str, str], tmp: Path) -> dict[str, tuple[list[str], str]
         "import": (["import", str(forged)], "clean"),
         "maintain": (["maintain", "--events"], "clean"),
         "worker": (["worker", "--once"], "clean"),
+        "bench fill": (["bench", "fill", "--n", "5"], "clean"),  # writes its own agent's only
         "events": (["events"], "clean"),
         "events retry": (["events", "retry", ids["event"]], "hidden"),
         "proposals": (["proposals"], "clean"),

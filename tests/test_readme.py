@@ -22,10 +22,15 @@ NOT_RUNNABLE = re.compile(r"#\s*readme:\s*not runnable:\s*(?P<why>.*)")
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
     """(line number, code) of every ```python block."""
+    return fenced_blocks(text, "python")
+
+
+def fenced_blocks(text: str, language: str) -> list[tuple[int, str]]:
+    """(line number, code) of every block fenced as ```LANGUAGE."""
     blocks, lines = [], text.splitlines()
     i = 0
     while i < len(lines):
-        if lines[i].strip() == "```python":
+        if lines[i].strip() == f"```{language}":
             start = i + 1
             end = next(j for j in range(start, len(lines)) if lines[j].strip() == "```")
             blocks.append((start + 1, "\n".join(lines[start:end]) + "\n"))

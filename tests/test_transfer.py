@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
-from nous import InvalidInputError, Nous
+from nous import InvalidInputError, Nous, Settings
+from nous.embeddings.base import EmbeddingProvider
 from nous.models import Decision
 
 
@@ -71,3 +75,71 @@ async def test_bad_line_names_itself_and_stores_nothing(nous: Nous, tmp_path: Pa
     with pytest.raises(InvalidInputError, match="cannot read"):
         await nous.import_jsonl(tmp_path / "missing.jsonl")
     assert sum((await nous.stats()).active_by_kind.values()) == 0
+
+
+def _marked(line: dict[str, Any], axis: int, size: int) -> dict[str, Any]:
+    """The line with its carried vector replaced by the unit vector along ``axis`` (``size``
+    floats), so that a reused vector is told apart from one embedded again."""
+    vector = np.zeros(size, dtype="<f4")
+    vector[axis] = 1.0
+    embedding = {**line["embedding"], "float32": base64.b64encode(vector.tobytes()).decode("ascii")}
+    return {**line, "embedding": embedding}
+
+
+async def test_vectors_travel_with_an_export_and_are_reused_only_when_safe(
+    nous: Nous, tmp_path: Path, provider: EmbeddingProvider
+) -> None:
+    """An export with vectors carries each memory's embedding; an import that trusts them stores
+    them as they are (no embedding), except for a text changed since, or a vector of the wrong
+    size; a plain import, or one from a file of another model, embeds again."""
+    source_settings = Settings(home=tmp_path / "source", agent_id="test-agent", events_worker="off")
+    async with Nous(source_settings, embedding_provider=provider) as source:
+        await _seed(source)
+        await source.export_jsonl(tmp_path / "plain.jsonl")
+        await source.export_jsonl(tmp_path / "full.jsonl", vectors=True)
+    plain = [json.loads(x) for x in (tmp_path / "plain.jsonl").read_text().splitlines()]
+    header, *lines = [json.loads(x) for x in (tmp_path / "full.jsonl").read_text().splitlines()]
+    memories = [x for x in lines if "memory" in x]
+    assert not any("embedding" in x for x in plain)
+    assert len(memories) == 3 and all("embedding" in x for x in memories)
+    size = provider.dimensions
+    by_kind = {x["memory"]["kind"]: i for i, x in enumerate(memories)}
+    fact, decision, episode = by_kind["fact"], by_kind["decision"], by_kind["episode"]
+    memories[fact] = _marked(memories[fact], 0, size)
+    memories[decision] = _marked(memories[decision], 1, size)
+    memories[decision]["memory"]["content"] = "Pick vendor B"  # the text changed since the export
+    memories[episode] = _marked(memories[episode], 2, size - 1)  # not the model's size
+    edges = [x for x in lines if "edge" in x]
+
+    def write(name: str, model: str) -> Path:
+        path = tmp_path / name
+        rows = [{**header, "embedding_model": model}, *memories, *edges]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return path
+
+    marked, other_model = write("marked.jsonl", provider.model_name), write("other.jsonl", "other/model")
+
+    async def stored(target: Nous) -> dict[str, np.ndarray]:
+        """The stored vector of each memory of ``target``, by kind."""
+        found = await target.memories(limit=100)
+        vectors = await target.store.vectors(target.agent_id, [m.id for m in found])
+        return {m.kind.value: vectors[m.id] for m in found}
+
+    def unit(axis: int) -> np.ndarray:
+        return np.eye(size, dtype=np.float32)[axis]
+
+    for target, path, trust in (
+        (nous.for_agent("plain"), marked, False),
+        (nous.for_agent("other-model"), other_model, True),
+    ):
+        assert await target.import_jsonl(path, vectors=trust) == 3
+        for kind, vector in (await stored(target)).items():
+            assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-3), kind
+            assert max(abs(vector)) < 0.99, kind  # a real embedding, not a carried unit vector
+    assert await nous.import_jsonl(marked, vectors=True) == 3
+    vectors = await stored(nous)
+    np.testing.assert_array_equal(vectors["fact"], unit(0))  # carried, reused as it was
+    changed = await nous.memories(kinds=["decision"], limit=1)
+    expected = provider.embed([changed[0].embedding_text()])[0]
+    assert float(vectors["decision"] @ expected) == pytest.approx(1.0, abs=1e-3)  # embedded again
+    assert max(abs(vectors["episode"])) < 0.99  # the wrong size: embedded again

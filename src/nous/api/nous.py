@@ -1010,15 +1010,18 @@ class Nous:
         )
 
     # -- export / import ----------------------------------------------------------
-    async def export_lines(self) -> AsyncIterator[str]:
-        async for line in export_lines(self._need()):
+    async def export_lines(self, vectors: bool = False) -> AsyncIterator[str]:
+        """This agent's memories and edges as JSON Lines; ``vectors``: with each memory's stored
+        embedding, so that ``import_jsonl(..., vectors=True)`` need not embed again."""
+        async for line in export_lines(self._need(), with_vectors=vectors):
             yield line
 
-    async def export_jsonl(self, path: Path | str) -> int:
-        """Write this agent's memories and edges to a JSONL file; returns lines written."""
+    async def export_jsonl(self, path: Path | str, vectors: bool = False) -> int:
+        """Write this agent's memories and edges to a JSONL file (``vectors``: as in
+        ``export_lines``); returns lines written."""
         count = 0
         with Path(path).open("w", encoding="utf-8") as out:
-            async for line in self.export_lines():
+            async for line in self.export_lines(vectors):
                 out.write(line + "\n")
                 count += 1
         return count
@@ -1028,8 +1031,13 @@ class Nous:
         source: Path | str | IO[str],
         progress: Callable[[int], None] | None = None,
         on_parsed: Callable[[int], None] | None = None,
+        vectors: bool = False,
     ) -> int:
-        """Import an export file (validated whole first); returns memories imported."""
+        """Import an export file (validated whole first); returns memories imported.
+
+        ``vectors``: reuse the embeddings an export made with ``vectors=True`` carries, where the
+        file names this store's embedding model and the text is unchanged, instead of embedding
+        again. Only for files you trust: a stored vector is reused by every agent for its text."""
         if isinstance(source, str | Path):
             try:
                 with Path(source).open(encoding="utf-8") as stream:
@@ -1042,10 +1050,12 @@ class Nous:
                 raise InvalidInputError(f"cannot read {source!r}: {exc}") from None
         else:
             lines = read_lines(source)
-        records = read_records(lines)
-        foreign = await self._need().store.foreign_ids(self.agent_id, memory_ids(records))
-        memories, edges = parse_records(records, self.agent_id, foreign)
+        file = read_records(lines)
+        repo = self._need()
+        foreign = await repo.store.foreign_ids(self.agent_id, memory_ids(file.records))
+        memories, edges = parse_records(file.records, self.agent_id, foreign)
         if on_parsed:
             on_parsed(len(memories))
-        await import_records(self._need(), memories, edges, progress)
+        known = file.vectors_for(repo.embedder.model_name, repo.embedder.dimensions) if vectors else None
+        await import_records(repo, memories, edges, progress, vectors=known)
         return len(memories)

@@ -716,18 +716,26 @@ class SyncNous:
             self.nous.ingest(source, fmt=fmt, user_id=user_id, progress=progress, on_parsed=on_parsed)
         )
 
-    def export_lines(self) -> list[str]:
-        return self._runner.run(collect(self.nous.export_lines()))
+    def export_lines(self, vectors: bool = False) -> list[str]:
+        """This agent's memories and edges as JSON Lines; ``vectors``: with each memory's stored
+        embedding, so that ``import_jsonl(..., vectors=True)`` need not embed again."""
+        return self._runner.run(collect(self.nous.export_lines(vectors)))
 
-    def export_jsonl(self, path: Path | str) -> int:
-        """Write this agent's memories and edges to a JSONL file; returns lines written."""
-        return self._runner.run(self.nous.export_jsonl(path))
+    def export_jsonl(self, path: Path | str, vectors: bool = False) -> int:
+        """Write this agent's memories and edges to a JSONL file (``vectors``: as in
+        ``export_lines``); returns lines written."""
+        return self._runner.run(self.nous.export_jsonl(path, vectors))
 
     def import_jsonl(
         self,
         source: Path | str | IO[str],
         progress: Callable[[int], None] | None = None,
         on_parsed: Callable[[int], None] | None = None,
+        vectors: bool = False,
     ) -> int:
-        """Import an export file (validated whole first); returns memories imported."""
-        return self._runner.run(self.nous.import_jsonl(source, progress, on_parsed))
+        """Import an export file (validated whole first); returns memories imported.
+
+        ``vectors``: reuse the embeddings an export made with ``vectors=True`` carries, where the
+        file names this store's embedding model and the text is unchanged, instead of embedding
+        again. Only for files you trust: a stored vector is reused by every agent for its text."""
+        return self._runner.run(self.nous.import_jsonl(source, progress, on_parsed, vectors))

@@ -4,15 +4,27 @@ The first line is a header; then one ``{"memory": {...}}`` line per memory and o
 ``{"edge": {...}}`` line per edge. Import validates the whole file before writing,
 names the first bad line, and is idempotent (ids are kept), so an interrupted
 import resumes cleanly when run again.
+
+An export made ``with_vectors`` also carries each memory's stored embedding beside it:
+``"embedding": {"content_hash": ..., "float32": <base64, little-endian>}``. An import told to
+reuse them takes a vector only if the header names the importer's embedding model, the vector
+has the model's dimensions and the memory's text still hashes to ``content_hash``; any other
+memory is embedded again. Moving a large store then costs no embedding. Only trusted files may
+be imported so: a stored vector is reused for the same text by every agent of the store, so
+the REST import never reuses them. Readers that do not know the field ignore it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import IO, Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from nous._time import utcnow
@@ -21,14 +33,17 @@ from nous.memory import MemoryRepository
 from nous.models import MEMORY_TYPES, Edge, HistoryAction, Memory, MemoryKind
 from nous.storage import WriteOp
 from nous.storage.base import PutEdge
+from nous.storage.codec import content_hash
 
 FORMAT_VERSION = 1
 IMPORT_BATCH = 256
+EXPORT_BATCH = 500  # memories whose vectors are read in one query
 _IMPORT_NAMESPACE = uuid.UUID("5b0c6c0e-8f1e-4e55-9d7e-6e6f75730001")
 
 
-async def export_lines(repo: MemoryRepository) -> AsyncIterator[str]:
-    """The export of one agent, line by line (without newlines)."""
+async def export_lines(repo: MemoryRepository, *, with_vectors: bool = False) -> AsyncIterator[str]:
+    """The export of one agent, line by line (without newlines); ``with_vectors``: each memory's
+    stored embedding too (see the module doc)."""
     yield json.dumps(
         {
             "nous_export": FORMAT_VERSION,
@@ -37,10 +52,30 @@ async def export_lines(repo: MemoryRepository) -> AsyncIterator[str]:
             "embedding_model": repo.embedder.model_name,
         }
     )
+    batch: list[Memory] = []
     async for memory in repo.store.iter_memories(repo.agent_id):
-        yield json.dumps({"memory": {"kind": memory.kind.value, **memory.model_dump(mode="json")}})
+        batch.append(memory)
+        if len(batch) == EXPORT_BATCH:
+            for line in await _memory_lines(repo, batch, with_vectors):
+                yield line
+            batch = []
+    for line in await _memory_lines(repo, batch, with_vectors):
+        yield line
     for edge in await repo.store.all_edges(repo.agent_id):
         yield json.dumps({"edge": edge.model_dump(mode="json")})
+
+
+async def _memory_lines(repo: MemoryRepository, memories: list[Memory], with_vectors: bool) -> list[str]:
+    hashes = [content_hash(m) for m in memories]
+    stored = await repo.store.embeddings_by_hash(hashes, repo.embedder.model_name) if with_vectors else {}
+    lines = []
+    for memory, h in zip(memories, hashes, strict=True):
+        record: dict[str, Any] = {"memory": {"kind": memory.kind.value, **memory.model_dump(mode="json")}}
+        if h in stored:
+            raw = np.asarray(stored[h], dtype="<f4").tobytes()
+            record["embedding"] = {"content_hash": h, "float32": base64.b64encode(raw).decode("ascii")}
+        lines.append(json.dumps(record))
+    return lines
 
 
 def _remapped_id(agent_id: str, old_id: str) -> str:
@@ -61,13 +96,51 @@ def _remap(data: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
 Record = tuple[int, str, dict[str, Any]]  # line number, "memory" or "edge", the object
 
 
+@dataclass
+class ExportFile:
+    """An export's records, the embedding model its header names, and the vectors it carries
+    (content hash -> vector; raw, checked by ``vectors_for``)."""
+
+    records: list[Record] = field(default_factory=list)
+    model: str | None = None
+    vectors: dict[str, bytes] = field(default_factory=dict)
+
+    def vectors_for(self, model: str, dimensions: int) -> dict[str, np.ndarray]:
+        """The carried vectors an importer embedding with ``model`` may reuse: none if the file
+        was written with another model; of the others, those of the right size and finite."""
+        if self.model != model:
+            return {}
+        out: dict[str, np.ndarray] = {}
+        for h, raw in self.vectors.items():
+            if len(raw) == 4 * dimensions:
+                vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+                if np.isfinite(vector).all():
+                    out[h] = vector
+        return out
+
+
 def memory_ids(records: list[Record]) -> list[str]:
     return [d["id"] for _, kind, d in records if kind == "memory" and isinstance(d.get("id"), str)]
 
 
-def read_records(lines: Iterable[str]) -> list[Record]:
+def _carried(record: dict[str, Any], into: dict[str, bytes]) -> None:
+    """Keep a memory line's ``embedding`` (if well-formed) in ``into``; a malformed one is
+    ignored like any field this reader does not know: its memory is embedded again."""
+    embedding = record.get("embedding")
+    if not isinstance(embedding, dict):
+        return
+    h, data = embedding.get("content_hash"), embedding.get("float32")
+    if isinstance(h, str) and isinstance(data, str):
+        try:
+            into[h] = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            return
+
+
+def read_records(lines: Iterable[str]) -> ExportFile:
     """Every line of an export parsed (the header checked); InvalidInputError names a bad line."""
-    raw: list[Record] = []
+    file = ExportFile()
+    raw = file.records
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -78,14 +151,18 @@ def read_records(lines: Iterable[str]) -> list[Record]:
             if "nous_export" in record:
                 if record["nous_export"] != FORMAT_VERSION:
                     raise ValueError(f"unsupported export format {record['nous_export']!r}")
+                model = record.get("embedding_model")
+                file.model = model if isinstance(model, str) else None
                 continue
             kind = "memory" if "memory" in record else "edge" if "edge" in record else None
             if kind is None or not isinstance(record[kind], dict):
                 raise ValueError("expected a 'memory' or 'edge' object")
             raw.append((number, kind, dict(record[kind])))
+            if kind == "memory":
+                _carried(record, file.vectors)
         except ValueError as exc:
             raise InvalidInputError(f"line {number}: {exc}", field=f"line {number}") from None
-    return raw
+    return file
 
 
 def parse_records(
@@ -127,13 +204,16 @@ async def import_records(
     memories: list[Memory],
     edges: list[Edge],
     progress: Callable[[int], None] | None = None,
+    vectors: dict[str, np.ndarray] | None = None,
 ) -> None:
-    """Write validated records in batches; each batch is one transaction."""
+    """Write validated records in batches; each batch is one transaction. ``vectors`` (content
+    hash -> embedding, from ``ExportFile.vectors_for``) are reused instead of embedding again."""
     for memory in memories:
         repo.validate(memory)
     for i in range(0, len(memories), IMPORT_BATCH):
         batch = memories[i : i + IMPORT_BATCH]
-        await repo.create_many(batch, actor="import", action=HistoryAction.IMPORT)
+        embedded, _ = await repo.embed(batch, known=vectors)
+        await repo.create_many(batch, actor="import", action=HistoryAction.IMPORT, embedded=embedded)
         if progress:
             progress(len(batch))
     known = {m.id for m in memories}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,52 @@ def _batches(n: int) -> Iterator[tuple[int, int]]:
         yield start, min(start + BATCH, n)
 
 
+async def ingest(
+    nous: Nous, texts: list[str], vectors_of: Callable[[int, int], np.ndarray]
+) -> AsyncIterator[tuple[int, list[Memory], np.ndarray]]:
+    """Store ``bench_memory`` of every text, BATCH per transaction, with the vectors
+    ``vectors_of(start, end)`` gives; yields each batch's start, memories and vectors once stored."""
+    for start, end in _batches(len(texts)):
+        batch = [bench_memory(i, nous.agent_id, texts[i]) for i in range(start, end)]
+        vectors = vectors_of(start, end)
+        await nous.repo.create_many(batch, actor="bench", embedded=[Embedded(v) for v in vectors])
+        yield start, batch, vectors
+
+
+async def run_fill(
+    n: int,
+    settings: Settings,
+    *,
+    agent_id: str,
+    provider: EmbeddingProvider | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Add ``n`` synthetic memories to the configured store (``settings.database_url``) for agent
+    ``agent_id``, with vectors mixed out of a sample's real embeddings (see ``mixed_vectors``): a
+    store of a given size in minutes, to time what depends on size (export, import, backups)."""
+    settings = settings.model_copy(update={"events_worker": "off"})
+    provider = provider or create_provider(settings)
+    texts = synthetic_memories(n)
+    sample = np.asarray(provider.embed(texts[: min(n, SAMPLE)]), dtype=np.float32)
+    async with Nous(settings, agent_id=agent_id, embedding_provider=provider) as nous:
+        started = time.perf_counter()
+        async for start, batch, _ in ingest(nous, texts, lambda a, b: mixed_vectors(sample, a, b - a)):
+            if progress:
+                progress(start + len(batch), n)
+        seconds = time.perf_counter() - started
+        stats = await nous.stats()
+        location = nous.store.info.location
+    return {
+        "store": location,
+        "agent_id": agent_id,
+        "added": n,
+        "seconds": round(seconds, 1),
+        "memories_per_s": round(n / seconds, 1) if seconds else None,
+        "active_by_kind": stats.active_by_kind,
+        "embedding_model": provider.model_name,
+    }
+
+
 async def run_scale(
     n: int,
     database_url: str | None = None,
@@ -143,19 +189,19 @@ async def run_scale(
             bench_settings, agent_id=f"bench-{n}-{time.time_ns()}", embedding_provider=provider
         ) as nous:
             ids: list[str] = []
-            started = time.perf_counter()
-            for start, end in _batches(n):
-                batch = [bench_memory(i, nous.agent_id, texts[i]) for i in range(start, end)]
-                ids += [m.id for m in batch]
+
+            def vectors_of(start: int, end: int) -> np.ndarray:
                 if precomputed:
-                    vectors = mixed_vectors(sample, start, end - start)
-                else:
-                    vectors = np.asarray(provider.embed(texts[start:end]), dtype=np.float32)
-                await nous.repo.create_many(batch, actor="bench", embedded=[Embedded(v) for v in vectors])
+                    return mixed_vectors(sample, start, end - start)
+                return np.asarray(provider.embed(texts[start:end]), dtype=np.float32)
+
+            started = time.perf_counter()
+            async for start, batch, vectors in ingest(nous, texts, vectors_of):
+                ids += [m.id for m in batch]
                 passes = np.asarray([m.kind is MemoryKind.FACT and m.active for m in batch])
                 exact.add(start, vectors, passes)
                 if progress:
-                    progress("ingest", end, n)
+                    progress("ingest", start + len(batch), n)
             ingest_s = time.perf_counter() - started
             await nous.recall("warm up the index", limit=10)
             ann_query = MemoryQuery(agent_id=nous.agent_id, kinds=(MemoryKind.FACT,))

@@ -152,8 +152,16 @@ def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 def export(
     ctx: typer.Context,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write; default stdout.")] = None,
+    no_vectors: Annotated[
+        bool,
+        typer.Option(
+            "--no-vectors",
+            help="Leave out the stored embeddings: a smaller file, but an import embeds every memory again.",
+        ),
+    ] = False,
 ) -> None:
-    """Export this agent's memories and edges as JSON Lines.
+    """Export this agent's memories and edges as JSON Lines, each memory with its stored embedding
+    (so `nous import` into a store with the same embedding model need not embed again).
 
     Example: nous export -o backup.jsonl
     """
@@ -165,7 +173,7 @@ def export(
         try:
             with progress_bar() as progress:
                 task = progress.add_task("exporting", total=total or None)
-                async for line in nous.export_lines():
+                async for line in nous.export_lines(vectors=not no_vectors):
                     stream.write(line + "\n")
                     count += 1
                     progress.advance(task)
@@ -182,9 +190,17 @@ def export(
 def import_(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="A file written by `nous export`.", exists=False)],
+    re_embed: Annotated[
+        bool,
+        typer.Option("--re-embed", help="Embed every memory again instead of reusing the file's vectors."),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Import memories from a `nous export` file (validated whole before anything is written).
+
+    The file's embeddings are reused where it names this store's embedding model and a memory's
+    text is unchanged; the rest are embedded. Import only files you trust: a stored vector is
+    reused for the same text by every agent of the store (--re-embed ignores the file's vectors).
 
     Example: nous import backup.jsonl
     """
@@ -198,6 +214,7 @@ def import_(
                 file,
                 on_parsed=lambda n: progress.update(task, total=n),
                 progress=lambda n: progress.advance(task, n),
+                vectors=not re_embed,
             )
 
     count = with_nous(ctx, act)

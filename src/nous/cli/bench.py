@@ -21,7 +21,7 @@ from nous.bench.labelled import LabelledConversation
 from nous.bench.load import run_load_series
 from nous.bench.locomo import load_any_dir, load_labelled_dir, load_locomo_dir
 from nous.bench.retrieval import run_retrieval
-from nous.bench.scale import run_scale
+from nous.bench.scale import run_fill, run_scale
 from nous.cli.output import Steps, console, duration, err_console, plural, print_json, table
 from nous.cli.runtime import fail, run, state
 from nous.errors import NousError
@@ -531,6 +531,41 @@ def load(
         )
     if out:
         out.write_text(json.dumps(series["runs"][0] if len(counts) == 1 else series, indent=2))
+        console.print(f"wrote {out}")
+
+
+@app.command()
+def fill(
+    ctx: typer.Context,
+    n: Annotated[int, typer.Option("--n", min=1, max=10_000_000, help="Memories to add.")] = 10_000,
+    out: Annotated[Path | None, _JSON_OPTION] = None,
+) -> None:
+    """Add N synthetic memories to the configured store (--db or NOUS_DATABASE_URL; --agent), as the scale
+    benchmark builds its stores: vectors mixed out of 2,000 real embeddings instead of embedding
+    every text. For timing what grows with a store (export, import, backups); prints the rate.
+
+    Example: nous --db sqlite:///big.db bench fill --n 100000
+    """
+    st = state(ctx)
+    with Steps("fill", n) as steps:
+
+        def report(done: int, total: int) -> None:
+            steps.advance(count=done - steps.done)
+
+        result = run(run_fill(n, st.settings, agent_id=st.agent_id, progress=report))
+    table(
+        "nous bench fill",
+        ["figure", "value"],
+        [
+            ("store", result["store"]),
+            ("agent", result["agent_id"]),
+            ("added", result["added"]),
+            ("seconds", result["seconds"]),
+            ("memories/s", result["memories_per_s"]),
+        ],
+    )
+    if out:
+        out.write_text(json.dumps(result, indent=2))
         console.print(f"wrote {out}")
 
 

@@ -61,9 +61,11 @@ class Embedder:
         out: list[np.ndarray | None] = []
         todo: dict[str, str] = {}
         for text, h in zip(texts, hashes, strict=True):
-            vec = self._cache.get(h)
-            if vec is None and known is not None:
-                vec = known.get(h)
+            # a known vector before the cache: what the caller hands in (stored, or an import's)
+            # is what it means to store, whatever this process embedded before
+            vec = known.get(h) if known is not None else None
+            if vec is None:
+                vec = self._cache.get(h)
             if vec is None:
                 todo.setdefault(h, text)
             out.append(vec)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 from pydantic import ValidationError
 
 from nous._text import validate_content
@@ -98,22 +99,27 @@ class MemoryRepository:
         if "stability" not in memory.model_fields_set:
             memory.stability = lifecycle.initial_stability(memory.kind)
 
-    async def embed(self, memories: Sequence[Memory]) -> tuple[list[Embedded | None], list[str]]:
-        """Vectors (None when the provider failed) and content hashes, reusing stored vectors."""
+    async def embed(
+        self, memories: Sequence[Memory], *, known: Mapping[str, np.ndarray] | None = None
+    ) -> tuple[list[Embedded | None], list[str]]:
+        """Vectors (None when the provider failed) and content hashes, reusing stored vectors and
+        ``known`` ones (content hash -> this model's vector, e.g. an import's)."""
         hashes = [content_hash(m) for m in memories]
         if not memories:
             return [], hashes
         texts = [m.embedding_text() for m in memories]
         model = self.embedder.model_name
+        given = {h: known[h] for h in hashes if known and h in known}
         try:
-            known = await self.store.embeddings_by_hash(hashes, model)
+            stored = await self.store.embeddings_by_hash([h for h in hashes if h not in given], model)
+            vectors = {**stored, **given}
             chunked = [
                 h
                 for h, t in zip(hashes, texts, strict=True)
-                if h in known and len(self.embedder.split(t)) > 1
+                if h in vectors and len(self.embedder.split(t)) > 1
             ]
             known_chunks = await self.store.chunks_by_hash(chunked, model) if chunked else {}
-            embedded = await self.embedder.embed_memories(texts, known, known_chunks)
+            embedded = await self.embedder.embed_memories(texts, vectors, known_chunks)
         except EmbeddingError as exc:
             log.warning(
                 "embedding failed, storing %d memories with embedding pending: %s", len(memories), exc
