@@ -60,6 +60,25 @@ def test_token_counts_and_clips_match_the_encoder_first_time_and_cached() -> Non
             )
 
 
+def test_a_clip_read_from_the_opening_is_the_clip_of_the_whole_text() -> None:
+    """Clipping encodes an opening of the text (``nous._tokens._opening``): on texts built to
+    break that (runs of spaces and newlines, numbers, contractions, punctuation against letters,
+    words without spaces), every clip and count is the one of the whole text encoded."""
+    encoding = tiktoken.get_encoding(ENCODING)
+    pieces = [*"ab cd'sll-_=()12345éü東京✓", " ", "\n", "\t", "\r", " the", "don't", "I'LL", "\n   ", "  \n"]
+    pieces += ["x" * 60, "=" * 40]
+    rng = random.Random(11)
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(50, 1500)))
+        tokens = encoding.encode(text, disallowed_special=())
+        for limit in (1, 7, 50, 200):
+            expected = text if len(tokens) <= limit else encoding.decode(tokens[:limit])
+            assert clip_and_count(text, limit) == (
+                expected,
+                len(encoding.encode(expected, disallowed_special=())),
+            )
+
+
 def test_coverage_and_stems_match_the_plain_computation() -> None:
     queries = ["why did the ledger migration fail", "Alice reviewed the café rows", "re-index 東京"]
     for text in _texts():

@@ -243,7 +243,7 @@ def build_context(inputs: ContextInputs) -> Context:
     retrieved = [] if inputs.greeting else _retrieved(inputs, budget, shown)
     sections = [*fixed, *([recent] if inputs.recap else []), *retrieved, *([] if inputs.recap else [recent])]
     sections = [s for s in sections if s.budget > 0 or s.items or s.dropped]
-    text = _within_total(sections, budget.total)
+    text, tokens = _within_total(sections, budget.total)
     return Context(
         session_id=inputs.session_id,
         frame=inputs.frame.id,
@@ -252,20 +252,21 @@ def build_context(inputs: ContextInputs) -> Context:
         recap=inputs.recap,
         query=inputs.query,
         text=text,
-        tokens=count_tokens(text),
+        tokens=tokens,
         budget=budget.total,
         sections=sections,
     )
 
 
-def _within_total(sections: list[ContextSection], total: int) -> str:
-    """Drop items from the last section up until the rendered text fits ``total`` tokens."""
+def _within_total(sections: list[ContextSection], total: int) -> tuple[str, int]:
+    """Drop items from the last section up until the rendered text fits ``total`` tokens; the
+    text and its tokens."""
     text = render(sections)
     tokens = count_tokens(text)
     while tokens > total:
         victim = next((s for s in reversed(sections) if s.items), None)
         if victim is None:
-            return ""
+            return "", 0
         # Drop about as many items as the excess needs (at least one), then measure again.
         excess = tokens - total
         while victim.items and excess > 0:
@@ -277,7 +278,7 @@ def _within_total(sections: list[ContextSection], total: int) -> str:
             victim.tokens = 0
         text = render(sections)
         tokens = count_tokens(text)
-    return text
+    return text, tokens
 
 
 def _identity(inputs: ContextInputs, budget: int) -> ContextSection:
@@ -365,9 +366,9 @@ def _retrieved(inputs: ContextInputs, budget: Budget, shown: set[str]) -> list[C
             f.drop(hit.id, DropReason.SUPERSEDED)
         elif hit.score < inputs.score_floor:
             f.drop(hit.id, DropReason.SCORE_FLOOR)
-        elif any(_jaccard(words, s) >= DUPLICATE_JACCARD for s in said):
+        elif _near_duplicate(words, said):
             f.drop(hit.id, DropReason.ALREADY_SAID)
-        elif any(_jaccard(words, k) >= DUPLICATE_JACCARD for k in kept):
+        elif _near_duplicate(words, kept):
             f.drop(hit.id, DropReason.DUPLICATE)
         elif f.add(
             _render(memory, inputs.replaced.get(hit.id)),
@@ -383,4 +384,16 @@ def _retrieved(inputs: ContextInputs, budget: Budget, shown: set[str]) -> list[C
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)  # the union's size, without building it
+
+
+def _near_duplicate(words: frozenset[str], others: Sequence[frozenset[str]]) -> bool:
+    """Whether ``words`` overlaps one of ``others`` by DUPLICATE_JACCARD or more. Two sets whose
+    sizes differ too much cannot (the overlap is at most the smaller over the larger): they are
+    passed without intersecting them."""
+    for other in others:
+        small, large = sorted((len(words), len(other)))
+        if small and small / large >= DUPLICATE_JACCARD and _jaccard(words, other) >= DUPLICATE_JACCARD:
+            return True
+    return False

@@ -168,7 +168,7 @@ class CognitiveLayer:
             [i.id for s in context.sections if s.name != "recent" for i in s.items if i.id]
         )
         return TurnContext(
-            **context.model_dump(),
+            **dict(context),  # its fields as they are: the sections are not dumped and validated again
             episode_action=episode.action.value,
             episode_id=episode.episode_id,
             duplicate_of=episode.duplicate_of,

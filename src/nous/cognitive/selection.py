@@ -66,6 +66,12 @@ def is_greeting(text: str) -> bool:
     return bool(GREETING.match(text)) and len(text.split()) <= GREETING_MAX_WORDS
 
 
+# The frames' centroids per embedding model (provider class, model name, dimensions), for the
+# process: the frames and their examples are fixed, so every store on the same model has the same
+# ones. Embedding the ~25 texts took ~0.5 s (2 cores) at each store's first pre_turn.
+_CENTROIDS: dict[tuple[str, str, int], np.ndarray] = {}
+
+
 class FrameSelector:
     """Scores the selectable frames for a text; the examples' vectors are computed once."""
 
@@ -75,13 +81,17 @@ class FrameSelector:
 
     async def _frame_vectors(self) -> np.ndarray:
         if self._centroids is None:
-            rows = []
-            for frame_id in SELECTABLE:
-                frame = FRAMES[frame_id]
-                vectors = await self.embedder.embed_many([frame.description, *frame.examples])
-                centroid = np.mean(vectors, axis=0)
-                rows.append(centroid / np.linalg.norm(centroid))
-            self._centroids = np.vstack(rows)
+            provider = self.embedder.provider
+            key = (type(provider).__qualname__, self.embedder.model_name, self.embedder.dimensions)
+            if key not in _CENTROIDS:
+                rows = []
+                for frame_id in SELECTABLE:
+                    frame = FRAMES[frame_id]
+                    vectors = await self.embedder.embed_many([frame.description, *frame.examples])
+                    centroid = np.mean(vectors, axis=0)
+                    rows.append(centroid / np.linalg.norm(centroid))
+                _CENTROIDS[key] = np.vstack(rows)
+            self._centroids = _CENTROIDS[key]
         return self._centroids
 
     async def select(self, text: str, *, has_identity: bool = True) -> FrameChoice:

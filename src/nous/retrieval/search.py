@@ -10,6 +10,7 @@ that put it there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import defaultdict
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -74,12 +75,19 @@ class Retriever:
 
     async def recall(self, q: RecallQuery) -> list[RecallHit]:
         """Top memories for the query, best first, each with its per-signal scores."""
-        run = await self._collect(q)
-        if run.window is not None:
-            for c in run.candidates.values():
-                c.signal("time_window", 1.0)
-            if run.weights.boosts:
-                await self._outside_window(run, q)
+        wide = self._start_wide(q)
+        try:
+            run = await self._collect(q)
+            if run.window is not None:
+                for c in run.candidates.values():
+                    c.signal("time_window", 1.0)
+                if run.weights.boosts:
+                    await self._outside_window(run, q, await wide if wide is not None else None)
+        finally:
+            if wide is not None and not wide.done():  # the window was empty: the wide search is not read
+                wide.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await wide
         w, candidates, memories = run.weights, run.candidates, run.memories
         if q.min_score > 0 and w.rerank and not run.parsed.recap and nothing_close(candidates.values(), w):
             return []  # no memory shares a word with the question or comes near it in meaning
@@ -153,13 +161,27 @@ class Retriever:
             self._recency(run)
         return run
 
-    async def _outside_window(self, run: Run, q: RecallQuery) -> None:
+    def _start_wide(self, q: RecallQuery) -> asyncio.Task[Run] | None:
+        """The search of the whole question without its time window (``_outside_window``),
+        started beside the windowed one when the question's words name a window: the two read
+        the store at the same time instead of one after the other."""
+        w = preset(q.preset) if q.preset is not None else self.weights
+        if not (q.parse_time and w.boosts):
+            return None
+        text = self._validate(q)
+        if parse_time_expression(text, as_utc(q.now or utcnow())).window is None:
+            return None
+        return asyncio.create_task(self._collect(replace(q, parse_time=False)))
+
+    async def _outside_window(self, run: Run, q: RecallQuery, wide: Run | None = None) -> None:
         """A time window read from the question's words narrows the search, but not blindly: words
         can look like a time and not be one ("who looks after the BACS file?", "is it in April now
-        instead of March?"). The question is also searched whole, without the window; what that
-        finds outside the window competes with its odds cut to ``outside_window``, so only a much
-        stronger match than anything inside the window can pass it."""
-        wide = await self._collect(replace(q, parse_time=False))
+        instead of March?"). The question is also searched whole, without the window (``wide``,
+        if already done); what that finds outside the window competes with its odds cut to
+        ``outside_window``, so only a much stronger match than anything inside the window can
+        pass it."""
+        if wide is None:
+            wide = await self._collect(replace(q, parse_time=False))
         window = run.window
         assert window is not None
         for cid, c in wide.candidates.items():
