@@ -167,7 +167,8 @@ def export(
     """
 
     async def act(nous: Nous) -> int:
-        total = sum((await nous.stats()).active_by_kind.values())
+        stats = await nous.stats()  # the lines: a header, every memory (inactive too), every edge
+        total = 1 + sum(stats.active_by_kind.values()) + stats.inactive + stats.edges
         count = 0
         stream = out.open("w", encoding="utf-8") if out else sys.stdout
         try:
