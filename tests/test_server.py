@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from nous import Nous, Settings
 from nous.cli.app import app as cli_app
+from nous.models.events import EventStatus
 from nous.server import create_app, create_key, revoke_key
 
 PROBLEM = "application/problem+json"
@@ -329,10 +330,20 @@ def test_metrics_count_requests_for_key_holders_only(served: tuple[LiveServer, d
         _client(server, keys["admin"]) as admin,
     ):
         a.post("/v1/recall", json={"query": "anything"})
+        a.post("/v1/memories", json={"type": "fact", "content": "The metrics page counts outbox events"})
         _is_problem(anonymous.get("/metrics"), 401)
         text = admin.get("/metrics").text
         assert 'nous_requests_total{method="POST",route="/v1/recall",status="200"} 1' in text
         assert "nous_request_seconds_total" in text
+        # The store's outbox, whichever process answers: one gauge per status; the fact's event
+        # is among them (pending, running or done).
+        outbox = {
+            line.split('"')[1]: int(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("nous_events{")
+        }
+        assert set(outbox) == {s.value for s in EventStatus}
+        assert sum(outbox.values()) >= 1
 
 
 def test_the_server_runs_each_agents_events(database_url: str, settings: Settings) -> None:

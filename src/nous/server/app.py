@@ -31,6 +31,7 @@ from nous.config import Settings
 from nous.errors import AuthenticationError, InvalidInputError, NousError
 from nous.llm.upstream import create_upstream
 from nous.models import CensorAction, DecisionCategory, FactCategory, MemoryKind, WriteResult, WriteStatus
+from nous.models.events import EventStatus
 from nous.models.keys import ApiKey
 from nous.server import aggregates, docs, openai_proxy, ui
 from nous.server import routes as extra_routes
@@ -277,7 +278,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         """Request metrics (no memory content), for any valid key, admin keys included."""
         if auth and await key_from_header(state["root"].store, request.headers.get("authorization")) is None:
             raise Problem(401, "send a valid API key: Authorization: Bearer nous_...", code="unauthorized")
-        return metrics.render()
+        outbox = await state["root"].store.event_counts(None)
+        return metrics.render() + render_outbox(outbox)
 
     @app.exception_handler(Problem)
     async def on_problem(request: Request, exc: Problem) -> JSONResponse:
@@ -641,6 +643,16 @@ class Metrics:
                 f'nous_request_seconds_total{{method="{method}",route="{route}",status="{status}"}} {t:.6f}'
             )
         return "\n".join(lines) + "\n"
+
+
+def render_outbox(counts: dict[EventStatus, int]) -> str:
+    """The store's outbox by status, every agent's: the same in every process that answers."""
+    lines = [
+        "# HELP nous_events Outbox events in the store (every agent's), by status.",
+        "# TYPE nous_events gauge",
+    ]
+    lines += [f'nous_events{{status="{s.value}"}} {counts.get(s, 0)}' for s in EventStatus]
+    return "\n".join(lines) + "\n"
 
 
 def _version() -> str:

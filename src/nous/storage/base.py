@@ -571,8 +571,8 @@ class Outbox(ABC):
         """The agent's events, newest first; ``status`` and ``event_id`` filter."""
 
     @abstractmethod
-    async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
-        """How many of the agent's events are in each status."""
+    async def event_counts(self, agent_id: str | None) -> dict[EventStatus, int]:
+        """How many of the agent's events (None: every agent's) are in each status."""
 
     @abstractmethod
     async def llm_usage(self, agent_id: str) -> list[LLMUsage]:

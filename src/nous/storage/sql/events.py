@@ -128,8 +128,13 @@ def read_events(
     return [_event(d, r) for r in found.dicts()]
 
 
-def count_events(agent_id: str) -> Plan[dict[EventStatus, int]]:
-    found = yield Stmt("SELECT status, count(*) FROM events WHERE agent_id = ? GROUP BY status", (agent_id,))
+def count_events(agent_id: str | None) -> Plan[dict[EventStatus, int]]:
+    if agent_id is None:
+        found = yield Stmt("SELECT status, count(*) FROM events GROUP BY status", ())
+    else:
+        found = yield Stmt(
+            "SELECT status, count(*) FROM events WHERE agent_id = ? GROUP BY status", (agent_id,)
+        )
     return {EventStatus(s): n for s, n in found.rows}
 
 
@@ -170,7 +175,7 @@ class SQLOutbox(SQLRunner, Outbox):
     ) -> list[Event]:
         return await self._read(read_events(self.dialect, agent_id, status, event_id, limit))
 
-    async def event_counts(self, agent_id: str) -> dict[EventStatus, int]:
+    async def event_counts(self, agent_id: str | None) -> dict[EventStatus, int]:
         return await self._read(count_events(agent_id))
 
     async def llm_usage(self, agent_id: str) -> list[LLMUsage]:
