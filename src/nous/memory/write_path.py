@@ -39,7 +39,7 @@ from nous.models import (
     WriteResult,
     WriteStatus,
 )
-from nous.storage import MemoryQuery, WriteOp
+from nous.storage import MemoryQuery, ScoredId, WriteOp
 from nous.storage.base import PutEdge, PutMemory
 from nous.storage.codec import content_hash
 
@@ -78,13 +78,15 @@ class WritePath:
         vector: np.ndarray | None = None,
         exclude_id: str | None = None,
         limit: int = MAX_MATCHES,
+        nearest: list[ScoredId] | None = None,
     ) -> SimilarityCheck:
         """Close memories of ``kind`` in the scope, classified against ``content``; writes nothing.
-        ``additive``: the content is an event (a changed detail is another event, not an update)."""
+        ``additive``: the content is an event (a changed detail is another event, not an update).
+        ``nearest``: the vector search's hits, if already made."""
         if vector is None:
             vector = await self.repo.embedder.embed_one(content)
-        scope = MemoryQuery(agent_id=self.repo.agent_id, kinds=(kind,), user_id=user_id)
-        nearest = await self.repo.store.vector_search(scope, vector, limit, chunks=False)  # whole memories
+        if nearest is None:
+            nearest = await self._nearest(kind, user_id, vector, limit)
         hits = [h for h in nearest if h.id != exclude_id and h.score >= self.thresholds.connect]
         found = await self.repo.store.get_many(self.repo.agent_id, [h.id for h in hits])
         matches = await self._explicit_updates(content, kind, user_id, subject, vector, {h.id for h in hits})
@@ -183,29 +185,68 @@ class WritePath:
                 memory=memory,
                 warnings=["embedding unavailable: stored without the duplicate check"],
             )
+        # Search before store, outside the exclusive section: under it, one vector search checks
+        # that the neighbours are still the same (nothing written, changed or forgotten near this
+        # memory since); only if they differ are they read and classified again there. A statement of change
+        # about a subject is checked under it in full: its matches come from a query by subject.
+        check = None
+        if not (memory.subject and has_change_marker(memory.content)):
+            check = await self._check(memory, embedded.vector)
         async with self._decision(memory):  # read, decide and write as one step
+            if check is None:
+                check = await self._check(memory, embedded.vector)
+            else:
+                nearest = await self._nearest(memory.kind, memory.user_id, embedded.vector, MAX_MATCHES)
+                if not self._same_neighbours(memory, nearest, check):
+                    check = await self._check(memory, embedded.vector, nearest)
             target = await self.repo.get(supersedes, kind=memory.kind) if supersedes else None
-            check = await self.check_similar(
-                memory.content,
-                memory.kind,
-                user_id=memory.user_id,
-                subject=memory.subject,
-                additive=memory.category == "event",
-                vector=embedded.vector,
-                exclude_id=memory.id,
-            )
             duplicate = check.duplicate
-            if duplicate is not None and target is None:
-                return await self._reinforce(duplicate, memory, actor=actor, extra_ops=extra_ops)
-            updates = check.of_tier(Tier.UPDATE)
-            if target is None and updates:
-                target = await self.repo.get(updates[0].id)
-            links = [
-                m for m in check.matches if m.tier != Tier.DUPLICATE and (target is None or m.id != target.id)
-            ]
-            return await self._create(
-                memory, links, target, actor=actor, embedded=embedded, extra_ops=extra_ops
-            )
+            if duplicate is None or target is not None:
+                updates = check.of_tier(Tier.UPDATE)
+                if target is None and updates:
+                    target = await self.repo.get(updates[0].id)
+                links = [
+                    m
+                    for m in check.matches
+                    if m.tier != Tier.DUPLICATE and (target is None or m.id != target.id)
+                ]
+                return await self._create(
+                    memory, links, target, actor=actor, embedded=embedded, extra_ops=extra_ops
+                )
+        # A duplicate is decided: confirming it is a compare-and-swap update of that memory,
+        # which needs no exclusive section (two confirmations at once both count).
+        return await self._reinforce(duplicate, memory, actor=actor, extra_ops=extra_ops)
+
+    async def _check(
+        self, memory: Memory, vector: np.ndarray, nearest: list[ScoredId] | None = None
+    ) -> SimilarityCheck:
+        return await self.check_similar(
+            memory.content,
+            memory.kind,
+            user_id=memory.user_id,
+            subject=memory.subject,
+            additive=memory.category == "event",
+            vector=vector,
+            exclude_id=memory.id,
+            nearest=nearest,
+        )
+
+    async def _nearest(
+        self, kind: MemoryKind, user_id: str | None, vector: np.ndarray, limit: int
+    ) -> list[ScoredId]:
+        scope = MemoryQuery(agent_id=self.repo.agent_id, kinds=(kind,), user_id=user_id)
+        return await self.repo.store.vector_search(scope, vector, limit, chunks=False)  # whole memories
+
+    def _same_neighbours(self, memory: Memory, nearest: list[ScoredId], check: SimilarityCheck) -> bool:
+        """Whether the close memories ``check`` was decided on are still exactly those, with the
+        same vectors: a memory written, re-embedded, forgotten or superseded near this one since
+        changes the set."""
+        now = {
+            (h.id, round(h.score, 6))
+            for h in nearest
+            if h.id != memory.id and h.score >= self.thresholds.connect
+        }
+        return now == {(m.id, m.similarity) for m in check.matches}
 
     def _decision(self, memory: Memory) -> AbstractAsyncContextManager[None]:
         """The exclusive section of a search-before-store decision: writers of one agent and kind
