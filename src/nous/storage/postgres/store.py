@@ -76,7 +76,14 @@ async def copy_rows(cur: psycopg.AsyncCursor[Any], rows: Rows) -> int:
 async def _copy(
     cur: psycopg.AsyncCursor[Any], table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]
 ) -> None:
-    async with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+    """COPY in binary: a vector's text form costs the client more than the rest of its row."""
+    await cur.execute(
+        "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
+        (table,),
+    )
+    oids = dict(await cur.fetchall())
+    async with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types([oids[c] for c in columns])
         for row in rows:
             await copy.write_row(row)
 
