@@ -73,6 +73,13 @@ class Settings(BaseSettings):
         description="How far back the context's recent-conversations tier and recall_recent look.",
     )
     postgres_pool_size: int = Field(default=4, ge=1, le=64)
+    postgres_index_build_mb: int = Field(
+        default=1024,
+        ge=64,
+        le=65536,
+        description="PostgreSQL: memory (MB) for building the vector index after a bulk load into an "
+        "empty store (an import, bench scale); a million 384-dimension vectors need about 2000.",
+    )
     connect_timeout_s: float = Field(
         default=5.0, gt=0, le=600, description="How long opening a PostgreSQL store may wait for the server."
     )

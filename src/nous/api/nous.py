@@ -127,6 +127,7 @@ class Nous:
             lock_timeout_s=self.settings.lock_timeout_s,
             connect_timeout_s=self.settings.connect_timeout_s,
             postgres_pool_size=self.settings.postgres_pool_size,
+            postgres_index_build_mb=self.settings.postgres_index_build_mb,
         )
         await store.open(embedding_model=provider.model_name, embedding_dimensions=provider.dimensions)
         self._attach(store, Embedder(provider))

@@ -210,12 +210,13 @@ async def import_records(
     hash -> embedding, from ``ExportFile.vectors_for``) are reused instead of embedding again."""
     for memory in memories:
         repo.validate(memory)
-    for i in range(0, len(memories), IMPORT_BATCH):
-        batch = memories[i : i + IMPORT_BATCH]
-        embedded, _ = await repo.embed(batch, known=vectors)
-        await repo.create_many(batch, actor="import", action=HistoryAction.IMPORT, embedded=embedded)
-        if progress:
-            progress(len(batch))
+    async with repo.store.bulk_load():  # into an empty store, the vector index is built at the end
+        for i in range(0, len(memories), IMPORT_BATCH):
+            batch = memories[i : i + IMPORT_BATCH]
+            embedded, _ = await repo.embed(batch, known=vectors)
+            await repo.create_many(batch, actor="import", action=HistoryAction.IMPORT, embedded=embedded)
+            if progress:
+                progress(len(batch))
     known = {m.id for m in memories}
     missing = {e.source_id for e in edges} | {e.target_id for e in edges}
     present = set(await repo.store.get_many(repo.agent_id, list(missing - known))) | known

@@ -79,6 +79,9 @@ def scale(
             "embedding every text (queries still embed theirs); for sizes too large to embed.",
         ),
     ] = False,
+    sqlite: Annotated[
+        bool, typer.Option("--sqlite/--no-sqlite", help="Run on SQLite too (--no-sqlite: PostgreSQL only).")
+    ] = True,
 ) -> None:
     """Ingest rate (memories/s, and its ratio to the raw embedding rate), recall and pre_turn p50/p95
     at N memories, the vector search's recall@10 against an exact scan (facts, active only), the
@@ -108,7 +111,7 @@ def scale(
                 steps.advance(count=done - steps.done)
 
         for size in sizes:
-            targets: list[str | None] = [None]
+            targets: list[str | None] = [None] if sqlite else []
             if postgres:
                 sep = "&" if "?" in postgres else "?"
                 targets.append(f"{postgres}{sep}nous_schema=bench_{size}_{uuid.uuid4().hex[:8]}")
@@ -137,6 +140,7 @@ def scale(
         ("pre_turn p50 ms", lambda r: r["pre_turn_latency_ms"]["p50"]),
         ("pre_turn p95 ms", lambda r: r["pre_turn_latency_ms"]["p95"]),
         ("ANN recall@10 vs exact", lambda r: r["ann_recall_at_10"]),
+        ("hnsw.ef_search", lambda r: r["ef_search"] or "-"),
         ("RSS MB (peak)", lambda r: f"{r['rss_mb']['now']} ({r['rss_mb']['peak']})"),
         ("store MB on disk", lambda r: r["store_mb"]),
     ]

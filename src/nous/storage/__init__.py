@@ -16,6 +16,7 @@ def create_store(
     postgres_pool_size: int = 4,
     lock_timeout_s: float = 30.0,
     connect_timeout_s: float = 5.0,
+    postgres_index_build_mb: int = 1024,
 ) -> Store:
     """A store for ``sqlite:///path.db`` or ``postgresql://...`` (not yet opened).
 
@@ -40,7 +41,11 @@ def create_store(
         from nous.storage.postgres.store import PostgresStore
 
         return PostgresStore(
-            clean, schema=schema, pool_size=postgres_pool_size, connect_timeout_s=connect_timeout_s
+            clean,
+            schema=schema,
+            pool_size=postgres_pool_size,
+            connect_timeout_s=connect_timeout_s,
+            index_build_mb=postgres_index_build_mb,
         )
     raise StorageError(
         f"unsupported database URL {url!r}: use sqlite:///path/to/nous.db or postgresql://user@host/db"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -613,6 +613,13 @@ class Store(MemoryStore, SessionStore, Outbox, KeyStore):
     @abstractmethod
     async def apply(self, ops: list[WriteOp]) -> list[bool]:
         """Apply the operations in one transaction; per op, whether it changed anything."""
+
+    @asynccontextmanager
+    async def bulk_load(self) -> AsyncIterator[None]:
+        """A scope for writing many memories (an import, a benchmark's ingest): a backend may put
+        off index upkeep it does faster once at the end. Every write and read in it stays correct,
+        and the store is as usual when the scope ends."""
+        yield
 
     async def __aenter__(self) -> Store:
         return self

@@ -32,8 +32,9 @@ from nous.storage.base import (
 from nous.storage.filters import where_clause
 from nous.storage.locks import SlotLocks, slot_of
 from nous.storage.migrations import load_migrations
+from nous.storage.postgres import bulk
 from nous.storage.postgres.hnsw import SET_EF_SEARCH, SET_EF_SEARCH_ARGS, SET_ITERATIVE_SCAN
-from nous.storage.sql.plan import Dialect, Plan, Result, T
+from nous.storage.sql.plan import Dialect, Plan, Result, Rows, T
 from nous.storage.sql.store import SQLStore
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -51,6 +52,42 @@ def _pyformat(statement: str) -> str:
     return statement.replace("%", "%%").replace("?", "%s")
 
 
+async def copy_rows(cur: psycopg.AsyncCursor[Any], rows: Rows) -> int:
+    """Write ``rows`` with COPY; how many rows it inserted or changed. With a conflict clause the
+    rows go to a staging table of the transaction first (COPY cannot resolve conflicts), then into
+    their table by one INSERT ... SELECT in their order (``ord``), so serial columns number them
+    as one INSERT per row would."""
+    if not rows.rows:
+        return 0
+    if not rows.conflict:
+        await _copy(cur, rows.table, rows.columns, rows.rows)
+        return len(rows.rows)
+    stage = f"nous_stage_{rows.table}"
+    await cur.execute(f"DROP TABLE IF EXISTS pg_temp.{stage}")
+    await cur.execute(
+        f"CREATE TEMP TABLE {stage} ON COMMIT DROP AS "
+        f"SELECT {', '.join(rows.columns)}, 0 AS ord FROM {rows.table} WITH NO DATA"
+    )
+    await _copy(cur, stage, (*rows.columns, "ord"), [(*r, i) for i, r in enumerate(rows.rows)])
+    await cur.execute(rows.insert_from(stage, "ord"))
+    return cur.rowcount
+
+
+async def _copy(
+    cur: psycopg.AsyncCursor[Any], table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]
+) -> None:
+    """COPY in binary: a vector's text form costs the client more than the rest of its row."""
+    await cur.execute(
+        "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
+        (table,),
+    )
+    oids = dict(await cur.fetchall())
+    async with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types([oids[c] for c in columns])
+        for row in rows:
+            await copy.write_row(row)
+
+
 async def drive(conn: psycopg.AsyncConnection, plan: Plan[T]) -> T:
     """Run a plan's statements on ``conn``, sending each its result."""
     result: Result | None = None
@@ -58,6 +95,9 @@ async def drive(conn: psycopg.AsyncConnection, plan: Plan[T]) -> T:
         async with conn.cursor() as cur:
             while True:
                 stmt = next(plan) if result is None else plan.send(result)
+                if isinstance(stmt, Rows):
+                    result = Result(await copy_rows(cur, stmt))
+                    continue
                 if stmt.many:
                     await cur.executemany(_pyformat(stmt.sql), stmt.params)
                     result = Result(cur.rowcount)
@@ -73,7 +113,13 @@ class PostgresStore(SQLStore):
     """Store in a PostgreSQL database (with the pgvector extension), in its own schema."""
 
     def __init__(
-        self, url: str, *, schema: str = "nous", pool_size: int = 4, connect_timeout_s: float = 5.0
+        self,
+        url: str,
+        *,
+        schema: str = "nous",
+        pool_size: int = 4,
+        connect_timeout_s: float = 5.0,
+        index_build_mb: int = 1024,
     ) -> None:
         if not _SCHEMA_NAME.match(schema):
             raise StorageError(f"invalid schema name {schema!r}: use lowercase letters, digits, _")
@@ -81,6 +127,7 @@ class PostgresStore(SQLStore):
         self.schema = schema
         self._pool_size = pool_size
         self._connect_timeout_s = connect_timeout_s
+        self._index_build_mb = index_build_mb
         self.info = StoreInfo(backend="postgres", location=_redact(url), extras={"schema": schema})
         self.dialect = Dialect()
         self._pool: AsyncConnectionPool | None = None
@@ -129,6 +176,7 @@ class PostgresStore(SQLStore):
         except Exception as exc:
             raise StorageError(f"cannot connect to PostgreSQL at {self.info.location}: {exc}") from exc
         await self._check_embedding_space(embedding_model, embedding_dimensions)
+        await self._build_abandoned_indexes()
         self.info.embedding_model = embedding_model
         self.info.embedding_dimensions = embedding_dimensions
 
@@ -167,6 +215,41 @@ class PostgresStore(SQLStore):
                         await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (self._lock_space, slot))
             except (psycopg.Error, PoolTimeout) as exc:
                 raise StorageError(f"PostgreSQL lock for {key!r} failed: {exc}") from exc
+
+    @asynccontextmanager
+    async def bulk_load(self) -> AsyncIterator[None]:
+        """On an empty store, the vector indexes are dropped for the scope and built at its end
+        (see ``postgres/bulk.py``); otherwise nothing changes. One load at a time per store."""
+        async with self.exclusive(bulk.LOCK_KEY):
+            async with self._conn() as conn:
+                deferred = await bulk.defer_vector_indexes(conn, self.schema)
+            try:
+                yield
+            finally:
+                if deferred:
+                    async with self._conn() as conn:
+                        await bulk.build_deferred(conn, self._index_build_mb)
+                    await self.analyze()
+
+    async def _build_abandoned_indexes(self) -> None:
+        """Build the indexes a load deferred and did not build (it died), unless a load is on."""
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM meta WHERE key LIKE %s)", (f"{bulk.DEFERRED}%",)
+            )
+            if not _scalar(await cur.fetchone()):
+                return
+            cur = await conn.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", (self._lock_space, slot_of(bulk.LOCK_KEY))
+            )
+            if not _scalar(await cur.fetchone()):
+                return
+            try:
+                await bulk.build_deferred(conn, self._index_build_mb)
+            finally:
+                await conn.execute(
+                    "SELECT pg_advisory_unlock(%s, %s)", (self._lock_space, slot_of(bulk.LOCK_KEY))
+                )
 
     async def _migrate(self, conn: psycopg.AsyncConnection, dimensions: int) -> None:
         schema = sql.Identifier(self.schema)

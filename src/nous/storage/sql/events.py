@@ -18,12 +18,37 @@ from nous.storage.base import (
     RecordLLMCall,
     RetryEvent,
 )
-from nous.storage.sql.plan import Dialect, Plan, SQLRunner, Stmt
+from nous.storage.sql.plan import Dialect, Plan, Rows, SQLRunner, Stmt
 
 _COLUMNS = (
     "id, agent_id, kind, subject_id, payload, status, attempts, available_at, lease_owner, "
     "lease_until, last_error, created_at, done_at"
 )
+
+
+def event_rows(d: Dialect, events: list[Event]) -> Rows:
+    """New outbox rows."""
+    return Rows(
+        "events",
+        (
+            "id",
+            "agent_id",
+            "kind",
+            "subject_id",
+            "payload",
+            "status",
+            "attempts",
+            "available_at",
+            "created_at",
+        ),
+        [
+            (
+                *(e.id, e.agent_id, e.kind.value, e.subject_id, d.json(e.payload), e.status.value),
+                *(e.attempts, d.time(e.available_at), d.time(e.created_at)),
+            )
+            for e in events
+        ],
+    )
 
 
 def apply_event_op(d: Dialect, op: EventOp, previous_changed: bool) -> Plan[bool]:
@@ -32,14 +57,8 @@ def apply_event_op(d: Dialect, op: EventOp, previous_changed: bool) -> Plan[bool
         case EmitEvent(event=e):
             if op.if_changed and not previous_changed:
                 return False
-            yield Stmt(
-                "INSERT INTO events (id, agent_id, kind, subject_id, payload, status, attempts, available_at, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    *(e.id, e.agent_id, e.kind.value, e.subject_id, d.json(e.payload), e.status.value),
-                    *(e.attempts, d.time(e.available_at), d.time(e.created_at)),
-                ),
-            )
+            emit = event_rows(d, [e])
+            yield Stmt(emit.insert(), emit.rows[0])
             return True
         case CompleteEvent():
             done = yield Stmt(

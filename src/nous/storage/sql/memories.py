@@ -31,10 +31,64 @@ from nous.storage.codec import (
     row_to_memory,
 )
 from nous.storage.filters import where_clause
-from nous.storage.sql.plan import Dialect, Plan, SQLRunner, Stmt
+from nous.storage.sql.plan import Dialect, Plan, Rows, SQLRunner, Stmt
 
 SELECT_COLUMNS = ", ".join(MODEL_COLUMNS)
 EDGE_COLUMNS = "source_id, target_id, relation, agent_id, weight, created_at"
+
+
+def memory_rows(d: Dialect, puts: list[PutMemory], rev: int | None) -> Rows:
+    """The memory rows of ``puts`` (all alike in ``keep_embedding``), as one upsert: a row whose id
+    exists is replaced when it belongs to the same agent and left alone otherwise."""
+    rows: list[tuple[Any, ...]] = []
+    columns: tuple[str, ...] = ()
+    for op in puts:
+        row = memory_to_row(op.memory, op.content_hash)
+        for name in JSON_COLUMNS:
+            row[name] = d.json(row[name])
+        for name in TIME_COLUMNS:
+            row[name] = d.time(row[name])
+        if rev is not None:
+            row["rev"] = rev
+        if not op.keep_embedding:
+            row["embedding"] = None if op.embedding is None else d.vector(op.embedding)
+            row["embedding_model"] = op.embedding_model if op.embedding is not None else None
+        columns = tuple(row)
+        rows.append(tuple(row.values()))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
+    conflict = f"ON CONFLICT (id) DO UPDATE SET {updates} WHERE memories.agent_id = excluded.agent_id"
+    return Rows("memories", columns, rows, conflict)
+
+
+def history_rows(d: Dialect, entries: list[HistoryEntry]) -> Rows:
+    """Audit rows, numbered (``history.id``) in the given order."""
+    return Rows(
+        "history",
+        ("memory_id", "agent_id", "action", "old_value", "new_value", "actor", "at"),
+        [
+            (
+                h.memory_id,
+                h.agent_id,
+                h.action.value,
+                d.json(h.old_value),
+                d.json(h.new_value),
+                h.actor,
+                d.time(h.at),
+            )
+            for h in entries
+        ],
+    )
+
+
+def chunk_rows(d: Dialect, owners: list[tuple[str, str, list[np.ndarray]]]) -> Rows:
+    """Chunk vectors of (memory id, agent id, chunks) triples, numbered from 1 per memory."""
+    columns = ("memory_id", "chunk_no", "embedding") + (("agent_id",) if d.chunk_agent else ())
+    rows = [
+        (mid, no, d.vector(v), *([agent] if d.chunk_agent else []))  # PostgreSQL's chunk search filters on it
+        for mid, agent, chunks in owners
+        for no, v in enumerate(chunks, 1)
+    ]
+    return Rows("memory_chunks", columns, rows)
 
 
 def apply_memory_op(d: Dialect, op: MemoryOp, rev: int | None) -> Plan[bool]:
@@ -42,27 +96,13 @@ def apply_memory_op(d: Dialect, op: MemoryOp, rev: int | None) -> Plan[bool]:
     revision: rows it touches carry it, so the in-process vector index reloads just those."""
     match op:
         case PutMemory():
-            row = memory_to_row(op.memory, op.content_hash)
-            for name in JSON_COLUMNS:
-                row[name] = d.json(row[name])
-            for name in TIME_COLUMNS:
-                row[name] = d.time(row[name])
-            if rev is not None:
-                row["rev"] = rev
-            if not op.keep_embedding:
-                row["embedding"] = None if op.embedding is None else d.vector(op.embedding)
-                row["embedding_model"] = op.embedding_model if op.embedding is not None else None
-            updates = ", ".join(f"{c} = excluded.{c}" for c in row if c != "id")
-            values = list(row.values())
+            put = memory_rows(d, [op], rev)
+            values = list(put.rows[0])
             guard = ""
             if op.expect_updated_at is not None:
                 guard = " AND memories.updated_at = ?"
                 values.append(d.time(op.expect_updated_at))
-            done = yield Stmt(
-                f"INSERT INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))}) "
-                f"ON CONFLICT (id) DO UPDATE SET {updates} WHERE memories.agent_id = excluded.agent_id{guard}",
-                values,
-            )
+            done = yield Stmt(put.insert() + guard, values)
             if done.rowcount == 0 and op.expect_updated_at is not None:
                 raise StaleWriteError(f"memory {op.memory.id} changed since it was read")
             if done.rowcount == 0:
@@ -78,14 +118,8 @@ def apply_memory_op(d: Dialect, op: MemoryOp, rev: int | None) -> Plan[bool]:
             )
             return done.rowcount > 0
         case AddHistory(entry=h):
-            yield Stmt(
-                "INSERT INTO history (memory_id, agent_id, action, old_value, new_value, actor, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    *(h.memory_id, h.agent_id, h.action.value, d.json(h.old_value), d.json(h.new_value)),
-                    *(h.actor, d.time(h.at)),
-                ),
-            )
+            audit = history_rows(d, [h])
+            yield Stmt(audit.insert(), audit.rows[0])
             return True
         case PurgeMemory(memory_id=mid):
             done = yield Stmt("DELETE FROM memories WHERE id = ?", (mid,))
@@ -122,13 +156,31 @@ def _replace_chunks(d: Dialect, memory_id: str, agent_id: str, chunks: list[np.n
     """Replace a memory's chunk vectors (none: just delete the stored ones)."""
     yield Stmt("DELETE FROM memory_chunks WHERE memory_id = ?", (memory_id,))
     if chunks:
-        owner = [agent_id] if d.chunk_agent else []  # PostgreSQL's chunk search filters on it
-        yield Stmt(
-            f"INSERT INTO memory_chunks (memory_id, chunk_no, embedding{', agent_id' * len(owner)}) "
-            f"VALUES (?, ?, ?{', ?' * len(owner)})",
-            [(memory_id, no, d.vector(v), *owner) for no, v in enumerate(chunks, 1)],
-            many=True,
-        )
+        yield chunk_rows(d, [(memory_id, agent_id, chunks)])
+
+
+def put_memories(d: Dialect, puts: list[PutMemory], rev: int | None) -> Plan[None]:
+    """What a ``PutMemory`` of each of ``puts`` writes, in a few statements: the rows as one upsert,
+    then their chunk vectors. Each put replaces its embedding (none keeps it), and no two name
+    the same memory (one statement cannot change a row twice)."""
+    put = memory_rows(d, puts, rev)
+    done = yield put
+    if done.rowcount < len(puts):  # some id is another agent's: name the first, as one by one would
+        owner: dict[str, str] = {}
+        for batch in d.batches(op.memory.id for op in puts):
+            among, params = d.in_("id", batch)
+            found = yield Stmt(f"SELECT id, agent_id FROM memories WHERE {among}", params)
+            owner.update(found.rows)
+        bad = next(op.memory.id for op in puts if owner.get(op.memory.id) != op.memory.agent_id)
+        raise ConflictError(f"memory id {bad} belongs to another agent")
+    for batch in d.batches(op.memory.id for op in puts):
+        among, params = d.in_("memory_id", batch)
+        yield Stmt(f"DELETE FROM memory_chunks WHERE {among}", params)
+    chunked = [
+        (op.memory.id, op.memory.agent_id, op.chunks) for op in puts if op.embedding is not None and op.chunks
+    ]
+    if chunked:
+        yield chunk_rows(d, chunked)
 
 
 class SQLMemories(SQLRunner, MemoryStore):

@@ -25,6 +25,34 @@ class Stmt:
     many: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Many rows for one table, written in one step: PostgreSQL streams them with COPY (into a
+    staging table first when ``conflict`` is given), other backends run ``insert()`` for each row
+    in one batch. Either way the rows land as ``insert()`` would write them, in the given order;
+    the result's rowcount is how many rows it inserted or changed.
+
+    ``conflict`` is the INSERT's ``ON CONFLICT`` clause (rows that conflict with ``excluded``)."""
+
+    table: str
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+    conflict: str = ""
+
+    def insert(self) -> str:
+        """One row's INSERT."""
+        marks = ", ".join("?" * len(self.columns))
+        return f"INSERT INTO {self.table} ({', '.join(self.columns)}) VALUES ({marks}) {self.conflict}"
+
+    def insert_from(self, source: str, order: str) -> str:
+        """The INSERT of every row of ``source`` (a table with the same columns), by ``order``; with
+        the order, serial columns number the rows as one ``insert()`` per row would."""
+        cols = ", ".join(self.columns)
+        return (
+            f"INSERT INTO {self.table} ({cols}) SELECT {cols} FROM {source} ORDER BY {order} {self.conflict}"
+        )
+
+
 @dataclass(slots=True)
 class Result:
     """What a statement returned: its rows (tuples), their column names and the rows it changed."""
@@ -40,8 +68,8 @@ class Result:
         return self.rows[0][0] if self.rows else None
 
 
-# A plan yields statements, is sent each one's result, and returns its value.
-Plan = Generator[Stmt, Result, T]
+# A plan yields statements (or bulk rows), is sent each one's result, and returns its value.
+Plan = Generator[Stmt | Rows, Result, T]
 
 
 class Dialect:

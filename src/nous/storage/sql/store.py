@@ -29,9 +29,9 @@ from nous.storage.base import (
     Store,
     WriteOp,
 )
-from nous.storage.sql.events import SQLOutbox, apply_event_op
+from nous.storage.sql.events import SQLOutbox, apply_event_op, event_rows
 from nous.storage.sql.keys import SQLKeys, apply_key_op
-from nous.storage.sql.memories import SQLMemories, apply_memory_op
+from nous.storage.sql.memories import SQLMemories, apply_memory_op, history_rows, put_memories
 from nous.storage.sql.plan import Dialect, Plan
 from nous.storage.sql.sessions import SQLSessions, apply_session_op
 
@@ -59,11 +59,59 @@ def apply_op(d: Dialect, op: WriteOp, rev: int | None, previous_changed: bool) -
             assert_never(op)
 
 
+# A run of at least this many new-memory writes is written in bulk (see ``apply_ops``); a few go
+# one statement per op, which costs less than staging them.
+BULK_MIN = 16
+
+
+def _bulkable(op: WriteOp) -> bool:
+    """Ops whose effect does not depend on what an earlier op of the same write changed."""
+    match op:
+        case PutMemory():
+            return op.expect_updated_at is None and not op.keep_embedding
+        case AddHistory():
+            return True
+        case EmitEvent():
+            return not op.if_changed
+        case _:
+            return False
+
+
+def apply_bulk(d: Dialect, run: list[WriteOp], rev: int | None) -> Plan[None]:
+    """A run of bulkable ops, table by table: the memories (and their chunks), then the audit rows,
+    then the events, each in the run's order. Nothing inside the transaction reads between them,
+    so the rows written are those of the ops one by one (serial ids keep their relative order)."""
+    yield from put_memories(d, [op for op in run if isinstance(op, PutMemory)], rev)
+    audit = [op.entry for op in run if isinstance(op, AddHistory)]
+    if audit:
+        yield history_rows(d, audit)
+    events = [op.event for op in run if isinstance(op, EmitEvent)]
+    if events:
+        yield event_rows(d, events)
+
+
 def apply_ops(d: Dialect, ops: list[WriteOp], rev: int | None) -> Plan[list[bool]]:
-    """Every op in order (the caller holds the transaction); per op, whether it changed anything."""
+    """Every op in order (the caller holds the transaction); per op, whether it changed anything.
+
+    A run of consecutive bulkable ops with at least BULK_MIN memories, none twice, is written with
+    ``apply_bulk`` (many rows per statement; COPY on PostgreSQL): what ``create_many`` and imports
+    write. Each of its ops changes something (a put that cannot raises ConflictError)."""
     results: list[bool] = []
-    for op in ops:
-        results.append((yield from apply_op(d, op, rev, bool(results) and results[-1])))
+    i = 0
+    while i < len(ops):
+        end = i
+        while end < len(ops) and _bulkable(ops[end]):
+            end += 1
+        run = ops[i:end]
+        ids = [op.memory.id for op in run if isinstance(op, PutMemory)]
+        if len(ids) >= BULK_MIN and len(set(ids)) == len(ids):
+            yield from apply_bulk(d, run, rev)
+            results += [True] * len(run)
+            i = end
+            continue
+        for op in run or ops[i : i + 1]:
+            results.append((yield from apply_op(d, op, rev, bool(results) and results[-1])))
+        i += max(len(run), 1)
     return results
 
 

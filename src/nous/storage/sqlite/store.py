@@ -29,7 +29,7 @@ from nous.storage.base import (
 from nous.storage.filters import where_clause
 from nous.storage.locks import FileSlots, SlotLocks, hold, slot_of
 from nous.storage.migrations import load_migrations
-from nous.storage.sql.plan import Dialect, Plan, Result, Stmt, T, to_json
+from nous.storage.sql.plan import Dialect, Plan, Result, Rows, Stmt, T, to_json
 from nous.storage.sql.store import SQLStore, apply_ops
 from nous.storage.sqlite.connection import ReaderPool, WriterThread, rollback
 from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
@@ -89,6 +89,9 @@ def drive(conn: sqlite3.Connection, plan: Plan[T]) -> T:
     try:
         while True:
             stmt = next(plan) if result is None else plan.send(result)
+            if isinstance(stmt, Rows):  # one batched INSERT: SQLite has no faster way in
+                result = Result(conn.executemany(stmt.insert(), stmt.rows).rowcount if stmt.rows else 0)
+                continue
             cur = (
                 conn.executemany(stmt.sql, stmt.params) if stmt.many else conn.execute(stmt.sql, stmt.params)
             )
