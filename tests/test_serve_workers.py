@@ -21,6 +21,7 @@ import pytest
 
 from nous import Nous, Settings
 from nous.server import create_key
+from nous.server.run import spread_connections
 
 NOUS = str(Path(sys.executable).parent / "nous")
 ATTEMPTS = 400  # fresh connections tried before concluding that one worker never answers
@@ -150,3 +151,23 @@ def test_workers_stop_when_the_parent_is_killed(tmp_path: Path) -> None:
         proc.kill()  # SIGKILL: the parent cannot pass anything on
         proc.wait(timeout=60)
         assert _gone_within(pids, 60), "a worker outlived its parent"
+
+
+@pytest.mark.skipif(not spread_connections(), reason="the kernel spreads connections only on Linux")
+def test_connections_opened_at_once_are_spread_over_the_workers(tmp_path: Path) -> None:
+    """Sixteen clients of one event loop connecting in the same moment (as `nous bench load`'s
+    do): each worker listens on a socket of its own (SO_REUSEPORT), so the kernel hands
+    connections to both; on one shared socket the first worker to wake took them all. All sixteen
+    on one worker has a chance of 2 in 65,536 by hashing."""
+
+    async def workers_of_sixteen(base: str) -> list[int]:
+        clients = [httpx.AsyncClient(base_url=base, timeout=120) for _ in range(16)]
+        try:
+            answers = await asyncio.gather(*(c.get("/health") for c in clients))
+            return [r.raise_for_status().json()["worker"] for r in answers]
+        finally:
+            await asyncio.gather(*(c.aclose() for c in clients))
+
+    with _served(tmp_path, f"sqlite:///{tmp_path / 'nous.db'}") as (_, base, _key):
+        pids = asyncio.run(workers_of_sixteen(base))
+    assert len(set(pids)) == 2, pids

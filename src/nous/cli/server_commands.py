@@ -86,14 +86,14 @@ def serve(
 
     Example: nous keys create --agent support-bot && nous serve --port 8765 --workers 2
     """
-    from nous.server.run import serve_here, serve_workers
+    from nous.server.run import serve_here, serve_workers, spread_connections
 
     if no_auth and not _is_loopback(host):
         raise fail("--no-auth only binds a loopback address (127.0.0.1 or ::1)", 2)
     settings = state(ctx).settings.model_copy(update={"agent_id": state(ctx).agent_id})
     # The port is taken before anything is printed or stored: a busy port is one line and exit 2,
     # not a banner followed by uvicorn's own bind error among log lines.
-    sock = _bind(host, port)
+    sock = _bind(host, port, shared_port=workers > 1 and spread_connections())
     token = _prepare_demo(ctx) if demo else None
     for line in banner(
         host, port, agent_id=settings.agent_id, token=token, no_auth=no_auth, llm=settings.llm_provider
@@ -108,8 +108,9 @@ def serve(
         raise typer.Exit(status)
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    """A listening-ready socket on ``host:port``; a busy or forbidden port exits 2 with one line."""
+def _bind(host: str, port: int, *, shared_port: bool = False) -> socket.socket:
+    """A listening-ready socket on ``host:port``; a busy or forbidden port exits 2 with one line.
+    ``shared_port``: the workers will bind sockets of their own to the same port (SO_REUSEPORT)."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -120,6 +121,8 @@ def _bind(host: str, port: int) -> socket.socket:
         ) from None
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: restart at once
+    if shared_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind(address)
     except OSError as exc:

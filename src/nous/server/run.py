@@ -49,17 +49,41 @@ def serve_here(sock: socket.socket, settings: Settings, *, auth: bool, access_lo
     uvicorn.Server(config).run(sockets=[sock])
 
 
+def spread_connections() -> bool:
+    """Whether each worker can listen on a socket of its own on the one port (Linux
+    SO_REUSEPORT), so that the kernel spreads new connections evenly across the workers.
+
+    On one shared listening socket, whichever worker wakes first accepts every connection waiting
+    (asyncio accepts in a loop): clients opening keep-alive connections together could all land
+    on one worker, which ran at one core while the other idled (`nous bench load`)."""
+    return sys.platform == "linux" and hasattr(socket, "SO_REUSEPORT")
+
+
+def _own_socket(bound: socket.socket) -> socket.socket:
+    """A new socket on the address ``bound`` holds, in its SO_REUSEPORT group."""
+    sock = socket.socket(bound.family, bound.type, bound.proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(bound.getsockname())
+    return sock
+
+
 def serve_workers(
     sock: socket.socket, settings: Settings, *, workers: int, auth: bool, access_log: bool
 ) -> int:
-    """Serve on ``sock`` from ``workers`` processes until SIGTERM or SIGINT, or until one of them
-    exits (the others are then stopped: a half-dead server is not left running). Returns the exit
-    status: 0 after a signal, 1 if a worker stopped by itself."""
+    """Serve on ``sock``'s port from ``workers`` processes until SIGTERM or SIGINT, or until one of
+    them exits (the others are then stopped: a half-dead server is not left running). Returns the
+    exit status: 0 after a signal, 1 if a worker stopped by itself.
+
+    Where ``spread_connections()``, ``sock`` must have been bound with SO_REUSEPORT: each worker
+    listens on a socket of its own on that port (``sock`` itself never listens, so no connection
+    waits on it); elsewhere the workers share ``sock``."""
     context = multiprocessing.get_context("spawn")
+    spread = spread_connections()
     processes = [
         context.Process(
             target=_worker,
-            args=(sock, settings),
+            args=(_own_socket(sock) if spread else sock, settings),
             kwargs={"auth": auth, "access_log": access_log},
             name=f"nous-serve-{n}",
         )
