@@ -187,9 +187,50 @@ async def test_postgres_keyword_search_skips_very_common_terms(
         assert isinstance(store, pg_store.PostgresStore)
         with psycopg.connect(pg_url(pg_schema).split("?")[0], autocommit=True) as conn:
             conn.execute(f"ANALYZE {pg_schema}.memories")  # reltuples is how the store reads its size
-        assert await store._selective_words(["team", "falcon"]) == ["falcon"]
-        assert await store._selective_words(["team"]) == []
+        assert await store._selective_words(["team", "falcon"]) == ("falcon", ["falcon"])
+        assert await store._selective_words(["team"]) == ("", [])
         scope = MemoryQuery(agent_id=nous.agent_id)
         hits = await store.keyword_search(scope, ["team", "falcon"], 5)
         assert hits[0].id == falcon.id
         assert await store.keyword_search(scope, ["team", "note"], 5) == []
+
+
+async def test_postgres_keyword_search_ranks_by_common_words_it_does_not_search_by(
+    pg_schema: str, settings: Settings, provider: EmbeddingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a large store a word in more than RANKED_MATCHES memories finds no rows itself: it ranks
+    the rows its rarer companions find, and alone (or with only words as common) finds nothing
+    unless every word of the query is in the row."""
+    from nous.storage.postgres import store as pg_store
+
+    from .conftest import pg_url
+
+    monkeypatch.setattr(pg_store, "LARGE_STORE", 10)
+    monkeypatch.setattr(pg_store, "RANKED_MATCHES", 2)
+    async with Nous(settings, database_url=pg_url(pg_schema), embedding_provider=provider) as nous:
+        for i in range(60):
+            await nous.learn(f"Team note {i}: the team met about topic {i}", dedup=False)
+        both = await nous.learn("Falcon launch slipped a week", dedup=False)
+        rare_only = await nous.learn("Falcon review moved to Friday", dedup=False)
+        party = await nous.learn("Launch party on the roof", dedup=False)
+        checklist = await nous.learn("Launch checklist for the roof deck", dedup=False)
+        store = nous.store
+        assert isinstance(store, pg_store.PostgresStore)
+        with psycopg.connect(pg_url(pg_schema).split("?")[0], autocommit=True) as conn:
+            conn.execute(f"ANALYZE {pg_schema}.memories")
+        scope = MemoryQuery(agent_id=nous.agent_id)
+        assert await store._selective_words(["falcon", "launch"]) == ("falcon", ["falcon", "launch"])
+        hits = await store.keyword_search(scope, ["falcon", "launch"], 5)
+        assert [h.id for h in hits] == [both.id, rare_only.id]  # "launch" ranks, finds no party
+        assert await store.keyword_search(scope, ["launch"], 5) == []
+        together = await store.keyword_search(scope, ["launch", "roof"], 5)
+        assert {h.id for h in together} == {party.id, checklist.id}
+        # Only words too common to search by: the rows that hold all of them.
+        total = store._term_share["launch"][1]
+        store._term_share["slipped"] = (3 / total, total)
+        assert await store._selective_words(["launch", "slipped"]) == (
+            "launch & slipped",
+            ["launch", "slipped"],
+        )
+        hits = await store.keyword_search(scope, ["launch", "slipped"], 5)
+        assert [h.id for h in hits] == [both.id]

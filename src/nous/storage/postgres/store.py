@@ -44,6 +44,10 @@ CHUNK_HITS = 3  # the chunk search fetches this many chunks per result wanted (s
 RANK_WEIGHTS = [CONTEXT_WEIGHT, 0.0, 0.0, 1.0]
 OWN_WEIGHTS = [0.0, 0.0, 0.0, 1.0]
 ANALYZE_AFTER_ROWS = 2000
+# On large stores a word in more than this many memories does not pick rows for keyword search,
+# it only ranks those the rarer words pick (see ``_selective_words``). It equals COMMON_TERM_SHARE
+# of 100k memories, so up to that size no word is treated so.
+RANKED_MATCHES = 5_000
 
 
 @lru_cache(maxsize=1024)
@@ -400,40 +404,43 @@ class PostgresStore(SQLStore):
         words = [w for t in terms for w in _WORD.findall(t)]
         if not words:
             return []
-        words = await self._selective_words(list(dict.fromkeys(words)))
-        if not words:
+        picking, words = await self._selective_words(list(dict.fromkeys(words)))
+        if not picking:
             return []
-        tsquery = " | ".join(words)
         where, params = where_clause(query, "%s", prefix="m.")
+        # Rows are found by the picking words (q) and ranked by every kept word (s).
         ranked = (
-            "SELECT m.id, m.tsv, ts_rank_cd(%s::float4[], m.tsv, q) AS score "
-            "FROM memories m, to_tsquery('english', %s) q "
+            "SELECT m.id, m.tsv, ts_rank_cd(%s::float4[], m.tsv, s) AS score "
+            "FROM memories m, to_tsquery('english', %s) q, to_tsquery('english', %s) s "
             f"WHERE m.tsv @@ q AND {where} ORDER BY score DESC, m.seq LIMIT %s"
         )
+        args = [RANK_WEIGHTS, picking, " | ".join(words), *params, limit]
         if not own:
-            rows = await self._fetch(
-                f"SELECT id, score FROM ({ranked}) r", [RANK_WEIGHTS, tsquery, *params, limit]
-            )
+            rows = await self._fetch(f"SELECT id, score FROM ({ranked}) r", args)
             return [ScoredId(r["id"], float(r["score"])) for r in rows]
         rows = await self._fetch(  # the own-text rank of the returned hits only
             f"SELECT r.id, r.score, ts_rank_cd(%s::float4[], r.tsv, to_tsquery('english', %s)) AS own "
             f"FROM ({ranked}) r ORDER BY r.score DESC",
-            [OWN_WEIGHTS, tsquery, RANK_WEIGHTS, tsquery, *params, limit],
+            [OWN_WEIGHTS, " | ".join(words), *args],
         )
         return [ScoredId(r["id"], float(r["score"]), float(r["own"])) for r in rows]
 
-    async def _selective_words(self, words: list[str]) -> list[str]:
-        """On large stores, drop words found in over COMMON_TERM_SHARE of memories (see
-        ``selective_terms``).
+    async def _selective_words(self, words: list[str]) -> tuple[str, list[str]]:
+        """The tsquery that finds the rows to rank, and the words that rank them.
+
+        On large stores words found in over COMMON_TERM_SHARE of memories are dropped (see
+        ``selective_terms``), and a word in more than RANKED_MATCHES memories only adds to the
+        score of rows the rarer words find: ranking reads each found row's ``tsv`` from the table,
+        and ranking every row of a word in 1-3% of a million memories took 150-300 ms. Without a
+        rarer word, the rows to rank are those holding all of the common ones (none for just one).
 
         Shares are estimated on a ~2000-row page sample (one query for all new words) and
-        cached until the table grows by a tenth: ranking every row that holds a common word
-        made keyword search ~50 ms at 100k memories.
+        cached until the table grows by a tenth.
         """
         rows = await self._fetch("SELECT reltuples AS n FROM pg_class WHERE oid = 'memories'::regclass")
         total = float(rows[0]["n"]) if rows else 0.0
         if total < LARGE_STORE:
-            return words
+            return " | ".join(words), words
         stale = [w for w in words if w not in self._term_share or total > self._term_share[w][1] * 1.1]
         if stale:
             percent = min(100.0, max(0.5, 2000 * 100 / total))
@@ -449,7 +456,12 @@ class PostgresStore(SQLStore):
                 self._term_share.clear()
             for i, w in enumerate(stale):
                 self._term_share[w] = (sample[0][f"c{i}"] / seen, total)
-        return selective_terms(words, {w: self._term_share[w][0] for w in words})
+        share = {w: self._term_share[w][0] for w in words}
+        kept = selective_terms(words, share)
+        rare = [w for w in kept if share[w] * total <= RANKED_MATCHES]
+        if rare:
+            return " | ".join(rare), kept
+        return (" & ".join(kept) if len(kept) > 1 else ""), kept
 
 
 def _redact(url: str) -> str:
