@@ -286,25 +286,9 @@ SessionOp = (
 EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent | RecordLLMCall | EventStep
 KeyOp = PutApiKey | RevokeApiKey
 WriteOp = MemoryOp | SessionOp | EventOp | KeyOp
-# Ops that change nothing a search index holds.
-INDEX_NEUTRAL_OPS = (
-    SetLifecycle,
-    AddHistory,
-    NoteUserTurn,
-    NoteReply,
-    ClaimSessionEpisode,
-    EndSession,
-    PutSession,
-    SetIdentitySection,
-    EmitEvent,
-    CompleteEvent,
-    FailEvent,
-    RetryEvent,
-    RecordLLMCall,
-    EventStep,
-    PutApiKey,
-    RevokeApiKey,
-)
+# Ops that change what a search index holds (a memory's text, its vectors or whether it exists);
+# every other op leaves the indexes as they were.
+INDEX_OPS = (PutMemory, PurgeMemory, SetEmbedding)
 
 
 def unencodable(exc: UnicodeEncodeError) -> InvalidInputError:

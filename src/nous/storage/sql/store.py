@@ -6,26 +6,12 @@ from typing import assert_never
 
 from nous.storage.base import (
     AddHistory,
-    ClaimSessionEpisode,
-    CompleteEvent,
     EmitEvent,
-    EndSession,
-    EventStep,
-    FailEvent,
-    NoteReply,
-    NoteUserTurn,
-    PurgeMemory,
-    PutApiKey,
-    PutEdge,
+    EventOp,
+    KeyOp,
+    MemoryOp,
     PutMemory,
-    PutSession,
-    PutWorkingMemory,
-    RecordLLMCall,
-    RetryEvent,
-    RevokeApiKey,
-    SetEmbedding,
-    SetIdentitySection,
-    SetLifecycle,
+    SessionOp,
     Store,
     WriteOp,
 )
@@ -38,25 +24,15 @@ from nous.storage.sql.sessions import SQLSessions, apply_session_op
 
 def apply_op(d: Dialect, op: WriteOp, rev: int | None, previous_changed: bool) -> Plan[bool]:
     """One write op, by its aggregate; ``assert_never`` makes mypy report an op left out."""
-    match op:
-        case PutMemory() | PutEdge() | AddHistory() | PurgeMemory() | SetEmbedding() | SetLifecycle():
-            return (yield from apply_memory_op(d, op, rev))
-        case (
-            NoteUserTurn()
-            | NoteReply()
-            | ClaimSessionEpisode()
-            | EndSession()
-            | PutSession()
-            | SetIdentitySection()
-            | PutWorkingMemory()
-        ):
-            return (yield from apply_session_op(d, op))
-        case EmitEvent() | CompleteEvent() | FailEvent() | RetryEvent() | RecordLLMCall() | EventStep():
-            return (yield from apply_event_op(d, op, previous_changed))
-        case PutApiKey() | RevokeApiKey():
-            return (yield from apply_key_op(d, op))
-        case _:
-            assert_never(op)
+    if isinstance(op, MemoryOp):
+        return (yield from apply_memory_op(d, op, rev))
+    if isinstance(op, SessionOp):
+        return (yield from apply_session_op(d, op))
+    if isinstance(op, EventOp):
+        return (yield from apply_event_op(d, op, previous_changed))
+    if isinstance(op, KeyOp):
+        return (yield from apply_key_op(d, op))
+    assert_never(op)
 
 
 # A run of at least this many new-memory writes is written in bulk (see ``apply_ops``); a few go

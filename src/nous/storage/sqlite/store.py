@@ -18,7 +18,7 @@ from nous.errors import StorageError
 from nous.storage.base import (
     COMMON_TERM_SHARE,
     CONTEXT_WEIGHT,
-    INDEX_NEUTRAL_OPS,
+    INDEX_OPS,
     LARGE_STORE,
     MemoryQuery,
     ScoredId,
@@ -249,7 +249,7 @@ class SQLiteStore(SQLStore):
 
     def _apply_plan(self, ops: list[WriteOp]) -> Plan[list[bool]]:
         rev = 0  # nothing the vector index holds changes: no refresh needed
-        if not all(isinstance(op, INDEX_NEUTRAL_OPS) for op in ops):
+        if any(isinstance(op, INDEX_OPS) for op in ops):
             bump = "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' RETURNING CAST(value AS INTEGER)"
             rev = (yield Stmt(bump)).scalar()
         return (yield from apply_ops(self.dialect, ops, rev))
