@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 import numpy as np
@@ -385,24 +385,11 @@ class CandidateInfo:
 
     @classmethod
     def of(cls, memory: Memory) -> CandidateInfo:
-        return cls(
-            memory.id,
-            memory.kind,
-            memory.session_id,
-            memory.user_id,
-            memory.occurred_at,
-            memory.encoded_frame,
-            memory.encoded_censors,
-            memory.active,
-            memory.superseded_by,
-            memory.lifecycle,
-        )
+        return cls(*(getattr(memory, f.name) for f in fields(cls)))
 
 
-CANDIDATE_COLUMNS = (
-    "id, kind, session_id, user_id, occurred_at, encoded_frame, encoded_censors, active, superseded_by, "
-    "lifecycle"
-)
+# The memories table's columns of the same names, in the same order.
+CANDIDATE_COLUMNS = ", ".join(f.name for f in fields(CandidateInfo))
 
 
 @dataclass(slots=True)
