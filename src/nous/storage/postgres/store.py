@@ -35,7 +35,7 @@ from nous.storage.migrations import load_migrations
 from nous.storage.postgres import bulk
 from nous.storage.postgres.hnsw import SET_EF_SEARCH, SET_EF_SEARCH_ARGS, SET_ITERATIVE_SCAN
 from nous.storage.sql.plan import Dialect, Plan, Result, Rows, T
-from nous.storage.sql.store import SQLStore
+from nous.storage.sql.store import SQLStore, claim_embedding_space
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _WORD = re.compile(r"\w+")
@@ -156,15 +156,12 @@ class PostgresStore(SQLStore):
         except psycopg.Error as exc:
             raise StorageError(f"cannot prepare PostgreSQL store at {self.info.location}: {exc}") from exc
 
-        async def configure(conn: psycopg.AsyncConnection) -> None:
-            await register_vector_async(conn)
-
         self._pool = AsyncConnectionPool(
             self.url,
             min_size=1,
             max_size=self._pool_size,
             open=False,
-            configure=configure,
+            configure=register_vector_async,
             kwargs={
                 "autocommit": True,
                 "options": f"-c search_path={self.schema},public",
@@ -175,7 +172,7 @@ class PostgresStore(SQLStore):
             await self._pool.open(wait=True, timeout=max(self._connect_timeout_s, 5.0))
         except Exception as exc:
             raise StorageError(f"cannot connect to PostgreSQL at {self.info.location}: {exc}") from exc
-        await self._check_embedding_space(embedding_model, embedding_dimensions)
+        await self._read(claim_embedding_space(embedding_model, embedding_dimensions, "schema"))
         await self._build_abandoned_indexes()
         self.info.embedding_model = embedding_model
         self.info.embedding_dimensions = embedding_dimensions
@@ -274,24 +271,6 @@ class PostgresStore(SQLStore):
                     (migration.version, migration.name),
                 )
 
-    async def _check_embedding_space(self, model: str, dims: int) -> None:
-        async with self._conn() as conn:
-            # The first process to open a new schema claims its embedding space; DO NOTHING
-            # keeps a claim made first elsewhere, and the read after it checks against that.
-            await conn.execute(
-                "INSERT INTO meta VALUES ('embedding_model', %s), ('embedding_dimensions', %s) "
-                "ON CONFLICT DO NOTHING",
-                (model, str(dims)),
-            )
-            cur = await conn.execute("SELECT key, value FROM meta")
-            meta = dict(await cur.fetchall())
-        if meta["embedding_model"] != model or int(meta["embedding_dimensions"]) != dims:
-            raise StorageError(
-                f"this store was built with embedding model {meta['embedding_model']!r} "
-                f"({meta['embedding_dimensions']} dims) but {model!r} ({dims} dims) is configured; "
-                "configure the original model or use a new schema"
-            )
-
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[psycopg.AsyncConnection]:
         """A pooled connection; driver failures (a lost connection, a server that went away, no
@@ -384,15 +363,6 @@ class PostgresStore(SQLStore):
         hits = [ScoredId(r[0], float(r[1]), main=float(r[1] if r[2] is None else r[2])) for r in rows]
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
-
-    async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
-        if not ids:
-            return {}
-        rows = await self._fetch(
-            "SELECT id, embedding FROM memories WHERE agent_id = %s AND id = ANY(%s) AND embedding IS NOT NULL",
-            (agent_id, ids),
-        )
-        return {r["id"]: self.dialect.read_vector(r["embedding"]) for r in rows}
 
     async def keyword_search(
         self, query: MemoryQuery, terms: list[str], limit: int, *, own: bool = False

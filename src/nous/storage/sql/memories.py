@@ -207,6 +207,10 @@ class SQLMemories(SQLRunner, MemoryStore):
             for r in await self._by_id(CANDIDATE_COLUMNS, agent_id, ids)
         }
 
+    async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
+        rows = await self._by_id("id, embedding", agent_id, ids)
+        return {r["id"]: self.dialect.read_vector(r["embedding"]) for r in rows if r["embedding"] is not None}
+
     async def foreign_ids(self, agent_id: str, ids: list[str]) -> set[str]:
         found: set[str] = set()
         for batch in self.dialect.batches(ids) if ids else []:
