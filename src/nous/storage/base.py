@@ -327,28 +327,15 @@ class MemoryQuery:
     def __post_init__(self) -> None:
         # Stored times are UTC: a naive bound is UTC too (it was compared to aware times, a
         # TypeError, and read as local time by PostgreSQL and by astimezone).
-        if isinstance(self.since, datetime):
-            self.since = as_utc(self.since)
-        if isinstance(self.until, datetime):
-            self.until = as_utc(self.until)
-        if isinstance(self.as_of, datetime):
-            self.as_of = as_utc(self.as_of)
+        self.since, self.until, self.as_of = (
+            as_utc(t) if isinstance(t, datetime) else t for t in (self.since, self.until, self.as_of)
+        )
 
     def narrows_beyond_kind(self) -> bool:
         """True when the query filters on more than agent, kind and activity."""
+        scope = (self.user_id, self.session_id, self.subject, self.category, self.lifecycle, self.ids)
         return self.superseded_only or any(
-            v is not None
-            for v in (
-                self.user_id,
-                self.session_id,
-                self.subject,
-                self.category,
-                self.since,
-                self.until,
-                self.ids,
-                self.as_of,
-                self.lifecycle,
-            )
+            v is not None for v in (*scope, self.since, self.until, self.as_of)
         )
 
 
