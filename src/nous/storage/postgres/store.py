@@ -62,14 +62,15 @@ async def copy_rows(cur: psycopg.AsyncCursor[Any], rows: Rows) -> int:
     if not rows.conflict:
         await _copy(cur, rows.table, rows.columns, rows.rows)
         return len(rows.rows)
-    stage = f"nous_stage_{rows.table}"
+    stage, columns = f"nous_stage_{rows.table}", ", ".join(rows.columns)
     await cur.execute(f"DROP TABLE IF EXISTS pg_temp.{stage}")
     await cur.execute(
-        f"CREATE TEMP TABLE {stage} ON COMMIT DROP AS "
-        f"SELECT {', '.join(rows.columns)}, 0 AS ord FROM {rows.table} WITH NO DATA"
+        f"CREATE TEMP TABLE {stage} ON COMMIT DROP AS SELECT {columns}, 0 AS ord FROM {rows.table} WITH NO DATA"
     )
     await _copy(cur, stage, (*rows.columns, "ord"), [(*r, i) for i, r in enumerate(rows.rows)])
-    await cur.execute(rows.insert_from(stage, "ord"))
+    await cur.execute(
+        f"INSERT INTO {rows.table} ({columns}) SELECT {columns} FROM {stage} ORDER BY ord {rows.conflict}"
+    )
     return cur.rowcount
 
 

@@ -8,7 +8,7 @@ from typing import Any, assert_never
 import numpy as np
 
 from nous.errors import ConflictError, StaleWriteError
-from nous.models import Edge, EdgeRelation, HistoryAction, HistoryEntry, Memory, StoreStats
+from nous.models import Edge, HistoryEntry, Memory, StoreStats
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
     AddHistory,
@@ -255,7 +255,7 @@ class SQLMemories(SQLRunner, MemoryStore):
                 f"SELECT {EDGE_COLUMNS} FROM edges WHERE agent_id = ? AND ({source} OR {target})",
                 [agent_id, *params, *params],
             )
-            for e in map(self._edge, found.rows):
+            for e in map(self._edge, found.dicts()):
                 out[(e.source_id, e.target_id, e.relation.value)] = e
         return list(out.values())
 
@@ -263,18 +263,10 @@ class SQLMemories(SQLRunner, MemoryStore):
         found = await self._select(
             f"SELECT {EDGE_COLUMNS} FROM edges WHERE agent_id = ? ORDER BY created_at", [agent_id]
         )
-        return [self._edge(r) for r in found.rows]
+        return [self._edge(r) for r in found.dicts()]
 
-    def _edge(self, r: tuple[Any, ...]) -> Edge:
-        source, target, relation, agent, weight, at = r
-        return Edge(
-            source_id=source,
-            target_id=target,
-            relation=EdgeRelation(relation),
-            agent_id=agent,
-            weight=weight,
-            created_at=self.dialect.read_time(at),
-        )
+    def _edge(self, row: dict[str, Any]) -> Edge:
+        return Edge(**{**row, "created_at": self.dialect.read_time(row["created_at"])})
 
     async def history(self, agent_id: str, memory_id: str) -> list[HistoryEntry]:
         d = self.dialect
@@ -283,19 +275,11 @@ class SQLMemories(SQLRunner, MemoryStore):
             "WHERE memory_id = ? AND agent_id = ? ORDER BY id",
             [memory_id, agent_id],
         )
-        return [
-            HistoryEntry(
-                id=i,
-                memory_id=mid,
-                agent_id=agent,
-                action=HistoryAction(action),
-                old_value=d.read_json(old),
-                new_value=d.read_json(new),
-                actor=actor,
-                at=d.read_time(at),
-            )
-            for i, mid, agent, action, old, new, actor, at in found.rows
-        ]
+        rows = found.dicts()
+        for r in rows:
+            r.update(old_value=d.read_json(r["old_value"]), new_value=d.read_json(r["new_value"]))
+            r["at"] = d.read_time(r["at"])
+        return [HistoryEntry(**r) for r in rows]
 
     async def embeddings_by_hash(self, hashes: list[str], model: str) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}

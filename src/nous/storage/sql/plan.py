@@ -44,14 +44,6 @@ class Rows:
         marks = ", ".join("?" * len(self.columns))
         return f"INSERT INTO {self.table} ({', '.join(self.columns)}) VALUES ({marks}) {self.conflict}"
 
-    def insert_from(self, source: str, order: str) -> str:
-        """The INSERT of every row of ``source`` (a table with the same columns), by ``order``; with
-        the order, serial columns number the rows as one ``insert()`` per row would."""
-        cols = ", ".join(self.columns)
-        return (
-            f"INSERT INTO {self.table} ({cols}) SELECT {cols} FROM {source} ORDER BY {order} {self.conflict}"
-        )
-
 
 @dataclass(slots=True)
 class Result:
