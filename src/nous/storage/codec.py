@@ -49,11 +49,7 @@ def row_to_memory(row: dict[str, Any]) -> Memory:
         cls = MEMORY_TYPES[MemoryKind(row["kind"])]
     except (KeyError, ValueError) as exc:
         raise StorageError(f"row {row.get('id')!r} has unknown kind {row.get('kind')!r}") from exc
-    fields: dict[str, Any] = {
-        name: row[name]
-        for name in Memory.model_fields
-        if name in row and name not in ("provenance", "tags", "encoded_censors")
-    }
+    fields: dict[str, Any] = {name: row[name] for name in Memory.model_fields if name in row}
     fields["tags"] = _loads(row["tags"]) or []
     fields["encoded_censors"] = _loads(row["encoded_censors"])
     fields["provenance"] = Provenance(**(_loads(row["provenance"]) or {}))

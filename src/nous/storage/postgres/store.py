@@ -79,8 +79,7 @@ async def _copy(
 ) -> None:
     """COPY in binary: a vector's text form costs the client more than the rest of its row."""
     await cur.execute(
-        "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
-        (table,),
+        "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0", (table,)
     )
     oids = dict(await cur.fetchall())
     async with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
@@ -287,11 +286,10 @@ class PostgresStore(SQLStore):
             ) from exc
         except psycopg.OperationalError as exc:
             raise StorageError(f"lost the connection to PostgreSQL at {self.info.location}: {exc}") from exc
-        except psycopg.DataError as exc:
-            if "NUL (0x00)" in str(exc):  # psycopg refuses to send it: the caller's text, not a fault
-                raise InvalidInputError("text contains a NUL (0x00) character") from None
-            raise StorageError(f"PostgreSQL error at {self.info.location}: {exc}") from exc
         except psycopg.Error as exc:
+            if isinstance(exc, psycopg.DataError) and "NUL (0x00)" in str(exc):
+                # psycopg refuses to send it: the caller's text, not a fault
+                raise InvalidInputError("text contains a NUL (0x00) character") from None
             raise StorageError(f"PostgreSQL error at {self.info.location}: {exc}") from exc
         except UnicodeEncodeError as exc:  # adapting a parameter: the caller's text
             raise unencodable(exc) from None
