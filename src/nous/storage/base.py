@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 import numpy as np
@@ -286,25 +286,9 @@ SessionOp = (
 EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent | RecordLLMCall | EventStep
 KeyOp = PutApiKey | RevokeApiKey
 WriteOp = MemoryOp | SessionOp | EventOp | KeyOp
-# Ops that change nothing a search index holds.
-INDEX_NEUTRAL_OPS = (
-    SetLifecycle,
-    AddHistory,
-    NoteUserTurn,
-    NoteReply,
-    ClaimSessionEpisode,
-    EndSession,
-    PutSession,
-    SetIdentitySection,
-    EmitEvent,
-    CompleteEvent,
-    FailEvent,
-    RetryEvent,
-    RecordLLMCall,
-    EventStep,
-    PutApiKey,
-    RevokeApiKey,
-)
+# Ops that change what a search index holds (a memory's text, its vectors or whether it exists);
+# every other op leaves the indexes as they were.
+INDEX_OPS = (PutMemory, PurgeMemory, SetEmbedding)
 
 
 def unencodable(exc: UnicodeEncodeError) -> InvalidInputError:
@@ -343,28 +327,15 @@ class MemoryQuery:
     def __post_init__(self) -> None:
         # Stored times are UTC: a naive bound is UTC too (it was compared to aware times, a
         # TypeError, and read as local time by PostgreSQL and by astimezone).
-        if isinstance(self.since, datetime):
-            self.since = as_utc(self.since)
-        if isinstance(self.until, datetime):
-            self.until = as_utc(self.until)
-        if isinstance(self.as_of, datetime):
-            self.as_of = as_utc(self.as_of)
+        self.since, self.until, self.as_of = (
+            as_utc(t) if isinstance(t, datetime) else t for t in (self.since, self.until, self.as_of)
+        )
 
     def narrows_beyond_kind(self) -> bool:
         """True when the query filters on more than agent, kind and activity."""
+        scope = (self.user_id, self.session_id, self.subject, self.category, self.lifecycle, self.ids)
         return self.superseded_only or any(
-            v is not None
-            for v in (
-                self.user_id,
-                self.session_id,
-                self.subject,
-                self.category,
-                self.since,
-                self.until,
-                self.ids,
-                self.as_of,
-                self.lifecycle,
-            )
+            v is not None for v in (*scope, self.since, self.until, self.as_of)
         )
 
 
@@ -401,24 +372,11 @@ class CandidateInfo:
 
     @classmethod
     def of(cls, memory: Memory) -> CandidateInfo:
-        return cls(
-            memory.id,
-            memory.kind,
-            memory.session_id,
-            memory.user_id,
-            memory.occurred_at,
-            memory.encoded_frame,
-            memory.encoded_censors,
-            memory.active,
-            memory.superseded_by,
-            memory.lifecycle,
-        )
+        return cls(*(getattr(memory, f.name) for f in fields(cls)))
 
 
-CANDIDATE_COLUMNS = (
-    "id, kind, session_id, user_id, occurred_at, encoded_frame, encoded_censors, active, superseded_by, "
-    "lifecycle"
-)
+# The memories table's columns of the same names, in the same order.
+CANDIDATE_COLUMNS = ", ".join(f.name for f in fields(CandidateInfo))
 
 
 @dataclass(slots=True)

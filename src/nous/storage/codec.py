@@ -6,43 +6,14 @@ import json
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from nous._text import text_hash
 from nous.errors import StorageError
 from nous.models import MEMORY_TYPES, LifecycleState, Memory, MemoryKind, Provenance
 from nous.storage.base import CandidateInfo
 
-# Columns of the memories table that come from the model's own fields.
-MODEL_COLUMNS: tuple[str, ...] = (
-    "id",
-    "kind",
-    "agent_id",
-    "user_id",
-    "session_id",
-    "content",
-    "search_text",
-    "search_context",
-    "subject",
-    "category",
-    "tags",
-    "provenance",
-    "data",
-    "encoded_frame",
-    "encoded_censors",
-    "active",
-    "superseded_by",
-    "valid_from",
-    "valid_to",
-    "occurred_at",
-    "created_at",
-    "updated_at",
-    "content_hash",
-    "lifecycle",
-    "stability",
-    "review_count",
-    "last_reviewed_at",
-)
+# Columns of the memories table: the fields ``Memory`` declares (each stored in its own column) and
+# those computed from the memory (its subclass's fields go in ``data``); ``memory_to_row`` fills them.
+MODEL_COLUMNS = (*Memory.model_fields, "kind", "search_text", "search_context", "data", "content_hash")
 TIME_COLUMNS = frozenset(
     {"valid_from", "valid_to", "occurred_at", "created_at", "updated_at", "last_reviewed_at"}
 )
@@ -57,33 +28,14 @@ def content_hash(memory: Memory) -> str:
 def memory_to_row(memory: Memory, hash_: str) -> dict[str, Any]:
     """Column values for a memory; JSON columns as Python objects, times as datetimes."""
     return {
-        "id": memory.id,
+        **{name: getattr(memory, name) for name in Memory.model_fields},
         "kind": memory.kind.value,
-        "agent_id": memory.agent_id,
-        "user_id": memory.user_id,
-        "session_id": memory.session_id,
-        "content": memory.content,
         "search_text": memory.keyword_text(),
         "search_context": memory.keyword_context(),
-        "subject": memory.subject,
-        "category": memory.category,
-        "tags": memory.tags,
         "provenance": memory.provenance.model_dump(mode="json", exclude_defaults=True),
         "data": memory.data(),
-        "encoded_frame": memory.encoded_frame,
-        "encoded_censors": memory.encoded_censors,
-        "active": memory.active,
-        "superseded_by": memory.superseded_by,
-        "valid_from": memory.valid_from,
-        "valid_to": memory.valid_to,
-        "occurred_at": memory.occurred_at,
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
         "content_hash": hash_,
         "lifecycle": memory.lifecycle.value,
-        "stability": memory.stability,
-        "review_count": memory.review_count,
-        "last_reviewed_at": memory.last_reviewed_at,
     }
 
 
@@ -97,11 +49,7 @@ def row_to_memory(row: dict[str, Any]) -> Memory:
         cls = MEMORY_TYPES[MemoryKind(row["kind"])]
     except (KeyError, ValueError) as exc:
         raise StorageError(f"row {row.get('id')!r} has unknown kind {row.get('kind')!r}") from exc
-    fields: dict[str, Any] = {
-        name: row[name]
-        for name in Memory.model_fields
-        if name in row and name not in ("provenance", "tags", "encoded_censors")
-    }
+    fields: dict[str, Any] = {name: row[name] for name in Memory.model_fields if name in row}
     fields["tags"] = _loads(row["tags"]) or []
     fields["encoded_censors"] = _loads(row["encoded_censors"])
     fields["provenance"] = Provenance(**(_loads(row["provenance"]) or {}))
@@ -112,11 +60,6 @@ def row_to_memory(row: dict[str, Any]) -> Memory:
             fields[name] = datetime.fromisoformat(value)
     data = _loads(row["data"]) or {}
     return cls.model_validate({**data, **fields})
-
-
-def to_f32(vector: np.ndarray | list[float]) -> np.ndarray:
-    """A contiguous float32 copy of a vector."""
-    return np.ascontiguousarray(vector, dtype=np.float32)
 
 
 def row_to_candidate(row: tuple[Any, ...]) -> CandidateInfo:

@@ -24,9 +24,13 @@ def where_clause(
     p = prefix
     conds = [f"{p}agent_id = {placeholder}"]
     params: list[Any] = [query.agent_id]
+
+    def among(column: str, values: list[Any]) -> str:
+        params.extend(values)
+        return f"{p}{column} IN ({', '.join([placeholder] * len(values))})" if values else "1 = 0"
+
     if query.kinds:
-        conds.append(f"{p}kind IN ({', '.join([placeholder] * len(query.kinds))})")
-        params.extend(k.value for k in query.kinds)
+        conds.append(among("kind", [k.value for k in query.kinds]))
     if not query.include_inactive:
         conds.append(f"{p}active = {placeholder}")
         params.append(True)
@@ -46,26 +50,16 @@ def where_clause(
         )
         params.append(query.user_id)
     if query.lifecycle:
-        conds.append(f"{p}lifecycle IN ({', '.join([placeholder] * len(query.lifecycle))})")
-        params.extend(state.value for state in query.lifecycle)
+        conds.append(among("lifecycle", [state.value for state in query.lifecycle]))
     for column in ("session_id", "subject", "category"):
         value = getattr(query, column)
         if value is not None:
             conds.append(f"{p}{column} = {placeholder}")
             params.append(value)
-    if query.since is not None:
-        conds.append(f"{p}occurred_at >= {placeholder}")
-        params.append(time_param(query.since))
-    if query.until is not None:
-        conds.append(f"{p}occurred_at < {placeholder}")
-        params.append(time_param(query.until))
-    if query.as_of is not None:
-        conds.append(f"{p}occurred_at <= {placeholder}")
-        params.append(time_param(query.as_of))
-    if query.ids is not None:
-        if not query.ids:
-            conds.append("1 = 0")
-        else:
-            conds.append(f"{p}id IN ({', '.join([placeholder] * len(query.ids))})")
-            params.extend(query.ids)
+    for op, bound in ((">=", query.since), ("<", query.until), ("<=", query.as_of)):
+        if bound is not None:
+            conds.append(f"{p}occurred_at {op} {placeholder}")
+            params.append(time_param(bound))
+    if query.ids is not None:  # none: matches nothing
+        conds.append(among("id", list(query.ids)))
     return " AND ".join(conds), params

@@ -31,10 +31,7 @@ class SlotLocks:
         self._locks: dict[int, asyncio.Lock] = {}
 
     def get(self, slot: int) -> asyncio.Lock:
-        lock = self._locks.get(slot)
-        if lock is None:
-            lock = self._locks[slot] = asyncio.Lock()
-        return lock
+        return self._locks.setdefault(slot, asyncio.Lock())
 
 
 class FileSlots:
@@ -63,10 +60,7 @@ class FileSlots:
 
     def _thread_lock(self, slot: int) -> threading.Lock:
         with self._guard:
-            lock = self._threads.get(slot)
-            if lock is None:
-                lock = self._threads[slot] = threading.Lock()
-            return lock
+            return self._threads.setdefault(slot, threading.Lock())
 
     def acquire(self, slot: int) -> None:
         """Block until this thread holds the slot in this process and across processes."""

@@ -35,7 +35,7 @@ from nous.storage.migrations import load_migrations
 from nous.storage.postgres import bulk
 from nous.storage.postgres.hnsw import SET_EF_SEARCH, SET_EF_SEARCH_ARGS, SET_ITERATIVE_SCAN
 from nous.storage.sql.plan import Dialect, Plan, Result, Rows, T
-from nous.storage.sql.store import SQLStore
+from nous.storage.sql.store import SQLStore, claim_embedding_space
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _WORD = re.compile(r"\w+")
@@ -66,14 +66,15 @@ async def copy_rows(cur: psycopg.AsyncCursor[Any], rows: Rows) -> int:
     if not rows.conflict:
         await _copy(cur, rows.table, rows.columns, rows.rows)
         return len(rows.rows)
-    stage = f"nous_stage_{rows.table}"
+    stage, columns = f"nous_stage_{rows.table}", ", ".join(rows.columns)
     await cur.execute(f"DROP TABLE IF EXISTS pg_temp.{stage}")
     await cur.execute(
-        f"CREATE TEMP TABLE {stage} ON COMMIT DROP AS "
-        f"SELECT {', '.join(rows.columns)}, 0 AS ord FROM {rows.table} WITH NO DATA"
+        f"CREATE TEMP TABLE {stage} ON COMMIT DROP AS SELECT {columns}, 0 AS ord FROM {rows.table} WITH NO DATA"
     )
     await _copy(cur, stage, (*rows.columns, "ord"), [(*r, i) for i, r in enumerate(rows.rows)])
-    await cur.execute(rows.insert_from(stage, "ord"))
+    await cur.execute(
+        f"INSERT INTO {rows.table} ({columns}) SELECT {columns} FROM {stage} ORDER BY ord {rows.conflict}"
+    )
     return cur.rowcount
 
 
@@ -82,8 +83,7 @@ async def _copy(
 ) -> None:
     """COPY in binary: a vector's text form costs the client more than the rest of its row."""
     await cur.execute(
-        "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
-        (table,),
+        "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0", (table,)
     )
     oids = dict(await cur.fetchall())
     async with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
@@ -160,15 +160,12 @@ class PostgresStore(SQLStore):
         except psycopg.Error as exc:
             raise StorageError(f"cannot prepare PostgreSQL store at {self.info.location}: {exc}") from exc
 
-        async def configure(conn: psycopg.AsyncConnection) -> None:
-            await register_vector_async(conn)
-
         self._pool = AsyncConnectionPool(
             self.url,
             min_size=1,
             max_size=self._pool_size,
             open=False,
-            configure=configure,
+            configure=register_vector_async,
             kwargs={
                 "autocommit": True,
                 "options": f"-c search_path={self.schema},public",
@@ -179,7 +176,7 @@ class PostgresStore(SQLStore):
             await self._pool.open(wait=True, timeout=max(self._connect_timeout_s, 5.0))
         except Exception as exc:
             raise StorageError(f"cannot connect to PostgreSQL at {self.info.location}: {exc}") from exc
-        await self._check_embedding_space(embedding_model, embedding_dimensions)
+        await self._read(claim_embedding_space(embedding_model, embedding_dimensions, "schema"))
         await self._build_abandoned_indexes()
         self.info.embedding_model = embedding_model
         self.info.embedding_dimensions = embedding_dimensions
@@ -278,24 +275,6 @@ class PostgresStore(SQLStore):
                     (migration.version, migration.name),
                 )
 
-    async def _check_embedding_space(self, model: str, dims: int) -> None:
-        async with self._conn() as conn:
-            # The first process to open a new schema claims its embedding space; DO NOTHING
-            # keeps a claim made first elsewhere, and the read after it checks against that.
-            await conn.execute(
-                "INSERT INTO meta VALUES ('embedding_model', %s), ('embedding_dimensions', %s) "
-                "ON CONFLICT DO NOTHING",
-                (model, str(dims)),
-            )
-            cur = await conn.execute("SELECT key, value FROM meta")
-            meta = dict(await cur.fetchall())
-        if meta["embedding_model"] != model or int(meta["embedding_dimensions"]) != dims:
-            raise StorageError(
-                f"this store was built with embedding model {meta['embedding_model']!r} "
-                f"({meta['embedding_dimensions']} dims) but {model!r} ({dims} dims) is configured; "
-                "configure the original model or use a new schema"
-            )
-
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[psycopg.AsyncConnection]:
         """A pooled connection; driver failures (a lost connection, a server that went away, no
@@ -311,11 +290,10 @@ class PostgresStore(SQLStore):
             ) from exc
         except psycopg.OperationalError as exc:
             raise StorageError(f"lost the connection to PostgreSQL at {self.info.location}: {exc}") from exc
-        except psycopg.DataError as exc:
-            if "NUL (0x00)" in str(exc):  # psycopg refuses to send it: the caller's text, not a fault
-                raise InvalidInputError("text contains a NUL (0x00) character") from None
-            raise StorageError(f"PostgreSQL error at {self.info.location}: {exc}") from exc
         except psycopg.Error as exc:
+            if isinstance(exc, psycopg.DataError) and "NUL (0x00)" in str(exc):
+                # psycopg refuses to send it: the caller's text, not a fault
+                raise InvalidInputError("text contains a NUL (0x00) character") from None
             raise StorageError(f"PostgreSQL error at {self.info.location}: {exc}") from exc
         except UnicodeEncodeError as exc:  # adapting a parameter: the caller's text
             raise unencodable(exc) from None
@@ -388,15 +366,6 @@ class PostgresStore(SQLStore):
         hits = [ScoredId(r[0], float(r[1]), main=float(r[1] if r[2] is None else r[2])) for r in rows]
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
-
-    async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
-        if not ids:
-            return {}
-        rows = await self._fetch(
-            "SELECT id, embedding FROM memories WHERE agent_id = %s AND id = ANY(%s) AND embedding IS NOT NULL",
-            (agent_id, ids),
-        )
-        return {r["id"]: self.dialect.read_vector(r["embedding"]) for r in rows}
 
     async def keyword_search(
         self, query: MemoryQuery, terms: list[str], limit: int, *, own: bool = False

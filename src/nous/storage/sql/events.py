@@ -20,27 +20,15 @@ from nous.storage.base import (
 )
 from nous.storage.sql.plan import Dialect, Plan, Rows, SQLRunner, Stmt
 
-_COLUMNS = (
-    "id, agent_id, kind, subject_id, payload, status, attempts, available_at, lease_owner, "
-    "lease_until, last_error, created_at, done_at"
-)
+_NEW_COLUMNS = "id, agent_id, kind, subject_id, payload, status, attempts, available_at, created_at"
+_COLUMNS = f"{_NEW_COLUMNS}, lease_owner, lease_until, last_error, done_at"
 
 
 def event_rows(d: Dialect, events: list[Event]) -> Rows:
     """New outbox rows."""
     return Rows(
         "events",
-        (
-            "id",
-            "agent_id",
-            "kind",
-            "subject_id",
-            "payload",
-            "status",
-            "attempts",
-            "available_at",
-            "created_at",
-        ),
+        tuple(_NEW_COLUMNS.split(", ")),
         [
             (
                 *(e.id, e.agent_id, e.kind.value, e.subject_id, d.json(e.payload), e.status.value),
@@ -148,12 +136,8 @@ def read_events(
 
 
 def count_events(agent_id: str | None) -> Plan[dict[EventStatus, int]]:
-    if agent_id is None:
-        found = yield Stmt("SELECT status, count(*) FROM events GROUP BY status", ())
-    else:
-        found = yield Stmt(
-            "SELECT status, count(*) FROM events WHERE agent_id = ? GROUP BY status", (agent_id,)
-        )
+    where, params = ("", ()) if agent_id is None else ("WHERE agent_id = ?", (agent_id,))
+    found = yield Stmt(f"SELECT status, count(*) FROM events {where} GROUP BY status", params)
     return {EventStatus(s): n for s, n in found.rows}
 
 

@@ -8,7 +8,7 @@ from typing import Any, assert_never
 import numpy as np
 
 from nous.errors import ConflictError, StaleWriteError
-from nous.models import Edge, EdgeRelation, HistoryAction, HistoryEntry, Memory, StoreStats
+from nous.models import Edge, HistoryEntry, Memory, StoreStats
 from nous.storage.base import (
     CANDIDATE_COLUMNS,
     AddHistory,
@@ -187,16 +187,9 @@ class SQLMemories(SQLRunner, MemoryStore):
     """The memory reads every SQL backend shares (vector and keyword search are its own)."""
 
     async def _by_id(self, columns: str, agent_id: str, ids: list[str]) -> list[dict[str, Any]]:
-        d, rows = self.dialect, []
-        for batch in d.batches(ids) if ids else []:
-            among, params = d.in_("id", batch)
-            # SQLite: pinning agent_id keeps the planner on the id index
-            found = await self._select(
-                f"SELECT {columns} FROM memories WHERE {d.pin('agent_id')} = ? AND {among}",
-                [agent_id, *params],
-            )
-            rows.extend(found.dicts())
-        return rows
+        # SQLite: pinning agent_id keeps the planner on the id index
+        sql = f"SELECT {columns} FROM memories WHERE {self.dialect.pin('agent_id')} = ? AND {{among}}"
+        return (await self._select_in(sql, "id", ids, [agent_id])).dicts()
 
     async def get_many(self, agent_id: str, ids: list[str]) -> dict[str, Memory]:
         return {r["id"]: row_to_memory(r) for r in await self._by_id(SELECT_COLUMNS, agent_id, ids)}
@@ -207,15 +200,15 @@ class SQLMemories(SQLRunner, MemoryStore):
             for r in await self._by_id(CANDIDATE_COLUMNS, agent_id, ids)
         }
 
+    async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
+        rows = await self._by_id("id, embedding", agent_id, ids)
+        return {r["id"]: self.dialect.read_vector(r["embedding"]) for r in rows if r["embedding"] is not None}
+
     async def foreign_ids(self, agent_id: str, ids: list[str]) -> set[str]:
-        found: set[str] = set()
-        for batch in self.dialect.batches(ids) if ids else []:
-            among, params = self.dialect.in_("id", batch)
-            rows = await self._select(
-                f"SELECT id FROM memories WHERE {among} AND agent_id <> ?", [*params, agent_id]
-            )
-            found.update(r[0] for r in rows.rows)
-        return found
+        found = await self._select_in(
+            "SELECT id FROM memories WHERE agent_id <> ? AND {among}", "id", ids, [agent_id]
+        )
+        return {r[0] for r in found.rows}
 
     async def resolve_prefix(self, agent_id: str, prefix: str) -> list[str]:
         match, params = self.dialect.starts_with("id", prefix)
@@ -251,7 +244,7 @@ class SQLMemories(SQLRunner, MemoryStore):
                 f"SELECT {EDGE_COLUMNS} FROM edges WHERE agent_id = ? AND ({source} OR {target})",
                 [agent_id, *params, *params],
             )
-            for e in map(self._edge, found.rows):
+            for e in map(self._edge, found.dicts()):
                 out[(e.source_id, e.target_id, e.relation.value)] = e
         return list(out.values())
 
@@ -259,18 +252,10 @@ class SQLMemories(SQLRunner, MemoryStore):
         found = await self._select(
             f"SELECT {EDGE_COLUMNS} FROM edges WHERE agent_id = ? ORDER BY created_at", [agent_id]
         )
-        return [self._edge(r) for r in found.rows]
+        return [self._edge(r) for r in found.dicts()]
 
-    def _edge(self, r: tuple[Any, ...]) -> Edge:
-        source, target, relation, agent, weight, at = r
-        return Edge(
-            source_id=source,
-            target_id=target,
-            relation=EdgeRelation(relation),
-            agent_id=agent,
-            weight=weight,
-            created_at=self.dialect.read_time(at),
-        )
+    def _edge(self, row: dict[str, Any]) -> Edge:
+        return Edge(**{**row, "created_at": self.dialect.read_time(row["created_at"])})
 
     async def history(self, agent_id: str, memory_id: str) -> list[HistoryEntry]:
         d = self.dialect
@@ -279,45 +264,35 @@ class SQLMemories(SQLRunner, MemoryStore):
             "WHERE memory_id = ? AND agent_id = ? ORDER BY id",
             [memory_id, agent_id],
         )
-        return [
-            HistoryEntry(
-                id=i,
-                memory_id=mid,
-                agent_id=agent,
-                action=HistoryAction(action),
-                old_value=d.read_json(old),
-                new_value=d.read_json(new),
-                actor=actor,
-                at=d.read_time(at),
-            )
-            for i, mid, agent, action, old, new, actor, at in found.rows
-        ]
+        rows = found.dicts()
+        for r in rows:
+            r.update(old_value=d.read_json(r["old_value"]), new_value=d.read_json(r["new_value"]))
+            r["at"] = d.read_time(r["at"])
+        return [HistoryEntry(**r) for r in rows]
 
     async def embeddings_by_hash(self, hashes: list[str], model: str) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        for batch in self.dialect.batches(hashes) if hashes else []:
-            among, params = self.dialect.in_("content_hash", batch)
-            found = await self._select(
-                f"SELECT content_hash, embedding FROM memories WHERE embedding_model = ? "
-                f"AND embedding IS NOT NULL AND {among}",
-                [model, *params],
-            )
-            out.update((h, self.dialect.read_vector(v)) for h, v in found.rows)
-        return out
+        found = await self._select_in(
+            "SELECT content_hash, embedding FROM memories WHERE embedding_model = ? AND embedding IS NOT NULL "
+            "AND {among}",
+            "content_hash",
+            hashes,
+            [model],
+        )
+        return {h: self.dialect.read_vector(v) for h, v in found.rows}
 
     async def chunks_by_hash(self, hashes: list[str], model: str) -> dict[str, list[np.ndarray]]:
         owner: dict[str, str] = {}  # hash -> the one memory whose chunks are used
         out: dict[str, list[np.ndarray]] = {}
-        for batch in self.dialect.batches(hashes) if hashes else []:
-            among, params = self.dialect.in_("m.content_hash", batch)
-            found = await self._select(
-                "SELECT m.content_hash, m.id, c.embedding FROM memories m JOIN memory_chunks c ON c.memory_id = m.id "
-                f"WHERE m.embedding_model = ? AND {among} ORDER BY m.id, c.chunk_no",
-                [model, *params],
-            )
-            for h, mid, v in found.rows:
-                if owner.setdefault(h, mid) == mid:
-                    out.setdefault(h, []).append(self.dialect.read_vector(v))
+        found = await self._select_in(
+            "SELECT m.content_hash, m.id, c.embedding FROM memories m JOIN memory_chunks c ON c.memory_id = m.id "
+            "WHERE m.embedding_model = ? AND {among} ORDER BY m.id, c.chunk_no",
+            "m.content_hash",
+            hashes,
+            [model],
+        )
+        for h, mid, v in found.rows:
+            if owner.setdefault(h, mid) == mid:
+                out.setdefault(h, []).append(self.dialect.read_vector(v))
         return out
 
     async def missing_chunks(self, agent_id: str, min_chars: int, limit: int) -> list[tuple[Memory, str]]:
@@ -355,16 +330,9 @@ class SQLMemories(SQLRunner, MemoryStore):
             return int((yield Stmt(sql, [agent_id])).scalar())
 
         def read() -> Plan[StoreStats]:
-            by_kind = yield Stmt(
-                "SELECT kind, count(*) FROM memories WHERE agent_id = ? AND active AND superseded_by IS NULL "
-                "GROUP BY kind",
-                [agent_id],
-            )
-            by_lifecycle = yield Stmt(
-                "SELECT lifecycle, count(*) FROM memories WHERE agent_id = ? AND active "
-                "AND superseded_by IS NULL GROUP BY lifecycle",
-                [agent_id],
-            )
+            current = "FROM memories WHERE agent_id = ? AND active AND superseded_by IS NULL GROUP BY"
+            by_kind = yield Stmt(f"SELECT kind, count(*) {current} kind", [agent_id])
+            by_lifecycle = yield Stmt(f"SELECT lifecycle, count(*) {current} lifecycle", [agent_id])
             version = yield Stmt("SELECT coalesce(max(version), 0) FROM schema_migrations")
             return StoreStats(
                 backend=self.info.backend,

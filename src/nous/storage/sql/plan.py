@@ -44,14 +44,6 @@ class Rows:
         marks = ", ".join("?" * len(self.columns))
         return f"INSERT INTO {self.table} ({', '.join(self.columns)}) VALUES ({marks}) {self.conflict}"
 
-    def insert_from(self, source: str, order: str) -> str:
-        """The INSERT of every row of ``source`` (a table with the same columns), by ``order``; with
-        the order, serial columns number the rows as one ``insert()`` per row would."""
-        cols = ", ".join(self.columns)
-        return (
-            f"INSERT INTO {self.table} ({cols}) SELECT {cols} FROM {source} ORDER BY {order} {self.conflict}"
-        )
-
 
 @dataclass(slots=True)
 class Result:
@@ -143,3 +135,16 @@ class SQLRunner(ABC):
 
     async def _select(self, sql: str, params: Sequence[Any] = ()) -> Result:
         return await self._read(one(Stmt(sql, params)))
+
+    async def _select_in(
+        self, sql: str, column: str, values: list[str], params: Sequence[Any] = ()
+    ) -> Result:
+        """The rows of ``sql`` whose ``{among}`` is the condition "``column`` is one of ``values``",
+        over as many statements as the dialect needs (``params`` come before the values)."""
+        out = Result(0)
+        for batch in self.dialect.batches(values) if values else []:
+            among, ids = self.dialect.in_(column, batch)
+            found = await self._select(sql.format(among=among), [*params, *ids])
+            out.rows += found.rows
+            out.columns = found.columns
+        return out

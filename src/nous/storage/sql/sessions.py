@@ -147,12 +147,7 @@ def _exists(agent_id: str, session_id: str) -> Plan[bool]:
 
 
 def read_sessions(
-    d: Dialect,
-    agent_id: str,
-    session_id: str | None,
-    ended: bool | None,
-    limit: int,
-    idle_before: Any = None,
+    d: Dialect, agent_id: str, session_id: str | None, ended: bool | None, limit: int, idle_before: Any = None
 ) -> Plan[list[SessionState]]:
     """Sessions of an agent (one, or the latest ``limit`` by activity), with their tools."""
     where, params = ["agent_id = ?"], [agent_id]

@@ -4,59 +4,36 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from nous.errors import StorageError
 from nous.storage.base import (
     AddHistory,
-    ClaimSessionEpisode,
-    CompleteEvent,
     EmitEvent,
-    EndSession,
-    EventStep,
-    FailEvent,
-    NoteReply,
-    NoteUserTurn,
-    PurgeMemory,
-    PutApiKey,
-    PutEdge,
+    EventOp,
+    KeyOp,
+    MemoryOp,
     PutMemory,
-    PutSession,
-    PutWorkingMemory,
-    RecordLLMCall,
-    RetryEvent,
-    RevokeApiKey,
-    SetEmbedding,
-    SetIdentitySection,
-    SetLifecycle,
+    SessionOp,
     Store,
     WriteOp,
 )
 from nous.storage.sql.events import SQLOutbox, apply_event_op, event_rows
 from nous.storage.sql.keys import SQLKeys, apply_key_op
 from nous.storage.sql.memories import SQLMemories, apply_memory_op, history_rows, put_memories
-from nous.storage.sql.plan import Dialect, Plan
+from nous.storage.sql.plan import Dialect, Plan, Stmt
 from nous.storage.sql.sessions import SQLSessions, apply_session_op
 
 
 def apply_op(d: Dialect, op: WriteOp, rev: int | None, previous_changed: bool) -> Plan[bool]:
     """One write op, by its aggregate; ``assert_never`` makes mypy report an op left out."""
-    match op:
-        case PutMemory() | PutEdge() | AddHistory() | PurgeMemory() | SetEmbedding() | SetLifecycle():
-            return (yield from apply_memory_op(d, op, rev))
-        case (
-            NoteUserTurn()
-            | NoteReply()
-            | ClaimSessionEpisode()
-            | EndSession()
-            | PutSession()
-            | SetIdentitySection()
-            | PutWorkingMemory()
-        ):
-            return (yield from apply_session_op(d, op))
-        case EmitEvent() | CompleteEvent() | FailEvent() | RetryEvent() | RecordLLMCall() | EventStep():
-            return (yield from apply_event_op(d, op, previous_changed))
-        case PutApiKey() | RevokeApiKey():
-            return (yield from apply_key_op(d, op))
-        case _:
-            assert_never(op)
+    if isinstance(op, MemoryOp):
+        return (yield from apply_memory_op(d, op, rev))
+    if isinstance(op, SessionOp):
+        return (yield from apply_session_op(d, op))
+    if isinstance(op, EventOp):
+        return (yield from apply_event_op(d, op, previous_changed))
+    if isinstance(op, KeyOp):
+        return (yield from apply_key_op(d, op))
+    assert_never(op)
 
 
 # A run of at least this many new-memory writes is written in bulk (see ``apply_ops``); a few go
@@ -113,6 +90,26 @@ def apply_ops(d: Dialect, ops: list[WriteOp], rev: int | None) -> Plan[list[bool
             results.append((yield from apply_op(d, op, rev, bool(results) and results[-1])))
         i += max(len(run), 1)
     return results
+
+
+def claim_embedding_space(model: str, dims: int, fresh: str) -> Plan[None]:
+    """Check that the store's embedding space is ``model`` at ``dims`` (else StorageError, which
+    suggests a new ``fresh``). The first process to open a new store claims it; DO NOTHING keeps a
+    claim another process made first, and the read after it checks against that claim. A store
+    already claimed is only read, so it opens while another process holds the write lock."""
+    meta = dict((yield Stmt("SELECT key, value FROM meta")).rows)
+    if "embedding_model" not in meta:
+        yield Stmt(
+            "INSERT INTO meta (key, value) VALUES (?, ?), (?, ?) ON CONFLICT DO NOTHING",
+            ("embedding_model", model, "embedding_dimensions", str(dims)),
+        )
+        meta = dict((yield Stmt("SELECT key, value FROM meta")).rows)
+    if meta["embedding_model"] != model or int(meta["embedding_dimensions"]) != dims:
+        raise StorageError(
+            f"this store was built with embedding model {meta['embedding_model']!r} "
+            f"({meta['embedding_dimensions']} dims) but {model!r} ({dims} dims) is configured; "
+            f"configure the original model or use a new {fresh}"
+        )
 
 
 class SQLStore(SQLMemories, SQLSessions, SQLOutbox, SQLKeys, Store):

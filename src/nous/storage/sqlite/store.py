@@ -18,7 +18,7 @@ from nous.errors import StorageError
 from nous.storage.base import (
     COMMON_TERM_SHARE,
     CONTEXT_WEIGHT,
-    INDEX_NEUTRAL_OPS,
+    INDEX_OPS,
     LARGE_STORE,
     MemoryQuery,
     ScoredId,
@@ -30,7 +30,7 @@ from nous.storage.filters import where_clause
 from nous.storage.locks import FileSlots, SlotLocks, hold, slot_of
 from nous.storage.migrations import load_migrations
 from nous.storage.sql.plan import Dialect, Plan, Result, Rows, Stmt, T, to_json
-from nous.storage.sql.store import SQLStore, apply_ops
+from nous.storage.sql.store import SQLStore, apply_ops, claim_embedding_space
 from nous.storage.sqlite.connection import ReaderPool, WriterThread, rollback
 from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
 
@@ -140,9 +140,8 @@ class SQLiteStore(SQLStore):
         except (OSError, sqlite3.Error) as exc:
             raise StorageError(f"cannot open SQLite store at {self.path}: {exc}") from exc
         await self._writer.run(self._migrate)
-        await self._writer.run(
-            lambda c: self._check_embedding_space(c, embedding_model, embedding_dimensions)
-        )
+        claim = claim_embedding_space(embedding_model, embedding_dimensions, "database")
+        await self._writer.run(lambda conn: drive(conn, claim))  # outside a transaction: see the plan
         self.info.embedding_model = embedding_model
         self.info.embedding_dimensions = embedding_dimensions
         self._readers = ReaderPool(self.path, self._readers_count, busy_timeout_s=self._busy_timeout_s)
@@ -204,32 +203,6 @@ class SQLiteStore(SQLStore):
                 rollback(conn)
                 raise
 
-    @staticmethod
-    def _check_embedding_space(conn: sqlite3.Connection, model: str, dims: int) -> None:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if "embedding_model" not in meta:
-            # The first process to open a new file claims its embedding space, under the write
-            # lock; OR IGNORE keeps a claim another process made first, and the read after it
-            # checks against that claim. A store already claimed is opened with reads alone, so
-            # it opens while another process holds the write lock.
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(
-                    "INSERT OR IGNORE INTO meta VALUES (?, ?)",
-                    [("embedding_model", model), ("embedding_dimensions", str(dims))],
-                )
-                meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-                conn.execute("COMMIT")
-            except BaseException:
-                rollback(conn)
-                raise
-        if meta["embedding_model"] != model or int(meta["embedding_dimensions"]) != dims:
-            raise StorageError(
-                f"this store was built with embedding model {meta['embedding_model']!r} "
-                f"({meta['embedding_dimensions']} dims) but {model!r} ({dims} dims) is configured; "
-                "configure the original model or use a new database"
-            )
-
     # -- running plans -------------------------------------------------------------
     def _w(self) -> WriterThread:
         if self._writer is None:
@@ -249,7 +222,7 @@ class SQLiteStore(SQLStore):
 
     def _apply_plan(self, ops: list[WriteOp]) -> Plan[list[bool]]:
         rev = 0  # nothing the vector index holds changes: no refresh needed
-        if not all(isinstance(op, INDEX_NEUTRAL_OPS) for op in ops):
+        if any(isinstance(op, INDEX_OPS) for op in ops):
             bump = "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' RETURNING CAST(value AS INTEGER)"
             rev = (yield Stmt(bump)).scalar()
         return (yield from apply_ops(self.dialect, ops, rev))

@@ -43,6 +43,8 @@ RESCORE_MIN = 50  # rows re-scored with their float32 vectors from the file (at 
 PCA_SAMPLE = 10_000
 LOAD_BATCH = 8_192  # rows read per step when catching up: a full load never holds every blob at once
 PROJECT_BATCH = 65_536  # rows dequantised at a time when projecting the whole store
+# The per-memory-row arrays (each grows with the rows; ``_reduced`` too once there is a basis).
+ROW_ARRAYS = ("_codes8", "_scale", "_kind", "_agent", "_present", "_active", "_current")
 
 
 @dataclass(slots=True)
@@ -97,46 +99,19 @@ class VectorIndex:
         self._chunks_of: dict[int, list[int]] = {}  # memory row -> its chunk rows
         self._free_chunks: list[int] = []
 
-    def __len__(self) -> int:
-        return int(self._present[: self._size].sum())
-
     def _grow(self, needed: int) -> None:
-        capacity = len(self._codes8)
-        if needed <= capacity:
-            return
-        new_cap = max(needed, capacity * 2, 1024)
-
-        def grow(arr: np.ndarray) -> np.ndarray:
-            shape = (new_cap, *arr.shape[1:])
-            out = np.zeros(shape, dtype=arr.dtype)
-            out[: self._size] = arr[: self._size]
-            return out
-
-        self._codes8 = grow(self._codes8)
-        self._scale = grow(self._scale)
-        self._kind = grow(self._kind)
-        self._agent = grow(self._agent)
-        self._present = grow(self._present)
-        self._active = grow(self._active)
-        self._current = grow(self._current)
-        if self._basis is not None:
-            self._reduced = grow(self._reduced)
+        if needed > len(self._codes8):
+            capacity = max(needed, len(self._codes8) * 2, 1024)
+            for name in ROW_ARRAYS + (("_reduced",) if self._basis is not None else ()):
+                setattr(self, name, _grown(getattr(self, name), capacity, self._size))
 
     def _grow_chunks(self, needed: int) -> None:
-        capacity = len(self._chunk_matrix)
-        if needed <= capacity:
-            return
-        new_cap = max(needed, capacity * 2, 1024)
-        m = self._chunk_size
-        matrix = np.zeros((new_cap, self.dimensions), dtype=np.float32)
-        matrix[:m] = self._chunk_matrix[:m]
-        owner = np.full(new_cap, -1, dtype=np.int64)
-        owner[:m] = self._chunk_owner[:m]
-        self._chunk_matrix, self._chunk_owner = matrix, owner
-        if self._basis is not None:
-            reduced = np.zeros((new_cap, REDUCED_DIMS), dtype=np.float32)
-            reduced[:m] = self._chunk_reduced[:m]
-            self._chunk_reduced = reduced
+        if needed > len(self._chunk_matrix):
+            capacity = max(needed, len(self._chunk_matrix) * 2, 1024)
+            self._chunk_matrix = _grown(self._chunk_matrix, capacity, self._chunk_size)
+            self._chunk_owner = _grown(self._chunk_owner, capacity, self._chunk_size, fill=-1)
+            if self._basis is not None:
+                self._chunk_reduced = _grown(self._chunk_reduced, capacity, self._chunk_size)
 
     def _live_chunks(self) -> int:
         return self._chunk_size - len(self._free_chunks)
@@ -381,6 +356,13 @@ class VectorIndex:
         scores[has_chunk] = np.maximum(scores[has_chunk], best[at[has_chunk]])
         top = _top(scores, limit)
         return rows[top], scores[top], main[top]
+
+
+def _grown(arr: np.ndarray, capacity: int, used: int, fill: int = 0) -> np.ndarray:
+    """``arr`` with room for ``capacity`` rows: its first ``used`` rows, then ``fill``."""
+    out = np.full((capacity, *arr.shape[1:]), fill, dtype=arr.dtype)
+    out[:used] = arr[:used]
+    return out
 
 
 def _top(scores: np.ndarray, limit: int) -> np.ndarray:
