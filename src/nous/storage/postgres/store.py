@@ -373,29 +373,29 @@ class PostgresStore(SQLStore):
         words = [w for t in terms for w in _WORD.findall(t)]
         if not words:
             return []
-        picking, words = await self._selective_words(list(dict.fromkeys(words)))
+        picking, ranking = await self._selective_words(list(dict.fromkeys(words)))
         if not picking:
             return []
         where, params = where_clause(query, "%s", prefix="m.")
-        # Rows are found by the picking words (q) and ranked by every kept word (s).
+        # Rows are found by the picking tsquery (q) and ranked by the ranking one (s).
         ranked = (
             "SELECT m.id, m.tsv, ts_rank_cd(%s::float4[], m.tsv, s) AS score "
             "FROM memories m, to_tsquery('english', %s) q, to_tsquery('english', %s) s "
             f"WHERE m.tsv @@ q AND {where} ORDER BY score DESC, m.seq LIMIT %s"
         )
-        args = [RANK_WEIGHTS, picking, " | ".join(words), *params, limit]
+        args = [RANK_WEIGHTS, picking, ranking, *params, limit]
         if not own:
             rows = await self._fetch(f"SELECT id, score FROM ({ranked}) r", args)
             return [ScoredId(r["id"], float(r["score"])) for r in rows]
         rows = await self._fetch(  # the own-text rank of the returned hits only
             f"SELECT r.id, r.score, ts_rank_cd(%s::float4[], r.tsv, to_tsquery('english', %s)) AS own "
             f"FROM ({ranked}) r ORDER BY r.score DESC",
-            [OWN_WEIGHTS, " | ".join(words), *args],
+            [OWN_WEIGHTS, ranking, *args],
         )
         return [ScoredId(r["id"], float(r["score"]), float(r["own"])) for r in rows]
 
-    async def _selective_words(self, words: list[str]) -> tuple[str, list[str]]:
-        """The tsquery that finds the rows to rank, and the words that rank them.
+    async def _selective_words(self, words: list[str]) -> tuple[str, str]:
+        """Two tsqueries: the one that finds the rows to rank, and the one that ranks them.
 
         On large stores words found in over COMMON_TERM_SHARE of memories are dropped (see
         ``selective_terms``), and a word in more than RANKED_MATCHES memories only adds to the
@@ -409,7 +409,7 @@ class PostgresStore(SQLStore):
         rows = await self._fetch("SELECT reltuples AS n FROM pg_class WHERE oid = 'memories'::regclass")
         total = float(rows[0]["n"]) if rows else 0.0
         if total < LARGE_STORE:
-            return " | ".join(words), words
+            return " | ".join(words), " | ".join(words)
         stale = [w for w in words if w not in self._term_share or total > self._term_share[w][1] * 1.1]
         if stale:
             percent = min(100.0, max(0.5, 2000 * 100 / total))
@@ -429,8 +429,8 @@ class PostgresStore(SQLStore):
         kept = selective_terms(words, share)
         rare = [w for w in kept if share[w] * total <= RANKED_MATCHES]
         if rare:
-            return " | ".join(rare), kept
-        return (" & ".join(kept) if len(kept) > 1 else ""), kept
+            return " | ".join(rare), " | ".join(kept)
+        return (" & ".join(kept) if len(kept) > 1 else ""), " | ".join(kept)
 
 
 def _redact(url: str) -> str:
