@@ -1,25 +1,34 @@
 """Choose the re-ranker's weights and its calibration by leave-one-out over every development
 set (reproduces retrieval/rerank.py).
 
-    .venv/bin/python scripts/fit_reranker.py dump conv.json ../shared/datasets/locomo ../shared/datasets/beam
-    .venv/bin/python scripts/fit_reranker.py dump agent.json ../shared/datasets/agent
-    .venv/bin/python scripts/fit_reranker.py fit conv.json agent.json query_features=competition
+    D=../shared/datasets
+    .venv/bin/python scripts/fit_reranker.py dump conv.json $D/locomo $D/beam
+    .venv/bin/python scripts/fit_reranker.py dump agent.json $D/agent
+    .venv/bin/python scripts/fit_reranker.py dump agent_locomo.json $D/agent distractors=$D/locomo
+    .venv/bin/python scripts/fit_reranker.py dump agent_beam.json $D/agent distractors=$D/beam
+    .venv/bin/python scripts/fit_reranker.py fit conv.json agent.json agent_locomo.json agent_beam.json \
+        fixed=fires:2.0 weight_agent=0.5 weight_agent+locomo=0.25 weight_agent+beam=0.25 \
+        calibrate_on=agent,agent+locomo,agent+beam
 
 ``dump`` stores every conversation (LoCoMo files or labelled conversations) or agent-memory
 scenario of each folder in a fresh store (the event pipeline off, as in the benchmarks) and
-records, per question, the re-ranker features of the head of the base ranking, the question's
-features, and which candidates are relevant (an evidence turn; an expected memory). ``fit``
-trains a pairwise logistic model (each relevant candidate against each other one of the same
-question) on all units but one — a conversation or a scenario — and scores the held-out one
+records, per question, the re-ranker features of the head of the base ranking and which
+candidates are relevant (an evidence turn; an expected memory). With ``distractors=DIR``, each
+scenario's store first ingests one conversation of DIR (in turn): a store that grew with
+conversations about other things (dataset ``agent+DIR``). ``fit`` trains a pairwise logistic
+model (each relevant candidate against each other one of the same question) on all units but one
+— a conversation, or a scenario in every store it was written to — and scores the held-out one
 (recall_all@10 / recall_any@5 of conversations, hit@1 / hit@5 of scenarios, when the head is
-re-ordered by the model), for each unit in turn. Every dataset carries the same total weight, so
-a large one cannot dictate the weights. The score is then calibrated (Platt scaling of the
-ranking logit plus the question's features, on each question's first ten candidates, unanswerable
-questions included): the held-out reliability table, the held-out abstention AUROC of the agent
-scenarios, the spread of the weights across folds and the weights fitted on everything are
-printed. Options: ``query_features=a,b``, ``calibrate_on=dataset``, ``weight_<dataset>=x``,
-``drop=feature,...``, ``l2=x``, ``focus=x`` (pairs with a high-ranked negative weigh more),
-``fixed=feature:weight,...`` (a weight set by rule, before calibration: the rest are fit around it).
+re-ordered by the model), for each unit in turn. Every dataset carries the same total weight
+unless ``weight_<dataset>=x`` says otherwise, so a large one cannot dictate the weights. The
+score is then calibrated (Platt scaling of the ranking logit, on each question's first ten
+candidates, unanswerable questions included): the held-out reliability table, the held-out
+abstention AUROC of the scenarios, the share of right first answers each minimum score keeps,
+the spread of the weights across folds and the weights fitted on everything are printed.
+Options: ``query_features=crowd`` (a question-level calibration feature, tried and not shipped),
+``calibrate_on=dataset,...``, ``weight_<dataset>=x``, ``drop=feature,...``, ``l2=x``, ``focus=x``
+(pairs with a high-ranked negative weigh more), ``fixed=feature:weight,...`` (a weight set by
+rule, before calibration: the rest are fit around it).
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ from nous.bench.agent import load_scenarios, write_scenario
 from nous.bench.labelled import LabelledConversation, from_locomo, load_labelled
 from nous.embeddings.local import LocalEmbeddingProvider
 from nous.retrieval import RecallQuery
-from nous.retrieval.rerank import BIAS, FEATURES, QUERY_FEATURES, WEIGHTS
+from nous.retrieval.rerank import BIAS, FEATURES, WEIGHTS
 
 
 def _load(directory: Path) -> list[LabelledConversation]:
@@ -62,24 +71,32 @@ def _row(memory: Memory) -> dict[str, object]:
     return {"kind": memory.kind.value, "category": memory.category}
 
 
-async def _dump_agent(directory: Path, provider: LocalEmbeddingProvider) -> list[dict[str, object]]:
+async def _dump_agent(
+    directory: Path, provider: LocalEmbeddingProvider, distractors: list[Path]
+) -> list[dict[str, object]]:
     """Agent scenarios: a candidate is relevant when it stands for an expected memory; questions
-    nothing answers are kept (no relevant candidate) for calibrating the score."""
+    nothing answers are kept (no relevant candidate) for calibrating the score. With
+    ``distractors`` (folders of conversations), scenario i's store first ingests conversation i
+    (in turn) of each folder: a store that grew with conversations about other things."""
     records: list[dict[str, object]] = []
-    for scenario in load_scenarios(directory):
+    others = [[c.conversation for c in _load(d)] for d in distractors]
+    name = "+".join([directory.name, *(d.name for d in distractors)])
+    for position, scenario in enumerate(load_scenarios(directory)):
         with tempfile.TemporaryDirectory() as tmp:
             async with Nous(_settings(tmp), agent_id=scenario.agent_id, embedding_provider=provider) as nous:
+                for conversations in others:
+                    await nous.ingest(conversations[position % len(conversations)])
                 ids = await write_scenario(nous, scenario)
                 retriever = nous._retriever
                 assert retriever is not None
                 for q in scenario.questions:
                     at = q.asked_at or scenario.now
-                    rows, qx = await retriever.rerank_features(
+                    rows = await retriever.rerank_features(
                         RecallQuery(text=q.question, limit=10, user_id=q.user_id, now=at, as_of=at)
                     )
                     records.append(
                         {
-                            "dataset": directory.name,
+                            "dataset": name,
                             "conversation": scenario.id,
                             "category": q.kind,
                             "question": q.question,
@@ -88,19 +105,18 @@ async def _dump_agent(directory: Path, provider: LocalEmbeddingProvider) -> list
                             "covers": [[0] if ids.get(m.id, set()) & set(q.expect) else [] for m, _ in rows],
                             "stale": [bool(ids.get(m.id, set()) & set(q.not_current)) for m, _ in rows],
                             "candidates": [_row(m) for m, _ in rows],
-                            "q": qx.tolist(),
                         }
                     )
-        print(f"{directory.name}/{scenario.id}: {len(scenario.questions)} questions", file=sys.stderr)
+        print(f"{name}/{scenario.id}: {len(scenario.questions)} questions", file=sys.stderr)
     return records
 
 
-async def dump(out: Path, directories: list[Path]) -> None:
+async def dump(out: Path, directories: list[Path], distractors: list[Path]) -> None:
     provider = LocalEmbeddingProvider()
     records: list[dict[str, object]] = []
     for directory in directories:
         if _is_agent_dir(directory):
-            records += await _dump_agent(directory, provider)
+            records += await _dump_agent(directory, provider, distractors)
             continue
         for item in _load(directory):
             with tempfile.TemporaryDirectory() as tmp:
@@ -109,7 +125,7 @@ async def dump(out: Path, directories: list[Path]) -> None:
                     retriever = nous._retriever
                     assert retriever is not None
                     for q in item.questions:
-                        rows, qx = await retriever.rerank_features(
+                        rows = await retriever.rerank_features(
                             RecallQuery(text=q.question, limit=10, now=q.asked_at)
                         )
                         covers = [
@@ -130,11 +146,10 @@ async def dump(out: Path, directories: list[Path]) -> None:
                                 "x": np.stack([x for _, x in rows]).tolist() if rows else [],
                                 "covers": covers,
                                 "candidates": [_row(m) for m, _ in rows],
-                                "q": qx.tolist(),
                             }
                         )
             print(f"{directory.name}/{item.name}: {len(item.questions)} questions", file=sys.stderr)
-    out.write_text(json.dumps({"features": FEATURES, "query_features": QUERY_FEATURES, "records": records}))
+    out.write_text(json.dumps({"features": FEATURES, "records": records}))
 
 
 def _order(r: dict, w: np.ndarray, b: float) -> np.ndarray:
@@ -257,6 +272,23 @@ def _logits(r: dict, w: np.ndarray) -> np.ndarray:
     return np.asarray(r["x"]) @ w
 
 
+QUESTION_FEATURES: list[str] = []  # fit option query_features=a,b: stored in an old dump, or "crowd"
+
+
+def _question_row(r: dict, logits: np.ndarray) -> np.ndarray:
+    """Features of the question as a whole, for calibration only (the shipped score has none):
+    stored ones (``q`` of a dump made when the score had them, by name), and ``crowd``, how many
+    candidates rival the best on the ranking's pairwise scale (log of the softmax denominator: 0
+    when one candidate stands alone; unrelated candidates far below add almost nothing)."""
+    out = []
+    for name in QUESTION_FEATURES:
+        if name == "crowd":
+            out.append(float(np.log(np.exp(logits - logits.max()).sum())) if len(logits) else 0.0)
+        else:
+            out.append(float(r["q_named"][name]))
+    return np.asarray(out)
+
+
 def _calibration_set(records: list[dict], w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows (logit, question features...), relevant, weight of each question's first
     CALIBRATION_DEPTH candidates under ``w``; every dataset weighs the same, every question the
@@ -268,7 +300,7 @@ def _calibration_set(records: list[dict], w: np.ndarray) -> tuple[np.ndarray, np
             continue
         s = _logits(r, w)
         top = np.argsort(-s, kind="stable")[:CALIBRATION_DEPTH]
-        q = np.asarray(r.get("q") or [])
+        q = _question_row(r, s)
         xs.append(np.column_stack([s[top], np.tile(q, (len(top), 1))]) if len(q) else s[top][:, None])
         ys.append(np.array([1.0 if r["covers"][i] else 0.0 for i in top]))
         ws.append(np.full(len(top), 1.0 / per_dataset[r["dataset"]] / len(top)))
@@ -284,7 +316,7 @@ def calibrate(records: list[dict], w: np.ndarray, on: set[str] | None) -> tuple[
 
 def _relevance(r: dict, w: np.ndarray, cal: tuple[np.ndarray, float]) -> np.ndarray:
     coef, c = cal
-    q = np.asarray(r.get("q") or [])
+    q = _question_row(r, _logits(r, w))
     return 1.0 / (1.0 + np.exp(-(coef[0] * _logits(r, w) + (q @ coef[1:] if len(q) else 0.0) + c)))
 
 
@@ -313,6 +345,41 @@ def _reliability(predicted: list[tuple[str, float, float]]) -> None:
         print(f"| {lo:.2f}–{min(hi, 1.0):.2f} | " + " | ".join(cells) + " |")
 
 
+def _fold(r: dict) -> tuple[str, str]:
+    """What one fold holds out: a conversation of its dataset; a scenario in every store it was
+    written to (as written, and beside each set of distractors)."""
+    return (
+        ("agent", r["conversation"])
+        if r["dataset"].startswith("agent")
+        else (r["dataset"], r["conversation"])
+    )
+
+
+MINIMUMS = (0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.10, 0.15)
+
+
+def _minimums(
+    firsts: dict[str, list[tuple[float, bool]]], tops: dict[str, tuple[list[float], list[float]]]
+) -> None:
+    """Held out, per dataset and minimum score: the share of right first answers kept, and of
+    unanswerable questions given nothing."""
+    datasets = sorted(firsts)
+    print(
+        "\n| minimum | "
+        + " | ".join(f"right firsts kept: {d}" for d in datasets)
+        + " | unanswerable given nothing |"
+    )
+    print("|---|" + "---|" * (len(datasets) + 1))
+    for m in MINIMUMS:
+        kept = []
+        for d in datasets:
+            right = [score for score, ok in firsts[d] if ok]
+            kept.append(f"{np.mean([s >= m for s in right]):.3f}" if right else "–")
+        negs = [s for d, (_, neg) in tops.items() for s in neg]
+        nothing = f"{np.mean([s < m for s in negs]):.3f}" if negs else "–"
+        print(f"| {m:.2f} | " + " | ".join(kept) + f" | {nothing} |")
+
+
 def fit(*paths_and_options: str) -> None:
     paths = [Path(p) for p in paths_and_options if p.endswith(".json")]
     options = dict(o.split("=", 1) for o in paths_and_options if "=" in o)
@@ -331,11 +398,11 @@ def fit(*paths_and_options: str) -> None:
         data = json.loads(path.read_text())
         records += data["records"]
         names = list(data["features"])
-    if "query_features" in options:  # "off" or a comma-separated subset of QUERY_FEATURES
-        wanted = [] if options["query_features"] == "off" else options["query_features"].split(",")
-        all_q = list(data.get("query_features") or QUERY_FEATURES)
-        for r in records:
-            r["q"] = [r["q"][all_q.index(n)] for n in wanted] if r.get("q") else []
+    all_q = list(data.get("query_features") or ())  # dumps made when the score had question features
+    wanted = options.get("query_features", "off")  # "off", or stored names and "crowd"
+    QUESTION_FEATURES[:] = [] if wanted == "off" else wanted.split(",")
+    for r in records:
+        r["q_named"] = dict(zip(all_q, r.get("q") or [], strict=False))
     keep = [i for i, n in enumerate(names) if n not in drop.split(",")]
     names = [names[i] for i in keep]
     for r in records:
@@ -343,7 +410,7 @@ def fit(*paths_and_options: str) -> None:
     for item in filter(None, options.get("fixed", "").split(",")):
         name, value = item.split(":")
         FIXED[names.index(name)] = float(value)
-    units = sorted({(r["dataset"], r["conversation"]) for r in records})
+    folds = sorted({_fold(r) for r in records})
     rank_only = np.zeros(len(names))
     rank_only[names.index("rank")] = 1.0
     print("| held-out | questions | base all@10 or hit@1 | re-ranker | base any@5 or hit@5 | re-ranker |")
@@ -352,31 +419,36 @@ def fit(*paths_and_options: str) -> None:
     by_dataset: dict[str, dict[str, list[float]]] = {}
     predicted: list[tuple[str, float, float]] = []  # held out: (dataset, relevance, relevant)
     tops: dict[str, tuple[list[float], list[float]]] = {}  # held out top-1 scores: answerable, not
-    for dataset, unit in units:
-        train = [r for r in records if (r["dataset"], r["conversation"]) != (dataset, unit)]
-        test = [r for r in records if (r["dataset"], r["conversation"]) == (dataset, unit)]
+    firsts: dict[str, list[tuple[float, bool]]] = {}  # held out, answerable: (top-1 score, right)
+    for fold in folds:
+        train = [r for r in records if _fold(r) != fold]
         w, b = fit_model(train, objective)
         cal = calibrate(train, w, on)
         fold_weights.append(np.append(cal[0][0] * w, cal[1]))  # on the calibrated scale, as shipped
-        agent = any(not r["groups"] for r in test) or test[0].get("stale") is not None
-        k1, m1, k2, m2 = (1, "any", 5, "any") if agent else (10, "all", 5, "any")
-        figures = (
-            _recall(test, rank_only, 0.0, k1, m1),
-            _recall(test, w, b, k1, m1),
-            _recall(test, rank_only, 0.0, k2, m2),
-            _recall(test, w, b, k2, m2),
-        )
-        answered = sum(1 for r in test if r["groups"])
-        for key, value in zip(("base", "rerank", "base5", "rerank5"), figures, strict=True):
-            by_dataset.setdefault(dataset, {}).setdefault(key, []).extend([value] * answered)
-        print(f"| {dataset}/{unit} | {answered} | " + " | ".join(f"{v:.3f}" for v in figures) + " |")
-        pos, neg = tops.setdefault(dataset, ([], []))
-        for r in test:
-            if len(r["x"]):
-                p = _relevance(r, w, cal)
-                top = np.argsort(-p, kind="stable")[:CALIBRATION_DEPTH]
-                predicted += [(dataset, float(p[i]), 1.0 if r["covers"][i] else 0.0) for i in top]
-                (pos if r["groups"] else neg).append(float(p.max()))
+        for dataset in sorted({r["dataset"] for r in records if _fold(r) == fold}):
+            test = [r for r in records if _fold(r) == fold and r["dataset"] == dataset]
+            agent = any(not r["groups"] for r in test) or test[0].get("stale") is not None
+            k1, m1, k2, m2 = (1, "any", 5, "any") if agent else (10, "all", 5, "any")
+            figures = (
+                _recall(test, rank_only, 0.0, k1, m1),
+                _recall(test, w, b, k1, m1),
+                _recall(test, rank_only, 0.0, k2, m2),
+                _recall(test, w, b, k2, m2),
+            )
+            answered = sum(1 for r in test if r["groups"])
+            for key, value in zip(("base", "rerank", "base5", "rerank5"), figures, strict=True):
+                by_dataset.setdefault(dataset, {}).setdefault(key, []).extend([value] * answered)
+            unit = test[0]["conversation"]
+            print(f"| {dataset}/{unit} | {answered} | " + " | ".join(f"{v:.3f}" for v in figures) + " |")
+            pos, neg = tops.setdefault(dataset, ([], []))
+            for r in test:
+                if len(r["x"]):
+                    p = _relevance(r, w, cal)
+                    top = np.argsort(-p, kind="stable")[:CALIBRATION_DEPTH]
+                    predicted += [(dataset, float(p[i]), 1.0 if r["covers"][i] else 0.0) for i in top]
+                    (pos if r["groups"] else neg).append(float(p.max()))
+                    if r["groups"]:
+                        firsts.setdefault(dataset, []).append((float(p[top[0]]), bool(r["covers"][top[0]])))
     for dataset, t in sorted(by_dataset.items()):
         print(
             f"| **{dataset} (held out, pooled)** | {len(t['base'])} | "
@@ -386,6 +458,7 @@ def fit(*paths_and_options: str) -> None:
     for dataset, (pos, neg) in sorted(tops.items()):
         if neg:
             print(f"\nheld-out abstention AUROC ({dataset}, top-1 relevance): {auroc(pos, neg):.3f}")
+    _minimums(firsts, tops)
     _reliability(predicted)
     stack = np.stack(fold_weights)
     w_all, _ = fit_model(records, objective)
@@ -404,13 +477,16 @@ def fit(*paths_and_options: str) -> None:
         f"\ncalibration: relevance = sigmoid({a_all:.3f} * (x . w) + {np.round(q_all, 3).tolist()} . q + {c_all:.3f})"
     )
     print("WEIGHTS =", np.round(a_all * w_all, 3).tolist(), "BIAS =", round(c_all, 3))
-    print("QUERY_WEIGHTS =", np.round(q_all, 3).tolist())
+    if q_all:
+        print("question feature weights (not shipped):", np.round(q_all, 3).tolist())
 
 
 if __name__ == "__main__":
     command, target, *rest = sys.argv[1:]
     if command == "dump":
-        asyncio.run(dump(Path(target), [Path(d) for d in rest]))
+        folders = [Path(d) for d in rest if not d.startswith("distractors=")]
+        extra = [Path(d.split("=", 1)[1]) for d in rest if d.startswith("distractors=")]
+        asyncio.run(dump(Path(target), folders, extra))
     elif command == "fit":
         fit(target, *rest)
     else:

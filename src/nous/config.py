@@ -60,7 +60,7 @@ class Settings(BaseSettings):
         default="fact,procedure,censor", description="Comma-separated kinds checked before storing."
     )
     recall_min_score: float = Field(
-        default=0.05,
+        default=0.03,
         ge=0,
         le=1,
         description="Recall leaves out results scoring below this relevance (0..1), unless a call "

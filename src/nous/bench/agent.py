@@ -17,6 +17,10 @@ Figures, overall and per question kind:
   (0.5 is chance; each system is judged on its own score); and at Nous's default minimum score,
   the share of answerable questions still answered first and of unanswerable ones given nothing;
 - recall and preview latency p50/p95.
+
+With ``distractors`` (conversations, e.g. LoCoMo or the long chats), each scenario's store first
+receives whole conversations about other things, ingested as an agent's store would after some
+use: the same questions then show whether scores and rankings hold in a store that grew.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from nous.bench.stats import percentiles_ms
 from nous.config import Settings
 from nous.embeddings import EmbeddingProvider, create_provider
 from nous.errors import InvalidInputError
-from nous.ingest import parse_conversation
+from nous.ingest import Conversation, parse_conversation
 from nous.models import RecallHit
 
 BASELINES = ("dense-only", "keyword-only")
@@ -212,6 +216,12 @@ async def write_scenario(nous: Nous, scenario: Scenario) -> dict[str, set[str]]:
     return ids
 
 
+def _distractors_for(conversations: Sequence[Conversation], position: int, count: int) -> list[Conversation]:
+    if not conversations or count <= 0:
+        return []
+    return [conversations[(position + i) % len(conversations)] for i in range(min(count, len(conversations)))]
+
+
 def auroc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
     """The probability that a random positive outscores a random negative (ties count half)."""
     if not positive or not negative:
@@ -298,9 +308,13 @@ async def run_agent(
     presets: Sequence[str] = BASELINES,
     progress: Callable[[str], None] | None = None,
     step: Callable[[str], None] | None = None,
+    distractors: Sequence[Conversation] = (),
+    distractors_per_scenario: int = 1,
 ) -> dict[str, Any]:
     """Score recall and context on every scenario (see the module docstring). ``step`` is called
-    with the scenario's id after each question (progress)."""
+    with the scenario's id after each question (progress). With ``distractors``, scenario i's
+    store first ingests ``distractors_per_scenario`` of them, taken in turn from position i (so
+    the scenarios see different conversations when there are enough)."""
     if not scenarios:
         raise ValueError("no scenarios to score")
     settings = (settings or Settings()).model_copy(update={"events_worker": "off"})
@@ -311,10 +325,17 @@ async def run_agent(
     recall_s: list[float] = []
     preview_s: list[float] = []
     questions: list[dict[str, Any]] = []
-    for scenario in scenarios:
+    store_sizes: dict[str, int] = {}  # distractor turns in each scenario's store
+    for position, scenario in enumerate(scenarios):
         with tempfile.TemporaryDirectory(prefix="nous-agent-") as tmp:
             run_settings = settings.model_copy(update={"database_url": f"sqlite:///{Path(tmp) / 'bench.db'}"})
             async with Nous(run_settings, agent_id=scenario.agent_id, embedding_provider=provider) as nous:
+                added = _distractors_for(distractors, position, distractors_per_scenario)
+                for conversation in added:
+                    await nous.ingest(conversation)
+                store_sizes[scenario.id] = len(
+                    await nous.memories(["turn"], limit=100_000, include_inactive=True)
+                )
                 ids = await write_scenario(nous, scenario)
                 await nous.recall("warm up", limit=1, reinforce=False)
                 for q in scenario.questions:
@@ -372,6 +393,7 @@ async def run_agent(
         "per_kind_baselines": {name: tally.per_kind() for name, tally in systems.items() if name != "nous"},
         "latency_ms": {"recall": percentiles_ms(recall_s), "pre_turn_preview": percentiles_ms(preview_s)},
         "scenarios": [s.id for s in scenarios],
+        "distractor_turns": store_sizes if distractors else {},
         "questions": questions,
         "embedding_model": provider.model_name,
     }

@@ -294,6 +294,16 @@ def agent(
     directory: Annotated[Path, typer.Argument(help="Folder of agent-memory scenario *.json files.")],
     out: Annotated[Path | None, _JSON_OPTION] = None,
     files: Annotated[int | None, _FILES_OPTION] = None,
+    distractors: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder of conversations (LoCoMo or labelled chats) ingested into each scenario's "
+            "store before it is written; the run is then made without and with them.",
+        ),
+    ] = None,
+    per_scenario: Annotated[
+        int, typer.Option(min=1, help="Distractor conversations per scenario, taken in turn.")
+    ] = 1,
 ) -> None:
     """Agent-memory scenarios: recall across facts, decisions, procedures, censors, episodes and
     turns, and the context built for each question.
@@ -305,13 +315,33 @@ def agent(
     answerable against unanswerable questions), context_include (the context holds what it must),
     overall and per question kind, and recall / preview latency.
 
-    Example: nous bench agent ../shared/datasets/agent --json agent.json
+    With --distractors, every scenario is run twice: as written, and in a store that first
+    ingested other conversations (a store that grew); both runs' figures are printed side by side.
+
+    Example: nous bench agent ../shared/datasets/agent --distractors ../shared/datasets/locomo
     """
     scenarios = _load(directory, lambda: load_scenarios(directory, files))
-    with Steps("questions", sum(len(s.questions) for s in scenarios)) as steps:
-        result = run(
+    others = (
+        [c.conversation for c in _load(distractors, lambda: load_any_dir(distractors))] if distractors else []
+    )
+    runs = 2 if others else 1
+    with Steps("questions", runs * sum(len(s.questions) for s in scenarios)) as steps:
+        plain = run(
             run_agent(scenarios, settings=state(ctx).settings, progress=_progress, step=steps.advance)
         )
+        result = plain
+        if others:
+            result = run(
+                run_agent(
+                    scenarios,
+                    settings=state(ctx).settings,
+                    progress=_progress,
+                    step=steps.advance,
+                    distractors=others,
+                    distractors_per_scenario=per_scenario,
+                )
+            )
+            result["without_distractors"] = plain
 
     def fmt(value: float | None) -> str:
         return "–" if value is None else f"{value:.3f}"
@@ -342,6 +372,26 @@ def agent(
             for kind, m in result["per_kind"].items()
         ],
     )
+    if others:
+        grown = result["distractor_turns"]
+        # (column, figure): "answered" and "abstained" are at the default minimum score.
+        compared = (
+            ("hit@1", "hit@1"),
+            ("hit@5", "hit@5"),
+            ("stale@1", "stale@1"),
+            ("auroc", "auroc"),
+            ("answered", "answered_at_default"),
+            ("abstained", "abstained_at_default"),
+        )
+        table(
+            f"nous without and with distractors ({plural(sum(grown.values()), 'conversation turn')} "
+            f"over {plural(len(grown), 'store')}: {', '.join(f'{k} {v}' for k, v in grown.items())})",
+            ["store", *(c for c, _ in compared)],
+            [
+                [label, *(fmt(r["systems"]["nous"].get(m)) for _, m in compared)]
+                for label, r in (("as written", plain), ("+ distractors", result))
+            ],
+        )
     lat, nous_figures = result["latency_ms"], result["systems"]["nous"]
     console.print(
         f"at the default minimum score {state(ctx).settings.recall_min_score}: answerable questions "

@@ -168,7 +168,7 @@ def recall(
     """Find the memories most relevant to a query (dense + keyword fusion, then a re-ranker).
 
     Each result's score is its estimated relevance, 0 to 1, comparable across queries: about 0.5
-    is a likely answer, under 0.05 is noise (left out by default). Time words in the query narrow
+    is a likely answer, under 0.03 is noise (left out by default). Time words in the query narrow
     the search: "what did we decide last week?", "in May 2023", "before the trip". Recap questions
     ("what did we talk about?") list the latest episodes first.
 

@@ -40,7 +40,7 @@ ITEM_MAX_TOKENS = 200
 # A decision shows its reasons and outcome too: "why did we ...?" is answered by them.
 DECISION_MAX_TOKENS = 350
 # Retrieved items whose relevance (0..1) is below this are left out. Lower than recall's default
-# minimum (0.05): the budgets bound what a context shows, and a missed answer costs more than a
+# minimum (0.03): the budgets bound what a context shows, and a missed answer costs more than a
 # line. Measured on LoCoMo 30 + a long chat (`nous bench context`): evidence in the context 0.778 at
 # 0.01, 0.697 at 0.05, 0.788 with no floor; tokens p50 1,894 / 697 / 2,019.
 SCORE_FLOOR = 0.01

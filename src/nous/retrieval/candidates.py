@@ -81,7 +81,6 @@ class Run:
     memories: dict[str, CandidateInfo]
     loaded: dict[str, Memory] = field(default_factory=dict)
     features: list[tuple[str, np.ndarray]] = field(default_factory=list)
-    query_features: np.ndarray | None = None
     intent: Intent = NO_INTENT
 
 

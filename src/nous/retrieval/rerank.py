@@ -27,29 +27,30 @@ from nous._memo import TextMemo
 
 # Each feature with its weight, in one table: chosen by leave-one-conversation-out over the three
 # development sets together — LoCoMo, the long user-assistant chats and the agent-memory scenarios
-# (scripts/fit_reranker.py; docs/retrieval.md has the per-fold figures). A weight is on the scale
-# of the calibrated relevance (see BIAS and QUERY_WEIGHTS below).
+# (scripts/fit_reranker.py; docs/retrieval.md has the per-fold figures), with the scenarios also
+# written beside conversations about other things, as a store that grew. A weight is on the
+# scale of the calibrated relevance (see BIAS).
 FEATURE_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("rrf", 2.049),  # fused reciprocal-rank score / the best one
-    ("rank", 0.458),  # 1 - rank / depth in the fused ranking
-    ("cosine", 2.588),  # cosine to the query (best chunk)
-    ("cover_passage", 2.523),  # share of the query's terms in its best passage of its own text
-    ("cover_context", 1.343),  # share of the query's terms found only in its context
-    ("session", 1.389),  # strength of its session / the strongest session's
-    ("graph", 0.428),  # evidence from edges to the best memories (0..1)
-    ("speaker", 1.536),  # the query names its speaker (or asks in the first person, of a user turn)
-    ("length", -0.058),  # log length of its text, 1 at ~4,000 characters
-    ("question", -0.092),  # it is itself a question
-    ("kind_match", 1.672),  # of a kind the question asks for (a decision for 'what did we decide')
-    ("own", 0.485),  # it belongs to the user who asks (not shared by every user)
-    ("turn", 0.182),  # it is a conversation turn
-    ("censor", -0.385),  # it is a censor (a rule of what not to do: rarely an answer)
-    ("answer_type", 0.569),  # asked when / how much / how many, it holds a time or number
-    ("fires", 1.638),  # a censor whose trigger pattern matches the question: what it guards against
+    ("rrf", 2.83),  # fused reciprocal-rank score / the best one
+    ("rank", 0.653),  # 1 - rank / depth in the fused ranking
+    ("cosine", 3.415),  # cosine to the query (best chunk)
+    ("cover_passage", 3.223),  # share of the query's terms in its best passage of its own text
+    ("cover_context", 1.809),  # share of the query's terms found only in its context
+    ("session", 0.583),  # strength of its session / the strongest session's
+    ("graph", 0.629),  # evidence from edges to the best memories (0..1)
+    ("speaker", 2.015),  # the query names its speaker (or asks in the first person, of a user turn)
+    ("length", -0.109),  # log length of its text, 1 at ~4,000 characters
+    ("question", -0.145),  # it is itself a question
+    ("kind_match", 2.306),  # of a kind the question asks for (a decision for 'what did we decide')
+    ("own", 0.934),  # it belongs to the user who asks (not shared by every user)
+    ("turn", -0.443),  # it is a conversation turn
+    ("censor", -0.406),  # it is a censor (a rule of what not to do: rarely an answer)
+    ("answer_type", 0.777),  # asked when / how much / how many, it holds a time or number
+    ("fires", 2.125),  # a censor whose trigger pattern matches the question: what it guards against
 )
 FEATURES: tuple[str, ...] = tuple(name for name, _ in FEATURE_WEIGHTS)
 WEIGHTS = np.array([weight for _, weight in FEATURE_WEIGHTS], dtype=np.float64)
-BIAS = -1.589
+BIAS = -8.032
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
@@ -191,27 +192,12 @@ def feature_matrix(
     return np.asarray(rows, dtype=np.float64)
 
 
-QUERY_FEATURES: tuple[str, ...] = (
-    "competition",  # log of how many memories the searches found, 1 at about 600
-)
-# Relevance = sigmoid(x . WEIGHTS + q . QUERY_WEIGHTS + BIAS). Query features are the same for
-# every candidate of a question: they leave its ranking alone and set how sure the score is (the
-# best of 600 similar conversation turns is less surely the answer than the best of 40 facts).
-QUERY_WEIGHTS = np.array([-9.348], dtype=np.float64)
+# No feature of the question as a whole enters the score: one that counted how many memories the
+# searches found (the best of 600 similar turns is less surely the answer than the best of 40
+# facts) made every score fall as a store grew with conversations about other things, until a
+# fact that both searches put first fell under the default minimum (docs/retrieval.md).
 
 
-def query_features(found: int) -> np.ndarray:
-    """The row of QUERY_FEATURES of a question whose searches found ``found`` memories."""
-    return np.array([min(1.5, math.log1p(found) / math.log1p(600))])
-
-
-def score(
-    matrix: np.ndarray,
-    query: np.ndarray | None = None,
-    weights: np.ndarray = WEIGHTS,
-    bias: float = BIAS,
-    query_weights: np.ndarray = QUERY_WEIGHTS,
-) -> np.ndarray:
-    """Relevance in (0, 1) per row."""
-    shift = float(query @ query_weights) if query is not None else 0.0
-    return 1.0 / (1.0 + np.exp(-(matrix @ weights + shift + bias)))
+def score(matrix: np.ndarray, weights: np.ndarray = WEIGHTS, bias: float = BIAS) -> np.ndarray:
+    """Relevance in (0, 1) per row: ``sigmoid(x . weights + bias)``."""
+    return 1.0 / (1.0 + np.exp(-(matrix @ weights + bias)))

@@ -95,7 +95,7 @@ class Retriever:
         if run.parsed.recap:
             await self._recap(candidates, memories, q, run.window, run.now)
         ranked = self._floor(sorted(candidates.values(), key=lambda c: c.score, reverse=True), memories, w)
-        ranked = [c for c in ranked if c.score >= q.min_score]
+        ranked = [c for c in ranked if round(c.score, 6) >= q.min_score]  # as the hit reports it
         ranked = await self._diversify(ranked, q.limit, w)
         full = {
             **run.loaded,
@@ -118,13 +118,10 @@ class Retriever:
             if c.id in full
         ]
 
-    async def rerank_features(self, q: RecallQuery) -> tuple[list[tuple[Memory, np.ndarray]], np.ndarray]:
-        """The head of the base ranking with its re-ranker features, and the question's features
-        (for fitting the weights)."""
+    async def rerank_features(self, q: RecallQuery) -> list[tuple[Memory, np.ndarray]]:
+        """The head of the base ranking with its re-ranker features (for fitting the weights)."""
         run = await self._collect(q, keep_features=True)
-        rows = [(run.loaded[i], x) for i, x in run.features if i in run.loaded]
-        query = run.query_features if run.query_features is not None else np.zeros(len(rerank.QUERY_FEATURES))
-        return rows, query
+        return [(run.loaded[i], x) for i, x in run.features if i in run.loaded]
 
     # -- steps ----------------------------------------------------------------------
     async def _collect(self, q: RecallQuery, *, keep_features: bool = False) -> Run:
@@ -418,8 +415,7 @@ class Retriever:
             )
         terms = {rerank.stem(t) for t in keyword_terms(query)}
         matrix = rerank.feature_matrix(facts, terms, query, w.rerank_depth)
-        run.query_features = rerank.query_features(len(candidates))
-        scores = rerank.score(matrix, run.query_features)
+        scores = rerank.score(matrix)
         floor = float(scores.min()) if len(scores) else 1.0
         best_base = ordered[0].base if ordered and ordered[0].base > 0 else 1.0
         for c in candidates.values():  # the tail stays in base order, below the head

@@ -240,7 +240,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         min_score: Annotated[
             float | None,
             Field(
-                ge=0.0, le=1.0, description="Leave out results less relevant than this (0-1); omit for 0.05."
+                ge=0.0, le=1.0, description="Leave out results less relevant than this (0-1); omit for 0.03."
             ),
         ] = None,
         session_id: Annotated[
