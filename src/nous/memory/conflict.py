@@ -33,6 +33,7 @@ from enum import StrEnum
 from nous.memory.meaning import (
     CHANGE_MARKERS,
     NEGATORS,
+    Reading,
     describe,
     lemma,
     marker_kinds,
@@ -116,10 +117,11 @@ def find_conflict(a: str, b: str) -> Conflict | None:
     if not same_quantities(ra, rb):
         return Conflict(ConflictKind.NUMBER, f"{describe(ra.quantities)} / {describe(rb.quantities)}")
     if ra.negations % 2 != rb.negations % 2 and (
-        _aligned(ra.tokens, rb.tokens) or ra.negated & set(rb.tokens) or rb.negated & set(ra.tokens)
+        _aligned(ra.tokens, rb.tokens) or _denies(ra, rb) or _denies(rb, ra)
     ):
-        # A negation on one side, of the same sentence or of a word the other side affirms ("not
-        # allergic" / "allergic"): "dislike" / "don't like", "vegan" / "eats no meat" are left alone.
+        # A negation on one side, of the same sentence or of what the other side says ("not
+        # allergic to penicillin" / "allergic to penicillin"): "dislike" / "don't like", "vegan" /
+        # "eats no meat", "never trade on weekends" / "weekend trading is thin" are left alone.
         return Conflict(ConflictKind.NEGATION, "negated on one side only")
     if ra.modality and rb.modality and ra.modality != rb.modality:
         return Conflict(
@@ -127,7 +129,7 @@ def find_conflict(a: str, b: str) -> Conflict | None:
         )
     qa, qb = ra.quantifiers, rb.quantifiers
     # "every Monday" / "on Mondays" say the same; "always" / "sometimes", "all" / "only" do not.
-    if qa != qb and ((qa and qb) or (qa | qb) - {"all"}):
+    if qa != qb and ((qa and qb) or (qa | qb) - {"all"}) and _aligned(ra.tokens, rb.tokens):
         return Conflict(ConflictKind.QUANTIFIER, f"{' '.join(sorted(qa))} / {' '.join(sorted(qb))}")
     # Markers and negations were compared above; what is left is the statement they apply to.
     # Negations stay as one word, where they stand: "do not contact X; go through Y" is not
@@ -168,6 +170,15 @@ def find_conflict(a: str, b: str) -> Conflict | None:
     return Conflict(
         ConflictKind.SUBSTITUTION, f"{' '.join(sorted(set(changed_a)))} / {' '.join(sorted(set(changed_b)))}"
     )
+
+
+def _denies(negating: Reading, other: Reading) -> bool:
+    """Whether ``negating`` negates a word ``other`` affirms, and says most of what ``other`` says
+    (two thirds of its content words)."""
+    if not negating.negated & set(other.tokens):
+        return False
+    content = {t for t in other.tokens if t not in _FILLER and t not in NEGATORS}
+    return len(content & set(negating.tokens)) >= 2 / 3 * len(content)
 
 
 def _aligned(ta: tuple[str, ...], tb: tuple[str, ...]) -> bool:

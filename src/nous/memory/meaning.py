@@ -532,3 +532,9 @@ def attribute(statement: str) -> tuple[str, str] | None:
             continue
         noun.append(word)
     return None
+
+
+def same_attribute(a: str, b: str) -> bool:
+    """Whether two statements set the same attribute of the same thing (``attribute``)."""
+    found = attribute(a)
+    return found is not None and found == attribute(b)

@@ -17,6 +17,7 @@ from nous._time import utcnow
 from nous.embeddings import Embedded
 from nous.memory import lifecycle
 from nous.memory.conflict import ConflictKind, find_conflict, has_change_marker
+from nous.memory.meaning import same_attribute
 from nous.memory.dedup import (
     DEDUP_KINDS,
     MAX_MATCHES,
@@ -95,12 +96,15 @@ class WritePath:
             if existing is None:
                 continue
             same_subject = bool(subject) and subject == existing.subject
+            # Without a subject on either side, a thing the two statements set ("the on-call
+            # rotation" + "changes") stands for it: a changed value of it is an update.
+            sets_same = not subject and not existing.subject and same_attribute(content, existing.content)
             tier, conflict = classify(
                 hit.score,
                 content,
                 existing.content,
                 self.thresholds,
-                same_subject=same_subject,
+                same_subject=same_subject or sets_same,
                 subject=subject if same_subject else None,
                 additive=additive,
             )
