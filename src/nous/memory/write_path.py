@@ -17,7 +17,6 @@ from nous._time import utcnow
 from nous.embeddings import Embedded
 from nous.memory import lifecycle
 from nous.memory.conflict import ConflictKind, find_conflict, has_change_marker
-from nous.memory.meaning import same_attribute
 from nous.memory.dedup import (
     DEDUP_KINDS,
     MAX_MATCHES,
@@ -29,6 +28,7 @@ from nous.memory.dedup import (
     recommendation,
     same_matter,
 )
+from nous.memory.meaning import same_attribute
 from nous.memory.repository import MemoryRepository
 from nous.models import (
     Edge,
