@@ -34,6 +34,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from nous.memory.conflict import Conflict, ConflictKind, find_conflict
+from nous.memory.meaning import shared_content
 from nous.models import LifecycleState, MemoryKind
 
 DUPLICATE_THRESHOLD = 0.62
@@ -224,7 +225,12 @@ def classify(
     conflict = find_conflict(new_text, existing_text)
     if conflict is None:
         free, overlap = (EVENT_LEXICAL_FREE, EVENT_MIN_OVERLAP) if additive else (LEXICAL_FREE, MIN_OVERLAP)
-        supported = similarity >= free or content_overlap(new_text, existing_text, subject=subject) >= overlap
+        skip = frozenset(_content_words(subject)) if subject else frozenset()
+        shared = max(
+            content_overlap(new_text, existing_text, subject=subject),
+            shared_content(new_text, existing_text, skip),
+        )
+        supported = similarity >= free or shared >= overlap
         return (Tier.DUPLICATE if similarity >= thresholds.duplicate and supported else Tier.CONNECT), None
     if additive and conflict.kind != ConflictKind.TENSE:
         return Tier.CONNECT, conflict

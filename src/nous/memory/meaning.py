@@ -279,7 +279,7 @@ def _clock(hour: str, minute: str | None, part: str) -> Quantity | None:
 def _parse_numbers(text: str) -> str:
     from number_parser import parse
 
-    return str(parse(text))
+    return str(parse(text, language="en"))
 
 
 def _spell_calendar(token: str) -> str:
@@ -446,7 +446,7 @@ def read(statement: str) -> Reading:
     lemmas = [_token(t) for t in tokens]
     negated: set[str] = set()
     for i, word in enumerate(tokens):
-        if word in _NEGATIVE_STATES:
+        if word in _NEGATIVE_STATES or lemmas[i] in _NEGATIVE_STATES:
             negations += 1
         elif word in NEGATORS:
             negations += 1
@@ -538,3 +538,23 @@ def same_attribute(a: str, b: str) -> bool:
     """Whether two statements set the same attribute of the same thing (``attribute``)."""
     found = attribute(a)
     return found is not None and found == attribute(b)
+
+
+_NOT_CONTENT = (
+    _FUNCTION | _DETERMINERS | frozenset(_words("and or but so in on at for with by from as it we you"))
+)
+
+
+def shared_content(a: str, b: str, skip: frozenset[str] = frozenset()) -> float:
+    """Content in common over the larger statement's, on the readings: lemmas ("kids" = "kid"),
+    "the user" = "I", and the values when both carry the same ("8pm" = "20:00"); ``skip``: words
+    of a shared subject, left out."""
+    ra, rb = read(a), read(b)
+    wa = {t for t in ra.tokens if t not in _NOT_CONTENT and t not in skip}
+    wb = {t for t in rb.tokens if t not in _NOT_CONTENT and t not in skip}
+    shared = len(wa & wb)
+    if ra.quantities and same_quantities(ra, rb):
+        shared += len(ra.quantities)
+        wa |= {f"#{i}" for i in range(len(ra.quantities))}
+        wb |= {f"#{i}" for i in range(len(rb.quantities))}
+    return shared / max(1, len(wa), len(wb))
