@@ -66,7 +66,9 @@ class Conflict:
     detail: str
 
 
-_FILLER = frozenset(_words("i think btw really just actually basically so also um ok okay the a an be do"))
+_FILLER = frozenset(
+    _words("i think btw really just actually basically so also um ok okay the a an be do there")
+)
 # Words whose swap keeps a statement's meaning: prepositions of time and place that say the same
 # relation ("on / during weekends", "in / at the office") and determiners. Directional words
 # (from, to, before, after, over, under...) are not here: swapping them changes the statement.
@@ -129,7 +131,7 @@ def find_conflict(a: str, b: str) -> Conflict | None:
         )
     qa, qb = ra.quantifiers, rb.quantifiers
     # "every Monday" / "on Mondays" say the same; "always" / "sometimes", "all" / "only" do not.
-    if qa != qb and ((qa and qb) or (qa | qb) - {"all"}) and _aligned(ra.tokens, rb.tokens):
+    if qa != qb and ((qa and qb) or (qa | qb) - {"all", "most"}) and _aligned(ra.tokens, rb.tokens):
         return Conflict(ConflictKind.QUANTIFIER, f"{' '.join(sorted(qa))} / {' '.join(sorted(qb))}")
     # Markers and negations were compared above; what is left is the statement they apply to.
     # Negations stay as one word, where they stand: "do not contact X; go through Y" is not
@@ -173,17 +175,19 @@ def find_conflict(a: str, b: str) -> Conflict | None:
 
 
 def _denies(negating: Reading, other: Reading) -> bool:
-    """Whether ``negating`` negates a word ``other`` affirms, and says most of what ``other`` says
-    (two thirds of its content words)."""
+    """Whether ``negating`` negates a word ``other`` affirms, and the two say mostly the same (two
+    thirds of the shorter one's content words are in the other)."""
     if not negating.negated & set(other.tokens):
         return False
-    content = {t for t in other.tokens if t not in _FILLER and t not in NEGATORS}
-    return len(content & set(negating.tokens)) >= 2 / 3 * len(content)
+    mine, theirs = (
+        {t for t in r.tokens if t not in _FILLER and t not in NEGATORS} for r in (negating, other)
+    )
+    return len(mine & theirs) >= 2 / 3 * min(len(mine), len(theirs))
 
 
 def _aligned(ta: tuple[str, ...], tb: tuple[str, ...]) -> bool:
-    """Whether two token sequences are one sentence, edited (half their tokens in order)."""
-    return SequenceMatcher(a=ta, b=tb, autojunk=False).ratio() >= 0.5
+    """Whether two token sequences are one sentence, edited (a sequence match of ``EDIT_RATIO``)."""
+    return SequenceMatcher(a=ta, b=tb, autojunk=False).ratio() >= EDIT_RATIO
 
 
 def _copula_swap(ca: list[str], cb: list[str]) -> bool:

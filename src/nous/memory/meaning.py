@@ -54,9 +54,9 @@ _MODALS = {
 }
 _QUANTIFIERS = {
     "all": frozenset(_words("all every each always everyone everybody everything")),
-    "some": frozenset(
-        _words("some sometimes often usually occasionally rarely seldom most mostly few many several other")
-    ),
+    # a habit stated with or without "usually" is the same habit; "always" / "usually" differ
+    "most": frozenset(_words("usually often mostly most generally typically many")),
+    "some": frozenset(_words("some sometimes occasionally rarely seldom few several other")),
     "only": frozenset(["only"]),
 }
 # A stated change: the newer statement replaces the older one. Two statements that both state a
@@ -118,6 +118,10 @@ _SIZE = re.compile(rf"\b({_NUM})\s*(?:x|by)\s*({_NUM})\s*([a-z]+)\b")
 _THOUSANDS = re.compile(rf"\b({_NUM})k\b")
 _HALF = re.compile(r"\bhalf an?\s+([a-z]+)")
 _AND_A_HALF = re.compile(r"\ban? ([a-z]+) and a half\b")
+_ORDINALS = (
+    "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|"
+    "fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|thirtieth"
+)
 _PER = {
     "daily": "day",
     "nightly": "night",
@@ -406,9 +410,15 @@ def normalise(text: str) -> str:
     text = re.sub(r"\b(?:need|needs|have|has) to\b", "must", text)
     text = re.sub(r"\ba dozen\b", "12", text)
     text = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", text)
+    # An ordinal is a number where it ranks or dates ("the first of the month", "in third
+    # grade", "the second floor"); elsewhere it is a word ("ask me first", "a second reviewer").
+    text = re.sub(
+        rf"(?<!\bthe )(?<!\bin )(?<!\bon )(?<!\bevery )\b({_ORDINALS})\b(?! of\b)", r"ordinal_\1", text
+    )
+    text = re.sub(r"(?<!half )\ban hour\b", "1 hour", text)
     if re.search(r"[a-z]", text):
         text = _parse_numbers(text).lower()
-    return text
+    return text.replace("ordinal_", "")
 
 
 @cache
