@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 
@@ -234,7 +234,7 @@ def _units() -> Any:
     return pint.UnitRegistry()
 
 
-@cache
+@lru_cache(maxsize=4096)
 def _unit(word: str) -> tuple[float, str] | None:
     """(factor to base units, dimension) of a unit word, or None if it is not a physical unit."""
     word = word.strip()
@@ -279,7 +279,7 @@ def _clock(hour: str, minute: str | None, part: str) -> Quantity | None:
     return Quantity(h + m / 60, "clock")
 
 
-@cache
+@lru_cache(maxsize=4096)
 def _parse_numbers(text: str) -> str:
     from number_parser import parse
 
@@ -369,7 +369,7 @@ def _temperature_unit(word: str) -> str:
 # --- reading ----------------------------------------------------------------------------------
 
 
-@cache
+@lru_cache(maxsize=65536)
 def lemma(word: str) -> str:
     from lemminflect import getAllLemmas
 
@@ -421,7 +421,7 @@ def normalise(text: str) -> str:
     return text.replace("ordinal_", "")
 
 
-@cache
+@lru_cache(maxsize=4096)  # a write compares one statement with up to five; bounded for servers
 def read(statement: str) -> Reading:
     """The ``Reading`` of one statement."""
     text = normalise(statement)
