@@ -125,3 +125,12 @@ def test_attribute_of_a_statement() -> None:
         "change",
     )
     assert attribute("I like tea") is None
+
+
+def test_no_attribute_for_people_quantifiers_and_instructions() -> None:
+    """A name alone is a person (many facts, keyed by ``subject``), not an attribute to replace."""
+    assert attribute("Maria volunteers at the homeless shelter on weekends.") is None
+    assert attribute("All pull requests need two approvals before merging.") is None
+    assert attribute("Never deploy to production on Fridays.") is None
+    assert attribute("Check the logs first.") is None
+    assert attribute("Our VPN gateway runs on port 1194.") == ("vpn gateway", "run")

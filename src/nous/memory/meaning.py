@@ -514,12 +514,25 @@ def attribute(statement: str) -> tuple[str, str] | None:
     """What the statement sets, when a thing (not a person) is its subject: the noun phrase before
     the verb and the verb's lemma. "The on-call rotation now changes every Tuesday at 10am" ->
     ("on-call rotation", "change"); "Our staging database lives on db-2" -> ("staging database",
-    "live"). None when the subject is a pronoun or no verb is found in the first words."""
+    "live"). None when the subject is a pronoun, a quantifier ("all pull requests"), a name alone
+    (a word the lemma tables do not know: "Maria", "Alice" — a person has many attributes, and
+    ``subject`` is the way to name one), when the statement is an instruction ("Check the logs first", "Never deploy on
+    Fridays") or no verb is found in the first words."""
     from lemminflect import getAllLemmas
 
     words = re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)*", normalise(statement))
     while words and words[0] in _DETERMINERS:
         words = words[1:]
+    if (
+        not words
+        or words[0] in _ADVERBS
+        or words[0] in NEGATORS
+        or any(words[0] in q for q in _QUANTIFIERS.values())
+    ):
+        return None
+    first = getAllLemmas(words[0]) if words[0].isalpha() else {}
+    if "VERB" in first and words[0] in first["VERB"] and words[1:2] and words[1] in _DETERMINERS:
+        return None  # an instruction: "check the logs", "water the plants"
     noun: list[str] = []
     for i, word in enumerate(words[:7]):
         if noun and (word in _ADVERBS or (word == "no" and words[i + 1 : i + 2] == ["longer"])):
@@ -533,6 +546,8 @@ def attribute(statement: str) -> tuple[str, str] | None:
         if noun and is_verb and word not in _DETERMINERS:
             if noun[0] in _PRONOUNS or len(noun) > 4:
                 return None
+            if len(noun) == 1 and noun[0].isalpha() and not getAllLemmas(noun[0]):
+                return None  # a name ("Maria volunteers…"): a person, whose facts ``subject`` keys
             verb = str((lemmas.get("AUX") or lemmas["VERB"])[0])
             return " ".join(lemma(w) for w in noun), verb
         if word in _DETERMINERS or word in ("of", "in", "for", "to", "on", "at"):
