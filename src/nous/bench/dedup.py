@@ -4,7 +4,8 @@ Each pair is embedded with the configured model and classified by the same ``cla
 write path uses (cosine tiers plus the lexical conflict check). Reported: precision and
 recall of the duplicate tier (predicted duplicate vs labelled duplicate) and of the connect
 tier (predicted connect / update / contradiction vs labelled related), overall and per
-domain, with a cosine-only baseline at the same threshold in the same run.
+domain, with a cosine-only baseline at the same threshold in the same run, and how many
+changed statements (labelled related) were judged duplicates: changes the store would lose.
 """
 
 from __future__ import annotations
@@ -31,6 +32,17 @@ def default_pairs_path() -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def default_pairs_paths() -> list[Path]:
+    """Every labelled pair file of a source checkout: ``dedup_pairs.jsonl`` (the dev pairs the
+    thresholds were calibrated on), then ``dedup_pairs_*.jsonl`` (``_holdout``: written before the
+    short-text rules; ``_changes``: changed values and paraphrases, written before the rules that
+    read what statements say)."""
+    first = default_pairs_path()
+    if first is None:
+        return []
+    return [first, *sorted(first.parent.glob("dedup_pairs_*.jsonl"))]
 
 
 def load_pairs(path: Path) -> list[dict[str, str]]:
@@ -74,7 +86,7 @@ def run_dedup(
     a = np.asarray(provider.embed([p["a"] for p in pairs]), dtype=np.float32)
     b = np.asarray(provider.embed([p["b"] for p in pairs]), dtype=np.float32)
     cosines = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-    predicted, baseline, errors = [], [], []
+    predicted, baseline, errors, swallowed = [], [], [], []
     for pair, cos in zip(pairs, cosines, strict=True):
         tier, conflict = classify(float(cos), pair["b"], pair["a"], thresholds)
         label = "duplicate" if tier == Tier.DUPLICATE else "connect" if tier in CONNECT_TIERS else "unique"
@@ -86,6 +98,8 @@ def run_dedup(
             if cos >= thresholds.connect
             else "unique"
         )
+        if label == "duplicate" and pair["label"] == "related":
+            swallowed.append({"a": pair["a"], "b": pair["b"], "cosine": round(float(cos), 4)})
         if (label == "duplicate") != (pair["label"] == "duplicate"):
             errors.append(
                 {
@@ -111,5 +125,8 @@ def run_dedup(
         "embedding_model": provider.model_name,
         "cosine_only": _scores(baseline, labels),
         "per_domain": per_domain,
+        # changed statements (labelled related) judged duplicates: a change the store would lose
+        "changes_swallowed": len(swallowed),
+        "swallowed": swallowed,
         "duplicate_errors": errors,
     }

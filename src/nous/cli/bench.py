@@ -15,7 +15,7 @@ from rich.markup import escape
 from nous.bench.agent import BASELINES, load_scenarios, run_agent
 from nous.bench.context import run_context
 from nous.bench.crash import run_crash
-from nous.bench.dedup import default_pairs_path, load_pairs, run_dedup
+from nous.bench.dedup import default_pairs_paths, load_pairs, run_dedup
 from nous.bench.extraction import junk_rows, run_extraction, summarize_figures
 from nous.bench.labelled import LabelledConversation
 from nous.bench.load import run_load_series
@@ -704,8 +704,11 @@ def crash(
 def dedup(
     ctx: typer.Context,
     data: Annotated[
-        Path | None,
-        typer.Option(help="Labelled pairs (JSONL: a, b, label). Default: tests/data/dedup_pairs.jsonl."),
+        list[Path] | None,
+        typer.Option(
+            help="Labelled pairs (JSONL: a, b, label); repeat for several files. Default: every "
+            "tests/data/dedup_pairs*.jsonl."
+        ),
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
@@ -715,7 +718,8 @@ def dedup(
     """Search-before-store quality: precision and recall of the duplicate and connect tiers.
 
     Uses the thresholds in force (NOUS_DEDUP_DUPLICATE_THRESHOLD, NOUS_DEDUP_CONNECT_THRESHOLD)
-    and prints a cosine-only baseline at the same thresholds beside them.
+    and prints a cosine-only baseline at the same thresholds beside them, for each pair file, with
+    the changed statements judged duplicates (swallowed: the store would lose the change).
 
     Example: nous bench dedup --errors 5 --json dedup.json
     """
@@ -723,42 +727,49 @@ def dedup(
     from nous.errors import NousError
     from nous.memory.dedup import DedupThresholds
 
-    path = data or default_pairs_path()
-    if path is None or not path.is_file():
+    paths = data or default_pairs_paths()
+    missing = [p for p in paths if not p.is_file()]
+    if not paths or missing:
         raise fail("no labelled pairs found: pass --data FILE (JSONL with a, b, label)", 2)
     settings = state(ctx).settings
-    try:
-        pairs = load_pairs(path)
-        _progress(f"embedding the {plural(len(pairs), 'labelled pair')} ({2 * len(pairs)} texts)")
-        thresholds = DedupThresholds(settings.dedup_duplicate_threshold, settings.dedup_connect_threshold)
-        result = run_dedup(pairs, create_provider(settings), thresholds)
-    except (NousError, ValueError) as exc:
-        raise fail(str(exc), 2) from None
-    base = result["cosine_only"]
-    table(
-        f"dedup tiers · {plural(result['pairs'], 'pair')} · duplicate ≥ {thresholds.duplicate}, "
-        f"connect ≥ {thresholds.connect}",
-        ["system", "dup precision", "dup recall", "connect prec", "connect recall"],
-        [
+    thresholds = DedupThresholds(settings.dedup_duplicate_threshold, settings.dedup_connect_threshold)
+    provider = create_provider(settings)
+    results: dict[str, dict[str, Any]] = {}
+    _progress(f"dedup tiers: duplicate ≥ {thresholds.duplicate}, connect ≥ {thresholds.connect}")
+    for path in paths:
+        try:
+            pairs = load_pairs(path)
+            _progress(f"embedding the {plural(len(pairs), 'labelled pair')} ({2 * len(pairs)} texts)")
+            result = run_dedup(pairs, provider, thresholds)
+        except (NousError, ValueError) as exc:
+            raise fail(str(exc), 2) from None
+        results[path.name] = result
+        base = result["cosine_only"]
+        table(
+            f"{path.name} · {plural(result['pairs'], 'pair')} · "
+            f"{plural(result['changes_swallowed'], 'change')} swallowed",
+            ["system", "dup precision", "dup recall", "connect prec", "connect recall"],
             [
-                name,
-                *(
-                    f"{r[k]:.3f}"
-                    for k in (
-                        "duplicate_precision",
-                        "duplicate_recall",
-                        "connect_precision",
-                        "connect_recall",
-                    )
-                ),
-            ]
-            for name, r in (("nous", result), ("cosine only", base))
-        ],
-    )
-    for e in result["duplicate_errors"][:errors]:
-        console.print(
-            f"[yellow]{e['label']} → {e['predicted']}[/yellow] ({e['cosine']}) {e['a']!r} / {e['b']!r}"
+                [
+                    name,
+                    *(
+                        f"{r[k]:.3f}"
+                        for k in (
+                            "duplicate_precision",
+                            "duplicate_recall",
+                            "connect_precision",
+                            "connect_recall",
+                        )
+                    ),
+                ]
+                for name, r in (("nous", result), ("cosine only", base))
+            ],
         )
+        for e in result["duplicate_errors"][:errors]:
+            console.print(
+                f"[yellow]{e['label']} → {e['predicted']}[/yellow] ({e['cosine']}) {e['a']!r} / {e['b']!r}"
+            )
     if out:
-        out.write_text(json.dumps(result, indent=2))
+        # one file: its figures as before; several: by file name
+        out.write_text(json.dumps(next(iter(results.values())) if len(results) == 1 else results, indent=2))
         console.print(f"wrote {out}")

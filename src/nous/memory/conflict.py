@@ -1,26 +1,46 @@
-"""Does a near-identical statement say something different? Lexical checks cosine cannot make.
+"""Does a near-identical statement say something different? Checks cosine cannot make.
 
 Sentence embeddings put "I love dogs" and "I don't love dogs" (or "7 days" and "10 days",
-"from Postgres to MongoDB" and "from MongoDB to Postgres") closer than most true
-paraphrases, so similarity alone would merge them as duplicates and lose the change.
+"from Postgres to MongoDB" and "from MongoDB to Postgres", "two adults" and "two adults and one
+child") closer than most true paraphrases, so similarity alone would merge them as duplicates and
+lose the change; and they put "2,000 mg" and "2 g" apart although they say the same.
 
-Two checks, both about what differs between the statements:
+What is compared (``find_conflict``), on each statement's reading (``nous.memory.meaning``):
 
-- **Numbers** (digits, number words, times, months and weekdays) that differ: always a
-  different statement, however it is worded.
+- **Change markers** ("no longer", "stopped", "migrated to", "now", "these days") on one side
+  only: the newer statement replaces the older one.
+- **Values**: numbers with units normalised, times of day, dates; any value on one side that
+  the other lacks is a different statement, however it is worded.
+- **Polarity, modality and quantifiers**: "not" / "may not" / "prohibited" on one side only;
+  "may" against "must"; "always" against "sometimes", "all" against "only".
 - **Edits.** A paraphrase rewords freely; an update or a contradiction keeps the sentence and
   changes a slot. When two statements are mostly the same words in the same order (a token
-  sequence match of at least ``EDIT_RATIO``), any changed word other than filler ("I think",
-  "btw", "really") is a real change: a negation, a frequency word, a tense, a swapped role
-  or a swapped detail. The kind is reported for the caller's message.
+  sequence match of at least ``EDIT_RATIO``, or a short statement with one or two words
+  replaced), any changed word other than filler ("I think", "btw", "really") is a real change,
+  and words added with "and" are an added item ("French" / "French and Italian").
+
+Each reason is reported as a ``ConflictKind`` for the caller's message. A statement judged
+different is kept beside the old one (linked, or superseding it); only the absence of any
+difference lets the similarity call two statements duplicates.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from enum import StrEnum
+
+from nous.memory.meaning import (
+    CHANGE_MARKERS,
+    NEGATORS,
+    Reading,
+    describe,
+    lemma,
+    marker_kinds,
+    normalise,
+    read,
+    same_quantities,
+)
 
 
 def _words(text: str) -> list[str]:
@@ -30,9 +50,11 @@ def _words(text: str) -> list[str]:
 class ConflictKind(StrEnum):
     NUMBER = "changed_number"
     NEGATION = "negation"
+    MODALITY = "changed_modality"
     QUANTIFIER = "quantifier"
     TENSE = "change_over_time"
     ORDER = "swapped_roles"
+    SET = "changed_set"
     SUBSTITUTION = "changed_detail"
 
 
@@ -44,93 +66,28 @@ class Conflict:
     detail: str
 
 
-_TOKEN = re.compile(r"\d+(?:[.:]\d+)*(?:st|nd|rd|th)?|[a-z]+(?:'[a-z]+)?")
-_NUMBER_WORDS = {
-    w: str(i)
-    for i, w in enumerate(
-        _words(
-            "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-            "fifteen sixteen seventeen eighteen nineteen twenty"
-        )
-    )
-    if i >= 2  # "one" and "zero" are too often not numbers ("one-on-one", "no one")
-}
-_NUMBER_WORDS |= {"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "thousand": "1000"}
-_ORDINALS = {
-    w: str(i + 1)
-    for i, w in enumerate(
-        _words(
-            "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth "
-            "thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
-        )
-    )
-}
-_CALENDAR = frozenset(
-    _words(
-        "january february march april may june july august september october november december "
-        "monday tuesday wednesday thursday friday saturday sunday"
-    )
+_FILLER = frozenset(
+    _words("i think btw really just actually basically so also um ok okay the a an be do there")
 )
-_NEGATIONS = frozenset(_words("not no never none nothing nobody neither nor without cannot"))
-_QUANTIFIERS = frozenset(
-    _words(
-        "always never rarely seldom sometimes often usually occasionally frequently mostly only "
-        "anyone anybody everyone everybody all every any some most few many other"
-    )
-)
-_CHANGE_MARKERS = frozenset(
-    _words("used formerly previously anymore longer now currently nowadays since was were")
-)
-_LASTING_CHANGE = re.compile(
-    r"\b(used to|no longer|anymore|any more|formerly|previously|not any|from now on|is now|are now|"
-    r"moved (?:from|to|out|up|back)|switched|changed (?:from|to)|postponed|rescheduled|replaced|instead|"
-    r"pushed back|brought forward|delayed|cancelled|canceled)\b"
-)
-_FILLER = frozenset(_words("i i'm think btw really just actually basically so also um ok okay the a an"))
 # Words whose swap keeps a statement's meaning: prepositions of time and place that say the same
 # relation ("on / during weekends", "in / at the office") and determiners. Directional words
 # (from, to, before, after, over, under...) are not here: swapping them changes the statement.
 _INTERCHANGEABLE = frozenset(_words("on in at during within throughout the a an this that these those its"))
+# Words that add an item to a list: "two cats" / "two cats and a dog".
+_COORDINATION = frozenset(_words("and plus both well"))
+# Words that differ in meaning although one begins with the other ("with" / "without").
+_NEVER_VARIANTS = frozenset(_words("with without not no none able unable like unlike"))
 EDIT_RATIO = 0.6  # token-sequence similarity from which two statements count as an edit
-SHORT_TOKENS = 6
-
-
-def _tokens(text: str) -> list[str]:
-    text = text.lower().replace("’", "'")
-    text = re.sub(r"(\d),(\d{3})\b", r"\1\2", text)  # 1,000 -> 1000
-    return _TOKEN.findall(text)
-
-
-def _numbers(tokens: list[str]) -> set[str]:
-    """Numbers, dates and times, normalised: "07:05" = "7:05", "3 pm" = "15:00" = "15", "12th" = "12".
-    In a short statement (SHORT_TOKENS or fewer) an ordinal is a number too: "second fact" is not
-    "first fact"."""
-    out = set()
-    short = len(tokens) <= SHORT_TOKENS
-    for i, t in enumerate(tokens):
-        after = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if t[0].isdigit():
-            t = re.sub(r"(st|nd|rd|th)$", "", t)
-            t = re.sub(r":00$", "", t)
-            t = re.sub(r"^0+(\d)", r"\1", t)
-            if after == "pm" and t.split(":")[0].isdigit() and int(t.split(":")[0]) < 12:
-                hour, _, minute = t.partition(":")
-                t = str(int(hour) + 12) + (f":{minute}" if minute else "")
-            out.add(t)
-        elif t in _NUMBER_WORDS:
-            out.add(_NUMBER_WORDS[t])
-        elif t in _ORDINALS and (after == "of" or short):  # "the first of the month", "second fact"
-            out.add(_ORDINALS[t])
-        elif t in _CALENDAR or t.removesuffix("s") in _CALENDAR:
-            out.add(t.removesuffix("s"))
-    return out
 
 
 def _same_word(x: str, y: str) -> bool:
-    """Spelling variants and abbreviations: colour / color, cancelled / canceled, min / minute."""
+    """Spelling variants, typos and abbreviations: colour / color, cancelled / canceled, min /
+    minute, tyres / tires, alergic / allergic."""
+    if x in _NEVER_VARIANTS or y in _NEVER_VARIANTS or x.isdigit() or y.isdigit():
+        return False
     if min(len(x), len(y)) >= 3 and (x.startswith(y) or y.startswith(x)):
         return True
-    return len(x) >= 4 and x[:2] == y[:2] and SequenceMatcher(a=x, b=y).ratio() >= 0.8
+    return len(x) >= 4 and x[0] == y[0] and SequenceMatcher(a=x, b=y).ratio() >= 0.8
 
 
 def _unify_spelling(ta: list[str], tb: list[str]) -> list[str]:
@@ -139,66 +96,107 @@ def _unify_spelling(ta: list[str], tb: list[str]) -> list[str]:
     return [t if t in vocab else next((v for v in vocab if _same_word(v, t)), t) for t in tb]
 
 
-def _normal_number(token: str) -> str:
-    return re.sub(r"^0+(\d)", r"\1", token) if token[0].isdigit() else token
-
-
-def _negations(tokens: list[str]) -> int:
-    return sum(t in _NEGATIONS or t.endswith("n't") for t in tokens)
-
-
-def _kind_of_edit(ta: list[str], tb: list[str], changed_a: set[str], changed_b: set[str]) -> Conflict:
-    changed = changed_a | changed_b
-    if _negations(ta) % 2 != _negations(tb) % 2:
-        return Conflict(ConflictKind.NEGATION, "negated on one side only")
-    if changed & _QUANTIFIERS:
-        return Conflict(ConflictKind.QUANTIFIER, ", ".join(sorted(changed & _QUANTIFIERS)))
-    if changed & _CHANGE_MARKERS:
-        return Conflict(ConflictKind.TENSE, ", ".join(sorted(changed & _CHANGE_MARKERS)))
-    if sorted(ta) == sorted(tb):
-        return Conflict(ConflictKind.ORDER, "same words in another order")
-    return Conflict(
-        ConflictKind.SUBSTITUTION, f"{' '.join(sorted(changed_a))} / {' '.join(sorted(changed_b))}"
-    )
-
-
 def has_change_marker(text: str) -> bool:
     """Whether ``text`` states a lasting change ("no longer", "moved to", "was pushed back")."""
-    return _LASTING_CHANGE.search(" ".join(_tokens(text))) is not None
+    return CHANGE_MARKERS.search(normalise(text)) is not None
 
 
 def find_conflict(a: str, b: str) -> Conflict | None:
-    """The reason ``a`` and ``b`` differ in meaning despite looking alike, or None."""
-    ta, tb = _tokens(a), _tokens(b)
-    na, nb = _numbers(ta), _numbers(tb)
+    """The reason ``a`` and ``b`` differ in meaning despite looking alike, or None.
+
+    What the statements say is compared first (``nous.memory.meaning``): a change marker on one
+    side only, other values (units converted, numbers in words read), a negation on one side only,
+    another modality or quantifier. Then the words, once normalised (lemmas, "the user" = "I",
+    spelling variants): an edit of the same sentence that adds a coordinated item ("two cats and a
+    dog") or changes a slot is a different statement; a rewording is left to the similarity."""
+    ra, rb = read(a), read(b)
     # An explicit change ("was pushed back to Monday", "no longer") on one side says more than the
     # changed number or detail it brings: the newer statement replaces the older one.
-    markers = _LASTING_CHANGE.findall(" ".join(ta)), _LASTING_CHANGE.findall(" ".join(tb))
-    if bool(markers[0]) != bool(markers[1]):
-        return Conflict(ConflictKind.TENSE, ", ".join(markers[0] or markers[1]))
-    if na != nb:
-        return Conflict(ConflictKind.NUMBER, f"{' '.join(sorted(na - nb))} / {' '.join(sorted(nb - na))}")
+    if marker_kinds(ra.markers) != marker_kinds(rb.markers):
+        return Conflict(
+            ConflictKind.TENSE, f"{', '.join(ra.markers) or '-'} / {', '.join(rb.markers) or '-'}"
+        )
+    if not same_quantities(ra, rb):
+        return Conflict(ConflictKind.NUMBER, f"{describe(ra.quantities)} / {describe(rb.quantities)}")
+    if ra.negations % 2 != rb.negations % 2 and (
+        _aligned(ra.tokens, rb.tokens) or _denies(ra, rb) or _denies(rb, ra)
+    ):
+        # A negation on one side, of the same sentence or of what the other side says ("not
+        # allergic to penicillin" / "allergic to penicillin"): "dislike" / "don't like", "vegan" /
+        # "eats no meat", "never trade on weekends" / "weekend trading is thin" are left alone.
+        return Conflict(ConflictKind.NEGATION, "negated on one side only")
+    if ra.modality and rb.modality and ra.modality != rb.modality:
+        return Conflict(
+            ConflictKind.MODALITY, f"{' '.join(sorted(ra.modality))} / {' '.join(sorted(rb.modality))}"
+        )
+    qa, qb = ra.quantifiers, rb.quantifiers
+    # "every Monday" / "on Mondays" say the same; "always" / "sometimes", "all" / "only" do not.
+    if qa != qb and ((qa and qb) or (qa | qb) - {"all", "most"}) and _aligned(ra.tokens, rb.tokens):
+        return Conflict(ConflictKind.QUANTIFIER, f"{' '.join(sorted(qa))} / {' '.join(sorted(qb))}")
+    # Markers and negations were compared above; what is left is the statement they apply to.
+    # Negations stay as one word, where they stand: "do not contact X; go through Y" is not
+    # "contact X; do not go through Y".
+    marker_words = {lemma(w) for m in ra.markers + rb.markers for w in m.split()} - NEGATORS
+    ta = ["not" if t in NEGATORS else t for t in ra.tokens if t not in marker_words]
+    tb = ["not" if t in NEGATORS else t for t in rb.tokens if t not in marker_words]
     tb = _unify_spelling(ta, tb)
-    ca = [_normal_number(t) for t in ta if t not in _FILLER]
-    cb = [_normal_number(t) for t in tb if t not in _FILLER]
+    if _copula_swap(ta, tb):
+        return None  # "Tom is my manager" / "my manager is Tom"
+    ca = [t for t in ta if t not in _FILLER]
+    cb = [t for t in tb if t not in _FILLER]
     if ca == cb:
         return None
     if sorted(ca) == sorted(cb):
+        if any(ca[k:] + ca[:k] == cb for k in range(1, len(ca))):
+            return None  # a phrase moved to the front: "on weekends Maria volunteers at ..."
         return Conflict(ConflictKind.ORDER, "same words in another order")
     matcher = SequenceMatcher(a=ca, b=cb, autojunk=False)
-    if matcher.ratio() < EDIT_RATIO:
-        return None  # reworded: a paraphrase or another statement, for the similarity to judge
-    if na != nb:
-        return Conflict(ConflictKind.NUMBER, f"{' '.join(sorted(na ^ nb))} on one side only")
-    changed_a, changed_b = set(), set()
+    changed_a, changed_b = [], []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op != "equal":
-            changed_a.update(ca[i1:i2])
-            changed_b.update(cb[j1:j2])
-    if (changed_a | changed_b) <= _INTERCHANGEABLE:
+            changed_a.extend(ca[i1:i2])
+            changed_b.extend(cb[j1:j2])
+    # An edit keeps the sentence and changes a slot: mostly the same words in the same order, or a
+    # short statement with one or two words replaced ("I support Arsenal" / "I support Chelsea").
+    slot = 0 < len(changed_a) <= 2 and 0 < len(changed_b) <= 2 and matcher.ratio() > 0
+    added = not changed_a or not changed_b  # one statement is the other with words added
+    if matcher.ratio() < EDIT_RATIO and not slot and not added:
+        return None  # reworded: a paraphrase or another statement, for the similarity to judge
+    changed = set(changed_a) | set(changed_b)
+    if changed <= _INTERCHANGEABLE:
         return None  # "on weekends" / "during weekends": the same statement
-    inserted_only = not changed_a or not changed_b
-    polar = _NEGATIONS | _QUANTIFIERS | _CHANGE_MARKERS
-    if inserted_only and not any(t in polar or t.endswith("n't") for t in changed_a | changed_b):
-        return None  # words only added on one side: more detail, not a different statement
-    return _kind_of_edit(ta, tb, changed_a, changed_b)
+    if not changed_a or not changed_b:  # words on one side only
+        if changed & _COORDINATION:
+            return Conflict(ConflictKind.SET, f"{' '.join(changed_a or changed_b)} on one side only")
+        return None  # more detail, not a different statement
+    return Conflict(
+        ConflictKind.SUBSTITUTION, f"{' '.join(sorted(set(changed_a)))} / {' '.join(sorted(set(changed_b)))}"
+    )
+
+
+def _denies(negating: Reading, other: Reading) -> bool:
+    """Whether ``negating`` negates a word ``other`` affirms, and the two say mostly the same (two
+    thirds of the shorter one's content words are in the other)."""
+    if not negating.negated & set(other.tokens):
+        return False
+    mine, theirs = (
+        {t for t in r.tokens if t not in _FILLER and t not in NEGATORS} for r in (negating, other)
+    )
+    return len(mine & theirs) >= 2 / 3 * min(len(mine), len(theirs))
+
+
+def _aligned(ta: tuple[str, ...], tb: tuple[str, ...]) -> bool:
+    """Whether two token sequences are one sentence, edited (a sequence match of ``EDIT_RATIO``)."""
+    return SequenceMatcher(a=ta, b=tb, autojunk=False).ratio() >= EDIT_RATIO
+
+
+def _copula_swap(ca: list[str], cb: list[str]) -> bool:
+    """ "X is Y" / "Y is X": the same words around one "be", its sides swapped."""
+    ca, cb = [t for t in ca if t not in _ARTICLES], [t for t in cb if t not in _ARTICLES]
+    if ca.count("be") != 1 or cb.count("be") != 1:
+        return False
+    i, j = ca.index("be"), cb.index("be")
+    return ca[:i] == cb[j + 1 :] and ca[i + 1 :] == cb[:j]
+
+
+_ARTICLES = frozenset(_words("the a an"))

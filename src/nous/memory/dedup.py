@@ -8,8 +8,9 @@ index, and each close match is classified:
   the existing memory is reinforced (confirmation, a lifecycle review) and the new wording
   is kept in its history.
 - **update** — close, and clearly replacing the old statement: an explicit change marker
-  ("no longer", "used to", "moved to", "is now"), or a changed number, detail or role in a
-  fact about the same ``subject``. The old memory is superseded (``valid_to``,
+  ("no longer", "used to", "moved to", "is now"), or a changed number, detail, item or role in
+  a fact about the same ``subject`` — or, when neither has a subject, about the same attribute
+  of a thing ("the on-call rotation" + "changes", ``nous.memory.meaning.attribute``). The old memory is superseded (``valid_to``,
   ``superseded_by``, a ``supersedes`` edge, a history row) and recall returns the new one.
 - **contradiction** — close and conflicting but not clearly an update ("7 days" then
   "10 days" with no subject, or a bare negation): both are kept, linked by
@@ -33,6 +34,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from nous.memory.conflict import Conflict, ConflictKind, find_conflict
+from nous.memory.meaning import shared_content
 from nous.models import LifecycleState, MemoryKind
 
 DUPLICATE_THRESHOLD = 0.62
@@ -109,7 +111,13 @@ MAX_MATCHES = 5
 
 # Conflicts that, between near-identical statements, mean "this replaced that".
 _UPDATE_KINDS = frozenset(
-    {ConflictKind.NUMBER, ConflictKind.SUBSTITUTION, ConflictKind.ORDER, ConflictKind.TENSE}
+    {
+        ConflictKind.NUMBER,
+        ConflictKind.SUBSTITUTION,
+        ConflictKind.ORDER,
+        ConflictKind.TENSE,
+        ConflictKind.SET,
+    }
 )
 
 
@@ -217,7 +225,12 @@ def classify(
     conflict = find_conflict(new_text, existing_text)
     if conflict is None:
         free, overlap = (EVENT_LEXICAL_FREE, EVENT_MIN_OVERLAP) if additive else (LEXICAL_FREE, MIN_OVERLAP)
-        supported = similarity >= free or content_overlap(new_text, existing_text, subject=subject) >= overlap
+        skip = frozenset(_content_words(subject)) if subject else frozenset()
+        shared = max(
+            content_overlap(new_text, existing_text, subject=subject),
+            shared_content(new_text, existing_text, skip),
+        )
+        supported = similarity >= free or shared >= overlap
         return (Tier.DUPLICATE if similarity >= thresholds.duplicate and supported else Tier.CONNECT), None
     if additive and conflict.kind != ConflictKind.TENSE:
         return Tier.CONNECT, conflict

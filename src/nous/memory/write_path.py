@@ -28,6 +28,7 @@ from nous.memory.dedup import (
     recommendation,
     same_matter,
 )
+from nous.memory.meaning import same_attribute
 from nous.memory.repository import MemoryRepository
 from nous.models import (
     Edge,
@@ -95,12 +96,15 @@ class WritePath:
             if existing is None:
                 continue
             same_subject = bool(subject) and subject == existing.subject
+            # Without a subject on either side, a thing the two statements set ("the on-call
+            # rotation" + "changes") stands for it: a changed value of it is an update.
+            sets_same = not subject and not existing.subject and same_attribute(content, existing.content)
             tier, conflict = classify(
                 hit.score,
                 content,
                 existing.content,
                 self.thresholds,
-                same_subject=same_subject,
+                same_subject=same_subject or sets_same,
                 subject=subject if same_subject else None,
                 additive=additive,
             )
