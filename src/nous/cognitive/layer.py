@@ -301,6 +301,7 @@ class CognitiveLayer:
                 hits=found,
                 replaced=replaced,
                 already_said=said,
+                user_id=plan.user_id,
             )
         )
 
