@@ -57,6 +57,7 @@ async def test_initiation_only_opens_a_session_of_an_agent_without_identity(nous
         ("Can you remember that my flight number is BA117?", "conversation"),
         ("Write a limerick about our flaky test suite.", "creative"),
         ("How often should I water the tomatoes?", "question"),
+        ("Why did Gina decide to start her own clothing store?", "question"),
     ],
 )
 async def test_frames_that_fit(nous: Nous, text: str, frame: str) -> None:
@@ -66,7 +67,7 @@ async def test_frames_that_fit(nous: Nous, text: str, frame: str) -> None:
 
 async def test_frame_accuracy_on_the_labelled_messages(provider: EmbeddingProvider) -> None:
     """Floors well below what was measured (docs/cognitive.md: 0.960 on the set, 0.955 held out by
-    5-fold, 0.831 on the messages written after tuning): a change that loses them regresses."""
+    5-fold, 0.846 on the messages written after tuning): a change that loses them regresses."""
     result = await run_frames(load_frames(DATA / "frames.jsonl"), provider)
     assert result["messages"] >= 150 and set(result["per_frame"]) == {
         "conversation",
