@@ -42,6 +42,14 @@ async def test_initiation_only_opens_a_session_of_an_agent_without_identity(nous
         await nous.pre_turn("t", "Hi again, are you there?", at=T0 + timedelta(seconds=5))
     ).frame != "initiation"
 
+    # initiation retrieves nothing: a first message asking for something keeps its memories
+    for session, text in (
+        ("w", "Walk me through swapping out the Adyen credentials."),
+        ("x", "There's a famous crab restaurant near Tsukiji, can you add it for our second dinner?"),
+    ):
+        assert (await nous.pre_turn(session, text, at=T0)).frame != "initiation"
+    assert (await nous.pre_turn("y", "I'm Alice and I work as a data engineer.", at=T0)).frame == "initiation"
+
     await nous.set_identity("character", "Nia, a patient research assistant.")
     for session, text in (("u", "Hi there!"), ("v", "I'm Bob and I teach maths in Leeds.")):
         assert (await nous.pre_turn(session, text, at=T0)).frame == "conversation"

@@ -32,6 +32,7 @@ from nous.cognitive.selection import (
     decide,
     fired_rules,
     is_greeting,
+    is_introduction,
 )
 from nous.embeddings import Embedder, EmbeddingProvider
 from nous.errors import InvalidInputError
@@ -102,6 +103,7 @@ def _predict(s: _Scored, row: dict[str, Any], rule_weight: float, generic_weight
         s.generic,
         has_identity=identity,
         first_turn=first,
+        introduction=is_introduction(row["text"]),
         rule_weight=rule_weight,
         generic_weight=generic_weight,
     ).frame

@@ -1,9 +1,10 @@
 """Choosing the frame of a turn from the user's text: keyword rules plus cosine to each frame's
 examples with the shipped embedding model. A greeting is ``conversation`` and gets no retrieval.
 
-``initiation`` (a new agent meeting its user) is chosen only for small talk in the first message of
-a session whose agent has no identity: from the second message on, or once an identity is set, the
-same text is ``conversation``.
+``initiation`` (a new agent meeting its user) is chosen only in the first message of a session whose
+agent has no identity, for a greeting or the user introducing themselves: from the second message
+on, or once an identity is set, the same text is ``conversation``, and a first message that asks for
+something keeps the retrieval initiation lacks.
 
 Rules are of two strengths. The specific ones (an error for ``debug``, a choice or "why did we …"
 for ``decision``, a poem or brainstorm for ``creative``, "remember that …" for ``conversation``)
@@ -116,6 +117,21 @@ def is_greeting(text: str) -> bool:
     return bool(GREETING.match(text)) and len(text.split()) <= GREETING_MAX_WORDS
 
 
+# A user introducing themselves ("I'm Alice, …", "my name is …"). Initiation retrieves nothing, so
+# it is chosen only for a greeting or an introduction (asking no question) that opens a session of
+# an agent without identity: a first message that asks for something ("Walk me through swapping the credentials",
+# "…, can you add it for our second dinner?") keeps the memories that answer it.
+INTRODUCTION = re.compile(
+    r"^\W*((hi|hello|hey)\W+)?(i'?m|i am|my name is|my name'?s|call me|this is)\b", re.IGNORECASE
+)
+
+
+def is_introduction(text: str) -> bool:
+    """A greeting of any length or a self-introduction, asking no question."""
+    opens = bool(INTRODUCTION.match(text) or GREETING.match(text))
+    return opens and not GENERIC_RULES["question"].search(text)
+
+
 def fired_rules(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The specific and the generic rules that fire on ``text`` (a generic one outranked by a
     fired specific one is left out)."""
@@ -135,10 +151,12 @@ def decide(
     *,
     has_identity: bool,
     first_turn: bool,
+    introduction: bool = False,
     rule_weight: float = RULE_WEIGHT,
     generic_weight: float = GENERIC_WEIGHT,
 ) -> FrameChoice:
-    """The frame from the cosines to the SELECTABLE frames' centroids and the rules that fired."""
+    """The frame from the cosines to the SELECTABLE frames' centroids and the rules that fired.
+    ``introduction``: the text is one (``is_introduction``), which may make it ``initiation``."""
     scores = np.array(cosines, dtype=np.float64)
     if list(specific) == ["conversation"]:
         # a fact to keep ("remember that …"), and nothing else asked: the cosine is not consulted,
@@ -152,7 +170,7 @@ def decide(
     weights = np.exp((scores - scores.max()) / TEMPERATURE)
     best = int(np.argmax(scores))
     frame = SELECTABLE[best]
-    if frame == "conversation" and not has_identity and first_turn:
+    if frame == "conversation" and not has_identity and first_turn and introduction:
         frame = "initiation"
     fired = [*specific, *generic]
     reason = f"rules: {', '.join(fired)}" if fired else "closest examples"
@@ -202,4 +220,5 @@ class FrameSelector:
             generic,
             has_identity=has_identity,
             first_turn=first_turn,
+            introduction=is_introduction(text),
         )
