@@ -53,17 +53,20 @@ RULES: dict[str, re.Pattern[str]] = {
         r"\b(error|exception|traceback|stack ?trace|bugs?|crash(es|ed|ing)?|segfault|fails?|failing|"
         r"failed|broken|doesn'?t work|not working|won'?t (start|run|load|compile|work|open|boot|connect|"
         r"drain|spin|charge|print|sync|turn on|save)|can'?t (push|pull|connect|log ?in|"
-        r"find|open|load|start|save)|stopped (working|running|responding|syncing)|keeps? \w+ing|"
+        r"find|open|load|start|save)|stopped (working|running|responding|syncing)|(?<!to )keeps? \w+ing|"
         r"hangs?|hanging|freez(es|ing)|too slow|really slow|slow(ed)? down|off by|drops? out|"
         r"OOM|[45]\d\ds|timeouts?|timed out)\b",
         re.IGNORECASE,
     ),
     # A choice being made ("should we … or …", "X or Y?"), or one the user, the team or the agent
     # made ("why did we …", "what did I decide …"): someone else's ("why did Jon decide to open a
-    # studio?") is a question about a conversation, whose turns the question frame has more room for.
+    # studio?", "would Melanie prefer a park or a museum?", "what does Mel think of Caroline's
+    # decision?") is a question about a conversation, whose turns the question frame has more room for.
     "decision": re.compile(
-        r"^\s*(so,?\s+)?(should|shall|do|would|could|is it better to) .{0,120}\bor\b|"
-        r"\b((do you think|whether|if) (i|we) should|which (one|option|is better)|decision|"
+        r"^\s*(so,?\s+)?((should|shall|do|would|could) ((i|we|you|it|the)\b|(?=.*\b(i|me|my|we|us|our)\b))|"
+        r"is it better to\b).{0,120}\bor\b|"
+        r"\b((do you think|whether|if) (i|we) should|which (one|option|is better)|(our|my|your) decision|"
+        r"(make|making|made) (a|the|this|that) (decision|choice)|"
         r"help (me|us) (decide|choose|pick)|(decide|deciding|choose|choosing) (between|whether)|"
         r"pros and cons|trade-?offs?|versus|vs\.?|better option|worth (it|the)|"
         r"why did (we|i|you)|what made (us|me|you)|(we|i|you) (decided|chose|picked|agreed)|"
