@@ -130,6 +130,10 @@ async def test_what_do_you_know_about_me_shows_the_facts_about_the_user(nous: No
     await nous.learn("Alice moved to Berlin in January and works as a data engineer.", subject="Alice")
     await nous.learn("Bob prefers window seats on long flights.", subject="Bob", category="preference")
     await nous.learn("The staging database lives on db-stage-2.", subject="staging database")
+    await nous.learn(
+        "The user is training for the Berlin marathon in September.", subject="the user", user_id="alice"
+    )
+    await nous.learn("The user prefers aisle seats on every flight.", subject="the user", user_id="bob")
     someone_else = Conversation(
         id="chat",
         source_format="test",
@@ -161,7 +165,8 @@ async def test_what_do_you_know_about_me_shows_the_facts_about_the_user(nous: No
     profile = ctx.section("user_profile")
     assert profile is not None
     assert [i.text for i in profile.items] == [
-        "- Alice moved to Berlin in January and works as a data engineer."
+        "- The user is training for the Berlin marathon in September.",
+        "- Alice moved to Berlin in January and works as a data engineer.",
     ]
     assert "Bob" not in ctx.text and "registration" not in ctx.text and "Argon2" not in ctx.text
     # the same chat is still shown when it answers the question
@@ -171,4 +176,6 @@ async def test_what_do_you_know_about_me_shows_the_facts_about_the_user(nous: No
     assert "Argon2" in answer.text
     # the user's id in another case: the same fact
     upper = await nous.preview_turn("What do you know about me?", user_id="ALICE", at=T0)
-    assert "Alice moved to Berlin" in upper.text
+    assert (
+        "Alice moved to Berlin" in upper.text and "marathon" not in upper.text
+    )  # "the user" is alice's only

@@ -58,10 +58,11 @@ class Identity:
 
     async def user_profile(self, user_id: str, *, limit: int = 20) -> list[Fact]:
         """That user's live preference and person facts, and the live facts whose subject is the
-        user (their id, in any case: "Alice" for the user "alice", whether the fact belongs to the
-        user or to the whole agent), newest first."""
-        found, *about = await asyncio.gather(
+        user: their id, in any case ("Alice" for the user "alice", whether the fact belongs to the
+        user or to the whole agent), or "the user" in the user's own facts; newest first."""
+        found, own, *about = await asyncio.gather(
             self.repo.query(kinds=(MemoryKind.FACT,), user_id=user_id, limit=200),
+            self.repo.query(kinds=(MemoryKind.FACT,), user_id=user_id, subject="the user", limit=50),
             # the subject filter is exact: the spellings a name is written in, each one read
             *(
                 self.repo.query(kinds=(MemoryKind.FACT,), user_id=user_id, shared=True, subject=s, limit=50)
@@ -79,6 +80,9 @@ class Identity:
                 and f.superseded_by is None
                 and (f.subject or "").casefold() == user_id.casefold()
             ):
+                facts[f.id] = f
+        for f in own:
+            if isinstance(f, Fact) and f.superseded_by is None:
                 facts[f.id] = f
         ordered = sorted(facts.values(), key=lambda f: f.occurred_at or f.created_at, reverse=True)
         return ordered[:limit]
