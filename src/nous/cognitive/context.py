@@ -5,7 +5,9 @@ working memory, recent conversations (titles and times of the latest episodes; f
 retrieved sections for a recap), then retrieved decisions, facts, procedures, episodes and
 conversation turns. Each section is filled best first within its own budget, and the whole is cut
 to the frame's total, from the last section up, counted with a real tokenizer on the final text.
-Every item left out is reported with its reason.
+Every item left out is reported with its reason. The context serves the asker: the current
+question never comes back as a memory, and a conversation that is not the asking user's is shown
+only when it scores as relevant.
 """
 
 from __future__ import annotations
