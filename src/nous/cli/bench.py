@@ -773,3 +773,74 @@ def dedup(
         # one file: its figures as before; several: by file name
         out.write_text(json.dumps(next(iter(results.values())) if len(results) == 1 else results, indent=2))
         console.print(f"wrote {out}")
+
+
+@app.command()
+def frames(
+    ctx: typer.Context,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="Labelled messages (JSONL: text, frame; optional turn, has_identity, domain). "
+            "Default: tests/data/frames.jsonl."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
+    ] = None,
+    errors: Annotated[int, typer.Option(min=0, help="Show this many mistakes.")] = 0,
+    folds: Annotated[int, typer.Option(min=2, help="Folds of the cross-validation of the rule weights.")] = 5,
+) -> None:
+    """Frame selection accuracy: the frame pre_turn picks for each labelled message against its label.
+
+    Prints accuracy overall and per frame (recall, precision), the commonest confusions, and the
+    rule weights chosen again by k-fold cross-validation and leave-one-domain-out, each fold's
+    weights scored on the messages it held out.
+
+    Example: nous bench frames --errors 10 --json frames.json
+    """
+    import asyncio
+
+    from nous.bench.frames import default_frames_path, load_frames, run_frames
+    from nous.embeddings import create_provider
+
+    path = data or default_frames_path()
+    if path is None or not path.is_file():
+        raise fail("no labelled messages found: pass --data FILE (JSONL with text, frame)", 2)
+    try:
+        rows = load_frames(path)
+        _progress(f"embedding the {plural(len(rows), 'labelled message')}")
+        result = asyncio.run(run_frames(rows, create_provider(state(ctx).settings), folds=folds))
+    except (NousError, ValueError) as exc:
+        raise fail(str(exc), 2) from None
+    table(
+        f"frames · {plural(result['messages'], 'message')} · accuracy {result['accuracy']:.3f} "
+        f"(rule weight {result['rule_weight']}, generic {result['generic_weight']})",
+        ["frame", "messages", "recall", "precision"],
+        [
+            [frame, f["messages"], *("-" if f[k] is None else f"{f[k]:.3f}" for k in ("recall", "precision"))]
+            for frame, f in result["per_frame"].items()
+        ],
+    )
+    table("confusions (label → chosen)", ["pair", "messages"], list(result["confusion"].items())[:10])
+    for key, title in (("k_fold", f"{folds}-fold"), ("leave_one_domain_out", "leave one domain out")):
+        table(
+            f"weights chosen {title} · held-out accuracy {result[f'{key}_accuracy']}",
+            ["held out", "messages", "rule weight", "generic", "train acc", "held-out acc"],
+            [
+                [
+                    f["fold"],
+                    f["messages"],
+                    f["rule_weight"],
+                    f["generic_weight"],
+                    f["train_accuracy"],
+                    f["held_out_accuracy"],
+                ]
+                for f in result[key]
+            ],
+        )
+    for e in result["errors"][:errors]:
+        console.print(f"[yellow]{e['label']} → {e['predicted']}[/yellow] (turn {e['turn']}) {e['text']!r}")
+    if out:
+        out.write_text(json.dumps(result, indent=2))
+        console.print(f"wrote {out}")

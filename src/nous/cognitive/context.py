@@ -5,7 +5,9 @@ working memory, recent conversations (titles and times of the latest episodes; f
 retrieved sections for a recap), then retrieved decisions, facts, procedures, episodes and
 conversation turns. Each section is filled best first within its own budget, and the whole is cut
 to the frame's total, from the last section up, counted with a real tokenizer on the final text.
-Every item left out is reported with its reason.
+Every item left out is reported with its reason. The context serves the asker: the current
+question never comes back as a memory, and a conversation that is not the asking user's is shown
+only when it scores as relevant.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from nous.models import (
     MemoryKind,
     Procedure,
     RecallHit,
+    Turn,
     WorkingMemory,
 )
 from nous.models.session import IdentitySection
@@ -44,6 +47,15 @@ DECISION_MAX_TOKENS = 350
 # line. Measured on LoCoMo 30 + a long chat (`nous bench context`): evidence in the context 0.778 at
 # 0.01, 0.697 at 0.05, 0.788 with no floor; tokens p50 1,894 / 697 / 2,019.
 SCORE_FLOOR = 0.01
+# Conversation turns and episodes that are not the asking user's (another user's are never
+# recalled; these are the agent's shared ones, such as an ingested chat) need the relevance recall
+# itself requires by default (``recall_min_score``): they are shown when they answer the question,
+# not as filler under a floor meant for the user's own memories. Without a user, every memory is
+# the agent's and SCORE_FLOOR applies.
+OTHERS_SCORE_FLOOR = 0.05
+# A question about the asker ("what do you know about me?"): someone else's conversation cannot
+# answer it, however its words match ("let me know", "user registration"), so none is shown.
+ABOUT_THE_ASKER = re.compile(r"\b(about|of) (me|myself)\b", re.IGNORECASE)
 # Two items whose word sets overlap this much (Jaccard) are near-duplicates; the weaker is dropped.
 DUPLICATE_JACCARD = 0.85
 RECENT_EPISODES = 5
@@ -79,6 +91,7 @@ class DropReason(StrEnum):
     SCORE_FLOOR = "score_floor"  # scored below the relevance floor
     ALREADY_SAID = "already_said"  # in the session's last turns, which the agent already has
     SUPERSEDED = "superseded"  # replaced by a newer version
+    QUESTION = "question"  # the current question itself, or a near-identical earlier one by the user
 
 
 class ContextItem(BaseModel):
@@ -147,6 +160,7 @@ class ContextInputs:
     replaced: Mapping[str, Memory] = field(default_factory=dict)  # a hit's id -> what it superseded
     score_floor: float = SCORE_FLOOR
     already_said: Sequence[str] = ()  # texts of the session's last turns
+    user_id: str | None = None  # the asking user: others' turns and episodes must be relevant
 
 
 def _words(text: str) -> frozenset[str]:
@@ -155,6 +169,25 @@ def _words(text: str) -> frozenset[str]:
 
 def _word_set(text: str) -> frozenset[str]:
     return frozenset(w.lower() for w in _WORD.findall(text))
+
+
+_ROLE = re.compile(r"^\s*[\w .'-]{1,40}:\s+")
+
+
+def _spoken(memory: Memory) -> str:
+    """A turn's text without its "role: " prefix; any other memory's content."""
+    return _ROLE.sub("", memory.content, count=1) if isinstance(memory, Turn) else memory.content
+
+
+def _echoes(memory: Memory, question: frozenset[str], text: str) -> bool:
+    """Whether ``memory`` is the question being asked: a turn with the same text, or a user's turn
+    near-identical to it (an earlier asking of the same question is not an answer to it)."""
+    if not isinstance(memory, Turn):
+        return False
+    spoken = _spoken(memory)
+    if spoken.strip().casefold() == text.strip().casefold():
+        return True
+    return memory.role == "user" and _near_duplicate(_words(spoken), [question])
 
 
 def _when(memory: Memory) -> str:
@@ -351,6 +384,8 @@ def _retrieved(inputs: ContextInputs, budget: Budget, shown: set[str]) -> list[C
     }
     fillers = {name: _Filler(name, b) for name, b in budgets.items()}
     said = [_words(t) for t in inputs.already_said]
+    question = _words(inputs.query)
+    in_profile = {fact.id for fact in inputs.profile}
     kept: list[frozenset[str]] = []
     for hit in inputs.hits:
         name = SECTION_OF_KIND.get(hit.kind)
@@ -358,13 +393,15 @@ def _retrieved(inputs: ContextInputs, budget: Budget, shown: set[str]) -> list[C
             continue
         f, memory = fillers[name], hit.memory
         words = _words(memory.content)
-        if hit.id in shown:
-            f.drop(hit.id, DropReason.DUPLICATE)  # already in the recent-conversations tier
+        if hit.id in shown or hit.id in in_profile:
+            f.drop(hit.id, DropReason.DUPLICATE)  # already in the recent tier or the user's profile
+        elif _echoes(memory, question, inputs.query):
+            f.drop(hit.id, DropReason.QUESTION)
         elif hit.kind == MemoryKind.EPISODE and memory.session_id == inputs.session_id:
             f.drop(hit.id, DropReason.ALREADY_SAID)  # this very conversation
         elif getattr(memory, "superseded_by", None) is not None:
             f.drop(hit.id, DropReason.SUPERSEDED)
-        elif hit.score < inputs.score_floor:
+        elif hit.score < _floor(inputs, memory):
             f.drop(hit.id, DropReason.SCORE_FLOOR)
         elif _near_duplicate(words, said):
             f.drop(hit.id, DropReason.ALREADY_SAID)
@@ -379,6 +416,19 @@ def _retrieved(inputs: ContextInputs, budget: Budget, shown: set[str]) -> list[C
         ):
             kept.append(words)
     return [fillers[name].section for name in budgets]
+
+
+def _floor(inputs: ContextInputs, memory: Memory) -> float:
+    """The relevance a retrieved memory needs to be shown (OTHERS_SCORE_FLOOR for conversations
+    that are not the asking user's)."""
+    conversation = memory.kind in (MemoryKind.TURN, MemoryKind.EPISODE)
+    if inputs.user_id and conversation and memory.user_id != inputs.user_id:
+        return (
+            float("inf")
+            if ABOUT_THE_ASKER.search(inputs.query)
+            else max(inputs.score_floor, OTHERS_SCORE_FLOOR)
+        )
+    return inputs.score_floor
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:

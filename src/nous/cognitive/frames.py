@@ -77,6 +77,10 @@ FRAMES: dict[str, Frame] = {
                 "Hi, how are you today?",
                 "I just got back from my holiday in Portugal, it was lovely.",
                 "Thanks, that was really helpful!",
+                "I'm Sam, I work as a nurse and live in Glasgow.",
+                "Remember that my son's name is Leo.",
+                "My favourite food is Thai curry.",
+                "Oh cool, good to know.",
             ),
         ),
         Frame(
@@ -95,6 +99,9 @@ FRAMES: dict[str, Frame] = {
                 "What did I say my sister's name was?",
                 "When is the project deadline?",
                 "How does the billing service handle refunds?",
+                "What do you remember about my job?",
+                "Where did I park the car last time?",
+                "What's the difference between a loan and a lease?",
             ),
         ),
         Frame(
@@ -114,6 +121,9 @@ FRAMES: dict[str, Frame] = {
                 "Write a script that renames all the photos by date.",
                 "Set up the staging database and run the migrations.",
                 "Add a retry to the upload function.",
+                "Make a to-do list for moving house.",
+                "Summarise the meeting notes into bullet points.",
+                "Reserve two seats on the train to York.",
             ),
         ),
         Frame(
@@ -139,6 +149,9 @@ FRAMES: dict[str, Frame] = {
                 "Should we use PostgreSQL or MongoDB for this?",
                 "Which laptop should I buy, the lighter one or the faster one?",
                 "What are the pros and cons of moving to microservices?",
+                "Why did we choose Kafka over RabbitMQ?",
+                "What did we decide about the holiday budget?",
+                "Rent a flat or buy one?",
             ),
         ),
         Frame(
@@ -155,6 +168,8 @@ FRAMES: dict[str, Frame] = {
                 "Write a short poem about the sea for my mother's birthday.",
                 "Brainstorm some names for my bakery.",
                 "Give me ideas for a sci-fi story.",
+                "Write a funny birthday card message for my colleague.",
+                "Describe a haunted lighthouse for my short story.",
             ),
         ),
         Frame(
@@ -175,6 +190,10 @@ FRAMES: dict[str, Frame] = {
                 "I'm getting a KeyError when I run the import script.",
                 "The server crashes on startup with a segmentation fault.",
                 "My tests pass locally but fail in CI, why?",
+                "The washing machine won't spin and shows an error light.",
+                "My bike chain keeps slipping when I change gear.",
+                "The website shows a blank page since the last deploy.",
+                "The kitchen tap keeps dripping even when it's fully closed.",
             ),
         ),
         Frame(

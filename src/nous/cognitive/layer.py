@@ -233,7 +233,8 @@ class CognitiveLayer:
             user_id = prior.user_id  # a session belongs to the user it started with
         follow_up = prior is not None and prior.topic is not None and is_follow_up(text)
         query = f"{prior.topic} {text}" if follow_up and prior and prior.topic else text
-        choice = await self.selector.select(query, has_identity=bool(identity))
+        # initiation only opens a session: "prior" is the session with a message already recorded
+        choice = await self.selector.select(query, has_identity=bool(identity), first_turn=prior is None)
         chosen = forced or get_frame(choice.frame)
         return _TurnPlan(
             session_id=session_id,
@@ -300,6 +301,7 @@ class CognitiveLayer:
                 hits=found,
                 replaced=replaced,
                 already_said=said,
+                user_id=plan.user_id,
             )
         )
 

@@ -1,7 +1,9 @@
 """Identity: who the agent is, in versioned sections, every change in history; and the profile of
-each user, built from that user's preference and person facts."""
+each user, built from that user's preference and person facts and the facts whose subject is the user."""
 
 from __future__ import annotations
+
+import asyncio
 
 from nous._text import validate_content
 from nous._time import utcnow
@@ -55,12 +57,38 @@ class Identity:
         return await self.repo.store.history(self.repo.agent_id, f"identity:{section}")
 
     async def user_profile(self, user_id: str, *, limit: int = 20) -> list[Fact]:
-        """That user's live preference and person facts, newest first."""
-        found = await self.repo.query(kinds=(MemoryKind.FACT,), user_id=user_id, limit=200)
-        facts = [
-            f
+        """That user's live preference and person facts, and the live facts whose subject is the
+        user: their id, in any case ("Alice" for the user "alice", whether the fact belongs to the
+        user or to the whole agent), or "the user" in the user's own facts; newest first."""
+        found, own, *about = await asyncio.gather(
+            self.repo.query(kinds=(MemoryKind.FACT,), user_id=user_id, limit=200),
+            self.repo.query(kinds=(MemoryKind.FACT,), user_id=user_id, subject="the user", limit=50),
+            # the subject filter is exact: the spellings a name is written in, each one read
+            *(
+                self.repo.query(kinds=(MemoryKind.FACT,), user_id=user_id, shared=True, subject=s, limit=50)
+                for s in _spellings(user_id)
+            ),
+        )
+        facts = {
+            f.id: f
             for f in found
             if isinstance(f, Fact) and f.category in PROFILE_CATEGORIES and f.superseded_by is None
-        ]
-        facts.sort(key=lambda f: f.occurred_at or f.created_at, reverse=True)
-        return facts[:limit]
+        }
+        for f in (f for group in about for f in group):
+            if (
+                isinstance(f, Fact)
+                and f.superseded_by is None
+                and (f.subject or "").casefold() == user_id.casefold()
+            ):
+                facts[f.id] = f
+        for f in own:
+            if isinstance(f, Fact) and f.superseded_by is None:
+                facts[f.id] = f
+        ordered = sorted(facts.values(), key=lambda f: f.occurred_at or f.created_at, reverse=True)
+        return ordered[:limit]
+
+
+def _spellings(name: str) -> list[str]:
+    """The ways a user's id is written as a subject: as given, lower, capitalised, title case."""
+    name = name.strip()
+    return list(dict.fromkeys(s for s in (name, name.lower(), name.capitalize(), name.title()) if s))
