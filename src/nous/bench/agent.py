@@ -15,7 +15,8 @@ Figures, overall and per question kind:
 - **context_include**: the share of questions whose context contains every required string;
 - **auroc**: how well the top result's score separates answerable from unanswerable questions
   (0.5 is chance; each system is judged on its own score); and at Nous's default minimum score,
-  the share of answerable questions still answered first and of unanswerable ones given nothing;
+  the share of answerable questions given any result, of those whose right answer is returned
+  first, and of unanswerable ones given nothing;
 - recall and preview latency p50/p95.
 
 With ``distractors`` (conversations, e.g. LoCoMo or the long chats), each scenario's store first
@@ -277,9 +278,10 @@ class _Tally:
             "questions": len(rows),
         }
         if self.min_score is not None:
-            # At the default minimum score: answerable questions whose right answer is still first,
-            # and unanswerable ones that get nothing at all.
-            figures["answered_at_default"] = _mean(
+            # At the default minimum score: answerable questions that get any result, those whose
+            # right answer is first and returned, and unanswerable ones that get nothing at all.
+            figures["answered_at_default"] = _mean([r["top_score"] >= self.min_score for r in answerable])
+            figures["right_first_at_default"] = _mean(
                 [r["first_expected"] == 1 and r["top_score"] >= self.min_score for r in answerable]
             )
             figures["abstained_at_default"] = _mean(

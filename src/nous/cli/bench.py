@@ -374,13 +374,14 @@ def agent(
     )
     if others:
         grown = result["distractor_turns"]
-        # (column, figure): "answered" and "abstained" are at the default minimum score.
+        # (column, figure): "answered", "right 1st" and "abstained" are at the default minimum score.
         compared = (
             ("hit@1", "hit@1"),
             ("hit@5", "hit@5"),
             ("stale@1", "stale@1"),
             ("auroc", "auroc"),
             ("answered", "answered_at_default"),
+            ("right 1st", "right_first_at_default"),
             ("abstained", "abstained_at_default"),
         )
         table(
@@ -395,8 +396,9 @@ def agent(
     lat, nous_figures = result["latency_ms"], result["systems"]["nous"]
     console.print(
         f"at the default minimum score {state(ctx).settings.recall_min_score}: answerable questions "
-        f"answered first {fmt(nous_figures.get('answered_at_default'))}, unanswerable ones given "
-        f"nothing {fmt(nous_figures.get('abstained_at_default'))}"
+        f"given a result {fmt(nous_figures.get('answered_at_default'))}, their right answer first "
+        f"{fmt(nous_figures.get('right_first_at_default'))}; unanswerable ones given nothing "
+        f"{fmt(nous_figures.get('abstained_at_default'))}"
     )
     console.print(
         f"recall p50 {lat['recall']['p50']} ms · p95 {lat['recall']['p95']} ms · pre_turn preview "
