@@ -150,6 +150,15 @@ def find_conflict(a: str, b: str) -> Conflict | None:
         if any(ca[k:] + ca[:k] == cb for k in range(1, len(ca))):
             return None  # a phrase moved to the front: "on weekends Maria volunteers at ..."
         return Conflict(ConflictKind.ORDER, "same words in another order")
+    # Words added on one side only, with a phrase moved ("My doctor told me to take X at night" /
+    # "X at night, per my doctor"): more detail, as when nothing moved.
+    only_a, only_b = [t for t in ca if t not in cb], [t for t in cb if t not in ca]
+    if not only_a or not only_b:
+        ka, kb = [t for t in ca if t in cb], [t for t in cb if t in ca]
+        if ka == kb or any(ka[k:] + ka[:k] == kb for k in range(1, len(ka))):
+            if set(only_a + only_b) & _COORDINATION:
+                return Conflict(ConflictKind.SET, f"{' '.join(only_a or only_b)} on one side only")
+            return None
     matcher = SequenceMatcher(a=ca, b=cb, autojunk=False)
     changed_a, changed_b = [], []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
