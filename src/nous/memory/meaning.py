@@ -508,13 +508,41 @@ _FUNCTION = frozenset(
 )
 
 
+# Words that say the same thing in a short statement about a person's preferences, family, work
+# or tools, one form for each group. No maintained thesaurus ships offline (see docs/dedup.md), so
+# this list is small, written by hand and kept to general English, never to values: a word of a
+# group never names a number, a place, a time, a colour or a side of a pair of opposites.
+_SAME_SENSE = {
+    "theme": "mode",
+    "kid": "child",
+    "mum": "mother",
+    "mom": "mother",
+    "dad": "father",
+    "big": "large",
+    "scared": "afraid",
+    "fast": "quick",
+    "flat": "apartment",
+    "retain": "keep",
+    "adore": "love",
+    "enjoy": "like",
+    "class": "lesson",
+    "dish": "food",
+    "chat": "message",
+    "below": "under",
+    "need": "must",
+    "require": "must",
+}
+
+
 def _token(word: str) -> str:
-    """A word as compared: its lemma, one form for the speaker and for "every" / "each" / "all"."""
+    """A word as compared: its lemma, one form for the speaker and for "every" / "each" / "all",
+    and one for the words of a group of ``_SAME_SENSE``."""
     if word in ("my", "me", "mine", "myself"):
         return "i"
     if word in _QUANTIFIERS["all"]:
         return "every"
-    return lemma(word)
+    found = lemma(word)
+    return _SAME_SENSE.get(found, found)
 
 
 def same_quantities(a: Reading, b: Reading) -> bool:
