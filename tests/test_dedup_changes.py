@@ -107,6 +107,10 @@ def test_conflicts_of_meaning() -> None:
     )
     assert kind("I quit smoking in 2019.", "I started smoking in 2019.") == ConflictKind.TENSE
     assert kind("I support Arsenal.", "I support Chelsea.") == ConflictKind.SUBSTITUTION
+    assert (
+        kind("Mia's favourite food is sushi.", "Mia's least favourite food is sushi.")
+        == ConflictKind.NEGATION
+    )
     assert kind("I prefer dark mode in every app.", "The user prefers a light theme in all applications.")
     assert kind(
         "My daughter has piano lessons every Tuesday.", "My daughter takes violin classes each Tuesday."

@@ -450,6 +450,7 @@ def read(statement: str) -> Reading:
     """The ``Reading`` of one statement."""
     text = normalise(statement)
     negations = len(re.findall(r"\w-free\b", text))  # "gluten-free" says "without gluten"
+    negations += len(re.findall(r"(?<!\bat )\bleast\b", text))  # "least favourite": the opposite
     text = re.sub(r"\b(rather than|instead of)\b", "not", text)  # "pnpm rather than npm" = "pnpm, not npm"
     quantities, rest = _quantities(text)
     words = re.findall(r"[a-z0-9]+(?:'[a-z]+)?", rest)
