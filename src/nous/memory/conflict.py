@@ -150,6 +150,23 @@ def find_conflict(a: str, b: str) -> Conflict | None:
         if any(ca[k:] + ca[:k] == cb for k in range(1, len(ca))):
             return None  # a phrase moved to the front: "on weekends Maria volunteers at ..."
         return Conflict(ConflictKind.ORDER, "same words in another order")
+    # Words added on one side only, with a phrase or one word moved ("My doctor told me to take X
+    # at night" / "X at night, per my doctor"; "We don't allow pets in the flat" / "Pets are not
+    # allowed in the apartment"): more detail, as when nothing moved. Two words that trade places
+    # ("Alice pays Bob" / "Bob pays Alice") are not one word moved.
+    only_a, only_b = [t for t in ca if t not in cb], [t for t in cb if t not in ca]
+    if not only_a or not only_b:
+        ka, kb = [t for t in ca if t in cb], [t for t in cb if t in ca]
+        blocks = SequenceMatcher(a=ka, b=kb, autojunk=False).get_matching_blocks()
+        kept = {i for block in blocks for i in range(block.a, block.a + block.size)}
+        displaced = {ka[i] for i in range(len(ka)) if i not in kept}
+        # a person who moves may have changed roles: "Tom is my manager at work" / "I am Tom's manager"
+        moved = (len(displaced) <= 1 and not displaced & _PERSONS) or any(
+            ka[k:] + ka[:k] == kb for k in range(1, len(ka))
+        )
+        # an item added with "and" (or an "and" moved) is judged below, as in an edit
+        if moved and len(ka) == len(kb) and not set(ca + cb) & _COORDINATION:
+            return None
     matcher = SequenceMatcher(a=ca, b=cb, autojunk=False)
     changed_a, changed_b = [], []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -200,3 +217,4 @@ def _copula_swap(ca: list[str], cb: list[str]) -> bool:
 
 
 _ARTICLES = frozenset(_words("the a an"))
+_PERSONS = frozenset(_words("i we you he she they him her us them"))

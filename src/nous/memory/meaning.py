@@ -116,6 +116,10 @@ _CLOCK_SAID = re.compile(
 _CLOCK_24 = re.compile(r"\b(\d{1,2}):(\d{2})\b")
 _SIZE = re.compile(rf"\b({_NUM})\s*(?:x|by)\s*({_NUM})\s*([a-z]+)\b")
 _THOUSANDS = re.compile(rf"\b({_NUM})k\b")
+# How often: "2 times a day" = "2x/day" = "twice daily" = "every 12 hours", as times a day.
+_SPANS = r"(second|sec|minute|min|hour|hr|day|night|week|month|year)s?\b"
+_TIMES_PER = re.compile(rf"\b({_NUM})\s*(?:x|times)\s*(?:a|an|/|every|each|in a)\s*{_SPANS}")
+_EVERY_SPAN = re.compile(rf"\bevery\s+({_NUM})\s*{_SPANS}")
 _HALF = re.compile(r"\bhalf an?\s+([a-z]+)")
 _AND_A_HALF = re.compile(r"\ban? ([a-z]+) and a half\b")
 _ORDINALS = (
@@ -324,6 +328,8 @@ def _quantities(text: str) -> tuple[list[Quantity], str]:
     )
     text = _CLOCK_24.sub(lambda m: take(_clock(m.group(1), m.group(2), "")), text)
     text = _THOUSANDS.sub(lambda m: f"{float(m.group(1)) * 1000:g}", text)
+    text = _TIMES_PER.sub(lambda m: take(_frequency(float(m.group(1)), m.group(2))), text)
+    text = _EVERY_SPAN.sub(lambda m: take(_frequency(1.0, m.group(2), float(m.group(1)))), text)
     text = _AND_A_HALF.sub(lambda m: f"1.5 {m.group(1)}", text)
     text = _HALF.sub(lambda m: f"0.5 {m.group(1)}", text)
 
@@ -362,6 +368,12 @@ def _quantities(text: str) -> tuple[list[Quantity], str]:
     return found, text
 
 
+def _frequency(times: float, span: str, spans: float = 1.0) -> Quantity:
+    """``times`` in ``spans`` spans of time, as times a day: (2, "day") -> 2, (1, "hour", 12) -> 2."""
+    days = 1.0 if span == "night" else _DURATIONS[span if span in _DURATIONS else span + "s"] * spans
+    return Quantity(round(times / days, 9), "frequency")
+
+
 def _temperature_unit(word: str) -> str:
     return "degF" if re.search(r"f(ahrenheit)?$", word.strip()) else "degC"
 
@@ -369,11 +381,15 @@ def _temperature_unit(word: str) -> str:
 # --- reading ----------------------------------------------------------------------------------
 
 
+# Nouns the lemma tables also read as a verb form of another word ("evening" -> "even").
+_NOT_VERB_FORMS = frozenset(["evening"])
+
+
 @lru_cache(maxsize=65536)
 def lemma(word: str) -> str:
     from lemminflect import getAllLemmas
 
-    if not word.isalpha() or len(word) < 2:
+    if not word.isalpha() or len(word) < 2 or word in _NOT_VERB_FORMS:
         return word
     lemmas = getAllLemmas(word)
     for pos in ("AUX", "VERB", "NOUN", "ADJ", "ADV"):
@@ -408,6 +424,14 @@ def normalise(text: str) -> str:
     text = re.sub(r"\b(?:is|are|was|were|be)( not)? (?:allowed|permitted|able) to\b", r"may\1", text)
     text = re.sub(r"\b(?:is|are|was|were|be)( not)? required to\b", r"must\1", text)
     text = re.sub(r"\b(?:need|needs|have|has) to\b", "must", text)
+    # a dose is what one takes: "Metformin dose: 500mg" = "take 500mg of metformin"
+    text = re.sub(
+        r"\b(?:the |my |a )?([a-z][a-z-]+) (?:dose|dosage)(?: is)?:?\s*(\d+(?:\.\d+)?\s*[a-z]+)",
+        r"take \2 of \1",
+        text,
+    )
+    text = re.sub(r"\b(?:the |my |a )?([a-z][a-z-]+) (?:dose|dosage)\b:?", r"take \1", text)
+    text = re.sub(r"\b(?:the |my |a )?(?:dose|dosage) of\b", "take", text)
     text = re.sub(r"\ba dozen\b", "12", text)
     text = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", text)
     # An ordinal is a number where it ranks or dates ("the first of the month", "in third
@@ -426,6 +450,7 @@ def read(statement: str) -> Reading:
     """The ``Reading`` of one statement."""
     text = normalise(statement)
     negations = len(re.findall(r"\w-free\b", text))  # "gluten-free" says "without gluten"
+    negations += len(re.findall(r"(?<!\bat )\bleast\b", text))  # "least favourite": the opposite
     text = re.sub(r"\b(rather than|instead of)\b", "not", text)  # "pnpm rather than npm" = "pnpm, not npm"
     quantities, rest = _quantities(text)
     words = re.findall(r"[a-z0-9]+(?:'[a-z]+)?", rest)
@@ -484,13 +509,41 @@ _FUNCTION = frozenset(
 )
 
 
+# Words that say the same thing in a short statement about a person's preferences, family, work
+# or tools, one form for each group. No maintained thesaurus ships offline (see docs/dedup.md), so
+# this list is small, written by hand and kept to general English, never to values: a word of a
+# group never names a number, a place, a time, a colour or a side of a pair of opposites.
+_SAME_SENSE = {
+    "theme": "mode",
+    "kid": "child",
+    "mum": "mother",
+    "mom": "mother",
+    "dad": "father",
+    "big": "large",
+    "scared": "afraid",
+    "fast": "quick",
+    "flat": "apartment",
+    "retain": "keep",
+    "adore": "love",
+    "enjoy": "like",
+    "class": "lesson",
+    "dish": "food",
+    "chat": "message",
+    "below": "under",
+    "need": "must",
+    "require": "must",
+}
+
+
 def _token(word: str) -> str:
-    """A word as compared: its lemma, one form for the speaker and for "every" / "each" / "all"."""
+    """A word as compared: its lemma, one form for the speaker and for "every" / "each" / "all",
+    and one for the words of a group of ``_SAME_SENSE``."""
     if word in ("my", "me", "mine", "myself"):
         return "i"
     if word in _QUANTIFIERS["all"]:
         return "every"
-    return lemma(word)
+    found = lemma(word)
+    return _SAME_SENSE.get(found, found)
 
 
 def same_quantities(a: Reading, b: Reading) -> bool:
