@@ -180,8 +180,12 @@ def _spoken(memory: Memory) -> str:
 
 
 def _echoes(memory: Memory, question: frozenset[str], text: str) -> bool:
-    """Whether ``memory`` is the question being asked: a turn with the same text, or a user's turn
-    near-identical to it (an earlier asking of the same question is not an answer to it)."""
+    """Whether ``memory`` is the question being asked: a turn with the same text, a user's turn
+    near-identical to it (an earlier asking of the same question is not an answer to it), or an
+    episode with no summary yet whose content is that asking (a conversation is titled by its first
+    message until it is summarised)."""
+    if isinstance(memory, Episode) and not memory.summary:
+        return _near_duplicate(_words(memory.content), [question])
     if not isinstance(memory, Turn):
         return False
     spoken = _spoken(memory)
