@@ -547,6 +547,7 @@ NOT_AGENT_SCOPED = {  # command -> why the table has no intruder row for it
     "bench context": "a benchmark on fresh stores of its own",
     "bench crash": "a benchmark on fresh stores of its own",
     "bench dedup": "a benchmark on fresh stores of its own",
+    "bench frames": "a benchmark of the frame selector on labelled messages; it opens no store",
     "bench extraction": "a benchmark on fresh stores of its own",
     "bench load": "a benchmark on fresh stores of its own",
     "bench locomo": "a benchmark on fresh stores of its own",
