@@ -3,8 +3,10 @@
 "I went to a support group yesterday", said by Caroline on 8 May 2023, becomes "Caroline went
 to a support group on 7 May 2023". The first reference names the person; later ones are "they"
 / "them" / "their" with the verb agreeing ("I'm sure I have" -> "Caroline is sure they have").
-"We" is the person and their family, or their team when the sentence is about work; relative
-dates become absolute.
+"We" is the person and their team when the sentence is about work, their family when it names
+family ("we took the kids"), else the person "and others": a household is never invented.
+Relative dates become absolute, weekdays included ("on Monday" said on Thursday 5 March 2026 in a
+past-tense sentence -> "on 2 March 2026").
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from nous.events.category import TECHNICAL
 from nous.events.lexicon import ADVERBS, IRREGULAR_PAST
 from nous.events.screen import strip_openers
+from nous.retrieval.timeparse import NUMBER_WORDS, WEEKDAYS
 
 _TOKEN = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)?|\s+|[^A-Za-z\s]+")
 _WORK = re.compile(
@@ -23,6 +27,12 @@ _WORK = re.compile(
     r"launch\w*|repo\w*|stack|backend|frontend|api|production|staging|code|feature|system|platform|"
     r"pipeline|infrastructure|cluster|schema|ledger|payments?|billing|budget|deadline|roadmap|vendor|"
     r"contract|hiring|hire|quarter|revenue|users?)\b",
+    re.IGNORECASE,
+)
+_FAMILY = re.compile(
+    r"\b(famil(?:y|ies)|kids?|children|child|son|daughters?|sons|husband|wife|partner|spouse|mom|mum|"
+    r"mother|dad|father|parents|brother|sister|siblings?|grandm\w+|grandp\w+|baby|babies|boyfriend|"
+    r"girlfriend|fianc[eé]e?)\b",
     re.IGNORECASE,
 )
 _PARTICIPLE = frozenset({"been", "had", "gone", "done", "seen", "never", "already", "just", "finished"})
@@ -71,7 +81,7 @@ def agree(verb: str) -> str:
 @dataclass(slots=True)
 class _Person:
     name: str
-    group: str  # "family" or "the team": who "we" are besides the person
+    group: str  # "family", "the team" or "others": who "we" are besides the person
     named: bool = False  # the person has been named in this sentence
 
     def subject(self) -> tuple[str, bool]:
@@ -175,7 +185,8 @@ def _finish(text: str) -> str:
 def third_person(sentence: str, name: str, at: datetime) -> str:
     """``sentence`` about ``name`` instead of "I", with relative dates made absolute."""
     text = strip_openers(resolve_dates(core(sentence), at))
-    group = "the team" if _WORK.search(text) else "family"
+    work = _WORK.search(text) or TECHNICAL.search(text)
+    group = "the team" if work else "family" if _FAMILY.search(text) else "others"
     return _finish(_pronouns(text, _Person(name, group)))
 
 
@@ -195,8 +206,67 @@ def _day(t: datetime) -> str:
     return f"{t.day} {t:%B %Y}"
 
 
+_FUTURE = re.compile(
+    r"\b(will|'ll|going to|gonna|plan(?:s|ning)? to|next|upcoming|coming|tomorrow|hope to|want to|"
+    r"about to|scheduled|(?:am|'m|is|are|'re)\s+\w+ing)\b",
+    re.IGNORECASE,
+)
+_WEEKDAY = "(" + "|".join(WEEKDAYS) + ")"
+_HABIT = re.compile(
+    r"\b(?:never|always|usually|often|every|each|most|typically|normally)\b|"
+    rf"\b{_WEEKDAY}s\b|\b{_WEEKDAY}\s+(?:mornings|afternoons|evenings|nights)\b",
+    re.IGNORECASE,
+)
+_AGO = re.compile(
+    r"\b(\d+|"
+    + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
+    + r")\s+(day|week|month|year)s?\s+ago\b",
+    re.IGNORECASE,
+)
+
+
+def _weekday(text: str, at: datetime) -> str:
+    """Weekdays ("on Monday", "last Friday", "next Tuesday", "this Sunday") as dates: the one
+    before ``at`` in a sentence about the past, the one after it in one about the future."""
+    if _HABIT.search(text):
+        return text  # "never on Friday afternoons", "every Monday": not one day
+    future = bool(_FUTURE.search(text))
+
+    def date(match: re.Match[str]) -> str:
+        which = (match.group(1) or "").lower()
+        wd = WEEKDAYS[match.group(2).lower()]
+        ahead = which == "next" or (which != "last" and future)
+        days = ((wd - at.weekday()) % 7 or 7) if ahead else -((at.weekday() - wd) % 7 or 7)
+        return f"on {_day(at + timedelta(days=days))}"
+
+    return re.sub(
+        rf"\b(?:on\s+)?(?:(last|next|this|this coming|on)\s+)?{_WEEKDAY}\b(?!\s+\d)",
+        lambda m: date(m) if m.group(0).lower().split()[0] in ("on", "last", "next", "this") else m.group(0),
+        text,
+        flags=re.IGNORECASE,
+    )
+
+
+def _ago(match: re.Match[str], at: datetime) -> str:
+    raw, unit = match.group(1).lower(), match.group(2).lower()
+    n = int(raw) if raw.isdigit() else NUMBER_WORDS.get(raw, 1)
+    if unit == "day":
+        return f"on {_day(at - timedelta(days=n))}"
+    if unit == "week":
+        return f"the week of {_day(at - timedelta(weeks=n))}"
+    if unit == "month":
+        month, year = at.month - n, at.year
+        while month < 1:
+            month, year = month + 12, year - 1
+        return f"in {datetime(year, month, 1):%B %Y}"
+    return f"in {at.year - n}"
+
+
 def resolve_dates(text: str, at: datetime) -> str:
-    """Relative dates ("yesterday", "last year", "next month") as absolute ones, from ``at``."""
+    """Relative dates ("yesterday", "last year", "next month", "on Monday", "two weeks ago") as
+    absolute ones, from ``at``."""
+    text = _AGO.sub(lambda m: _ago(m, at), text)
+    text = _weekday(text, at)
     last_month = at.replace(day=1) - timedelta(days=1)
     next_month = (at.replace(day=28) + timedelta(days=4)).replace(day=1)
     rules = [

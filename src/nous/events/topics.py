@@ -9,6 +9,7 @@ frequent spelling ("PostgreSQL", "support group").
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -38,7 +39,90 @@ _DETERMINERS = frozenset(
         "any",
     ]
 )
-_PARTICIPLE = re.compile(r"^[a-z]+(?<!e)ed$")
+_PARTICIPLE = re.compile(r"^[a-z]+(?<!e)ed$", re.IGNORECASE)
+# A word the conversation itself uses as a verb ("why did we *pick* Postgres", "I'll *call* the
+# vet") more often than as a noun ("the call") is an action, not a topic: no POS tagger needed.
+_VERB_CUES = frozenset(
+    [
+        "i",
+        "we",
+        "you",
+        "they",
+        "can",
+        "could",
+        "will",
+        "would",
+        "should",
+        "must",
+        "'ll",
+        "i'll",
+        "we'll",
+        "let's",
+        "please",
+        "did",
+        "didn't",
+        "do",
+        "don't",
+    ]
+)
+_NOUN_CUES = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "my",
+        "our",
+        "your",
+        "their",
+        "his",
+        "her",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "some",
+        "any",
+    ]
+)
+# "my partner Kim", "his sister Ana": a person named by their relation is a person, not a topic.
+_RELATIONS = frozenset(
+    [
+        "partner",
+        "wife",
+        "husband",
+        "boyfriend",
+        "girlfriend",
+        "fiance",
+        "fiancee",
+        "son",
+        "daughter",
+        "mom",
+        "mum",
+        "mother",
+        "dad",
+        "father",
+        "sister",
+        "brother",
+        "friend",
+        "cousin",
+        "aunt",
+        "uncle",
+        "boss",
+        "colleague",
+        "coworker",
+        "neighbor",
+        "neighbour",
+        "grandma",
+        "grandpa",
+        "grandmother",
+        "grandfather",
+        "kid",
+        "kids",
+        "dog",
+        "cat",
+    ]
+)
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9+#'.-]*[A-Za-z0-9+#]|[A-Za-z]|[^\sA-Za-z]+")  # "Render.com" is one
 
 
@@ -67,6 +151,26 @@ def _noun_phrase(run: list[str], after: str) -> list[str]:
     return run
 
 
+def verbs_of(texts: Iterable[str]) -> set[str]:
+    """The lowercase words ``texts`` use after a verb cue more often than after a noun cue."""
+    verb: Counter[str] = Counter()
+    noun: Counter[str] = Counter()
+    for text in texts:
+        tokens = re.findall(r"[A-Za-z]+(?:'[a-z]+)?", text)
+        for before, word in itertools.pairwise(tokens):
+            if word[0].isupper():
+                continue
+            low = before.lower()
+            verb[word] += low in _VERB_CUES
+            noun[word] += low in _NOUN_CUES
+    return {w for w, n in verb.items() if n > noun[w]}
+
+
+def _person(run: list[str]) -> bool:
+    """ "Partner Kim": a relation word before a capitalised name."""
+    return len(run) >= 2 and run[0].lower() in _RELATIONS and all(w[:1].isupper() for w in run[1:])
+
+
 def _overlap(a: str, b: str) -> bool:
     """Phrases with a word in common ("budget tracker", "personal budget")."""
     return bool(set(a.split()) & set(b.split()))
@@ -82,11 +186,13 @@ def _incidental(key: str, counts: dict[str, float]) -> bool:
 
 
 def key_phrases(
-    texts: Iterable[tuple[str, float]], *, names: Iterable[str] = (), limit: int = 5
+    texts: Iterable[tuple[str, float]], *, names: Iterable[str] = (), limit: int = 5, once: bool = True
 ) -> list[str]:
     """The ``limit`` most telling phrases of ``texts`` (prose, weight), best first, none inside
-    another."""
-    skip = {w.lower() for n in names for w in n.split()} | {"user", "assistant"}
+    another. ``once``: the first may be a single word said once (a title needs something)."""
+    texts = list(texts)
+    verbs = verbs_of(t for t, _ in texts)
+    skip = {w.lower() for n in names for w in n.split()} | {"user", "assistant"} | verbs
     counts: dict[str, float] = {}
     spellings: dict[str, Counter[str]] = {}
     for text, weight in texts:
@@ -99,6 +205,8 @@ def key_phrases(
             run = _noun_phrase(run, token)
             for n in range(1, MAX_WORDS + 1):
                 for i in range(len(run) - n + 1):
+                    if _person(run[i : i + n]):
+                        continue
                     surface = " ".join(run[i : i + n])
                     key = surface.lower()
                     spellings.setdefault(key, Counter())[surface] += 1
@@ -114,7 +222,8 @@ def key_phrases(
     ranked = sorted(counts.items(), key=lambda kv: (-rank(kv[0]), kv[0]))
     out: list[str] = []
     for key, score in ranked:
-        if out and (score < 2 or spellings[key].total() < 2):
+        single = " " not in key and not spellings[key].most_common(1)[0][0][:1].isupper()
+        if (out or (not once and single)) and (score < 2 or spellings[key].total() < 2):
             continue  # besides the first, a phrase said once is no topic
         if any(_overlap(key, kept.lower()) for kept in out) or _incidental(key, counts):
             continue
