@@ -268,11 +268,13 @@ _FAMILY = re.compile(
     re.IGNORECASE,
 )
 _AND_FAMILY = re.compile(r"\band (?:their |his |her )?family\b", re.IGNORECASE)
-_WEEKDAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_WEEKDAYS = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?"
+)
 _RELATIVE_DATE = re.compile(
     rf"\b(?:yesterday|tomorrow|tonight|today|(?:last|next|this|coming)\s+(?:week|weekend|month|year|"
     rf"{_WEEKDAYS})|(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of)\s+"
-    rf"(?:days?|weeks?|months?|years?)\s+ago|on\s+{_WEEKDAYS}(?!s))\b",
+    rf"(?:days?|weeks?|months?|years?)\s+ago|on\s+{_WEEKDAYS}(?!s)(?!\s+(?:mornings|afternoons|evenings|nights)))\b",
     re.IGNORECASE,
 )
 _TOKENS = re.compile(r"[a-z]+(?:'[a-z]+)?")

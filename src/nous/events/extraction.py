@@ -271,7 +271,7 @@ def salience(st: Statement) -> float:
 
 
 def content_words(text: str) -> set[str]:
-    return {w.rstrip("s") for w in _CONTENT_WORD.findall(text.lower()) if w not in STOP_WORDS}
+    return {w.rstrip("s") for w in _CONTENT_WORD.findall(text.lower()) if w not in STOP_WORDS} - {""}
 
 
 def is_repeat(words: set[str], kept: list[set[str]]) -> bool:

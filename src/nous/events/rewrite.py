@@ -161,8 +161,17 @@ def _pronouns(text: str, person: _Person) -> str:
     return "".join(out)
 
 
+# "since we last talked": the "we" is the two people talking, and it dates nothing.
+_SINCE_WE_SPOKE = re.compile(
+    r",?\s*since (?:we|I) (?:last )?(?:spoke|talked|chatted|caught up|saw each other|met)(?: last)?,?",
+    re.IGNORECASE,
+)
+
+
 def core(sentence: str) -> str:
-    """The statement without its trailing comment ("... - it was so fun") and chat slang."""
+    """The statement without its trailing comment ("... - it was so fun"), chat slang, and "since
+    we last talked"."""
+    sentence = _SINCE_WE_SPOKE.sub("", sentence).strip()
     text = _TAIL.sub("", sentence).strip()
     if len(text.split()) < MIN_CORE_WORDS:
         text = sentence
@@ -211,14 +220,28 @@ _FUTURE = re.compile(
     r"about to|scheduled|(?:am|'m|is|are|'re)\s+\w+ing)\b",
     re.IGNORECASE,
 )
-_WEEKDAY = "(" + "|".join(WEEKDAYS) + ")"
+# Whole weekday names and their usual abbreviations ("last Fri").
+_ABBREVIATIONS = {
+    "mon": 0,
+    "tue": 1,
+    "tues": 1,
+    "wed": 2,
+    "thu": 3,
+    "thur": 3,
+    "thurs": 3,
+    "fri": 4,
+    "sat": 5,
+    "sun": 6,
+}
+_WEEKDAY_NUMBER = {**WEEKDAYS, **_ABBREVIATIONS}
+_WEEKDAY = "(" + "|".join(sorted(_WEEKDAY_NUMBER, key=len, reverse=True)) + r")\.?"
 _HABIT = re.compile(
     r"\b(?:never|always|usually|often|every|each|most|typically|normally)\b|"
     rf"\b{_WEEKDAY}s\b|\b{_WEEKDAY}\s+(?:mornings|afternoons|evenings|nights)\b",
     re.IGNORECASE,
 )
 _AGO = re.compile(
-    r"\b(\d+|"
+    r"\b(?:(about|around|roughly|almost|nearly|over|some)\s+)?(\d+|"
     + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
     + r")\s+(day|week|month|year)s?\s+ago\b",
     re.IGNORECASE,
@@ -234,7 +257,7 @@ def _weekday(text: str, at: datetime) -> str:
 
     def date(match: re.Match[str]) -> str:
         which = (match.group(1) or "").lower()
-        wd = WEEKDAYS[match.group(2).lower()]
+        wd = _WEEKDAY_NUMBER[match.group(2).lower()]
         ahead = which == "next" or (which != "last" and future)
         days = ((wd - at.weekday()) % 7 or 7) if ahead else -((at.weekday() - wd) % 7 or 7)
         return f"on {_day(at + timedelta(days=days))}"
@@ -248,18 +271,17 @@ def _weekday(text: str, at: datetime) -> str:
 
 
 def _ago(match: re.Match[str], at: datetime) -> str:
-    raw, unit = match.group(1).lower(), match.group(2).lower()
+    """ "two days ago" -> "on 3 May 2023"; "about five years ago" -> "around 2018" (a rough
+    amount gets a rough date: the month or year, never a day)."""
+    rough, raw, unit = match.group(1), match.group(2).lower(), match.group(3).lower()
     n = int(raw) if raw.isdigit() else NUMBER_WORDS.get(raw, 1)
-    if unit == "day":
-        return f"on {_day(at - timedelta(days=n))}"
-    if unit == "week":
-        return f"the week of {_day(at - timedelta(weeks=n))}"
-    if unit == "month":
-        month, year = at.month - n, at.year
-        while month < 1:
-            month, year = month + 12, year - 1
-        return f"in {datetime(year, month, 1):%B %Y}"
-    return f"in {at.year - n}"
+    days = {"day": 1, "week": 7, "month": 30, "year": 365}[unit] * n
+    then = at - timedelta(days=days)
+    if unit == "year":
+        return f"{'around' if rough else 'in'} {then.year}"
+    if rough or unit == "month":
+        return f"{'around' if rough else 'in'} {then:%B %Y}"
+    return f"on {_day(then)}" if unit == "day" else f"the week of {_day(then)}"
 
 
 def resolve_dates(text: str, at: datetime) -> str:

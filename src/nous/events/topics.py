@@ -40,6 +40,7 @@ _DETERMINERS = frozenset(
     ]
 )
 _PARTICIPLE = re.compile(r"^[a-z]+(?<!e)ed$", re.IGNORECASE)
+_OBJECTS = frozenset(["me", "us", "him", "them", "you", "it"])  # "music *brings* me joy"
 # A word the conversation itself uses as a verb ("why did we *pick* Postgres", "I'll *call* the
 # vet") more often than as a noun ("the call") is an action, not a topic: no POS tagger needed.
 _VERB_CUES = frozenset(
@@ -140,9 +141,9 @@ def _is_word(token: str, skip: frozenset[str] | set[str]) -> bool:
 
 
 def _noun_phrase(run: list[str], after: str) -> list[str]:
-    """A run of content words without what is likely a verb: a last word before a determiner
-    ("migration *eats* my week") and participles at either end ("offsite *sorted*")."""
-    if run and after.lower() in _DETERMINERS:
+    """A run of content words without what is likely a verb: a last word before a determiner or an
+    object pronoun ("migration *eats* my week", "music *brings* me joy") and participles at either end ("offsite *sorted*")."""
+    if run and (after.lower() in _DETERMINERS or after.lower() in _OBJECTS):
         run = run[:-1]
     while run and _PARTICIPLE.search(run[-1]):
         run = run[:-1]
@@ -193,6 +194,9 @@ def key_phrases(
     texts = list(texts)
     verbs = verbs_of(t for t, _ in texts)
     skip = {w.lower() for n in names for w in n.split()} | {"user", "assistant"} | verbs
+    nicknames = {w[:k] for w in skip if len(w) > 4 for k in range(3, len(w))}  # "Mel" for Melanie
+    skip |= {w for t, _ in texts for w in re.findall(r"\b[A-Z][a-z]+\b", t) if w.lower() in nicknames}
+    skip = {w.lower() for w in skip}
     counts: dict[str, float] = {}
     spellings: dict[str, Counter[str]] = {}
     for text, weight in texts:
