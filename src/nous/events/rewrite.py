@@ -84,11 +84,13 @@ class _Person:
     group: str  # "family", "the team" or "others": who "we" are besides the person
     named: bool = False  # the person has been named in this sentence
 
+    group_last: bool = False  # the last subject was the person with others ("Maya and the team")
+
     def subject(self) -> tuple[str, bool]:
         """What "I" becomes, and whether it is singular (the name) or "they"."""
-        if self.named:
+        if self.named and not self.group_last:
             return "they", False
-        self.named = True
+        self.named, self.group_last = True, False
         return self.name, True
 
     def possessive(self) -> str:
@@ -98,10 +100,48 @@ class _Person:
         return f"{self.name}'s"
 
     def group_subject(self) -> str:
-        if self.named:
+        if self.named and self.group_last:
             return "they"
-        self.named = True
+        self.named, self.group_last = True, True
         return f"{self.name} and {self.group}"
+
+
+_PHRASE_LEAD = frozenset(
+    [
+        "my",
+        "our",
+        "with",
+        "partner",
+        "wife",
+        "husband",
+        "boyfriend",
+        "girlfriend",
+        "friend",
+        "son",
+        "daughter",
+        "mom",
+        "mum",
+        "dad",
+        "sister",
+        "brother",
+        "cousin",
+        "colleague",
+        "boss",
+    ]
+)
+
+
+def _joined(tokens: list[str], words: list[int], k: int) -> str:
+    """How the "I" at words[k] is joined to what precedes it: "phrase" ("Kim and I"), "clause"
+    (", and I ..." / "... but I ..."), or "" (neither)."""
+    if k < 2 or tokens[words[k - 1]].lower() not in ("and", "but", "or"):
+        return ""
+    between = "".join(tokens[words[k - 2] + 1 : words[k - 1]])
+    named = tokens[words[k - 2]][:1].isupper()
+    opens = k == 2 or tokens[words[k - 3]].lower() in _PHRASE_LEAD  # "Kim and I", "my partner Kim and I"
+    if tokens[words[k - 1]].lower() == "and" and "," not in between and named and opens:
+        return "phrase"
+    return "clause"
 
 
 def _pronouns(text: str, person: _Person) -> str:
@@ -125,8 +165,17 @@ def _pronouns(text: str, person: _Person) -> str:
         if "-" in (tokens[i - 1] if i else "", tokens[i + 1] if i + 1 < len(tokens) else ""):
             continue  # part of a compound ("me-time")
         if low in ("i", "i'm", "i've", "i'd", "i'll") and token[0] == "I":
-            who, singular = person.subject()
             following = next_word(k)
+            joined = _joined(tokens, words, k)
+            if joined == "phrase":  # "my partner Kim and I need": the person by name, plural verb
+                person.named, person.group_last = True, False
+                verb = {"i'm": " are", "i've": " have", "i'd": " would", "i'll": " will"}.get(low, "")
+                out[i] = person.name + verb
+                continue
+            if joined == "clause" and person.named and not person.group_last:
+                who, singular = "", True  # "..., and I work as" -> "..., and works as"
+            else:
+                who, singular = person.subject()
             if low == "i'm":
                 out[i] = f"{who} {'is' if singular else 'are'}"
             elif low == "i've":
@@ -194,6 +243,13 @@ def _finish(text: str) -> str:
 def third_person(sentence: str, name: str, at: datetime) -> str:
     """``sentence`` about ``name`` instead of "I", with relative dates made absolute."""
     text = strip_openers(resolve_dates(core(sentence), at))
+    # "I'm Alice, I moved to Berlin" about Alice: the introduction says nothing new.
+    text = re.sub(
+        rf"^(?:I'm|I am|my name is)\s+{re.escape(name)}\s*(?:[,;.!-]+\s*|\s+and\s+)(?=\w)",
+        "",
+        text,
+        flags=re.IGNORECASE,
+    )
     work = _WORK.search(text) or TECHNICAL.search(text)
     group = "the team" if work else "family" if _FAMILY.search(text) else "others"
     return _finish(_pronouns(text, _Person(name, group)))

@@ -66,6 +66,37 @@ _VERB_CUES = frozenset(
         "don't",
     ]
 )
+_WANTING = frozenset(
+    [
+        "need",
+        "needs",
+        "needed",
+        "want",
+        "wants",
+        "wanted",
+        "have",
+        "has",
+        "had",
+        "going",
+        "like",
+        "love",
+        "hate",
+        "able",
+        "try",
+        "trying",
+        "tried",
+        "plan",
+        "plans",
+        "planning",
+        "planned",
+        "hope",
+        "hoping",
+        "decided",
+        "going",
+        "gonna",
+        "trying",
+    ]
+)
 _NOUN_CUES = frozenset(
     [
         "a",
@@ -158,13 +189,18 @@ def verbs_of(texts: Iterable[str]) -> set[str]:
     noun: Counter[str] = Counter()
     for text in texts:
         tokens = re.findall(r"[A-Za-z]+(?:'[a-z]+)?", text)
-        for before, word in itertools.pairwise(tokens):
+        for i, (before, word) in enumerate(itertools.pairwise(tokens)):
             if word[0].isupper():
                 continue
             low = before.lower()
-            verb[word] += low in _VERB_CUES
+            # "need to call", "want to order": "to" after a verb of wanting or planning
+            wanting = low == "to" and i > 0 and tokens[i - 1].lower() in _WANTING
+            verb[word] += low in _VERB_CUES or wanting
             noun[word] += low in _NOUN_CUES
     return {w for w, n in verb.items() if n > noun[w]}
+
+
+_NAMED = re.compile(r"\b(\w+)\s+([A-Z][a-z]+)\b")
 
 
 def _person(run: list[str]) -> bool:
@@ -190,12 +226,16 @@ def key_phrases(
     texts: Iterable[tuple[str, float]], *, names: Iterable[str] = (), limit: int = 5, once: bool = True
 ) -> list[str]:
     """The ``limit`` most telling phrases of ``texts`` (prose, weight), best first, none inside
-    another. ``once``: the first may be a single word said once (a title needs something)."""
+    another. ``once``: the first may be a phrase said once (a title needs something); without it
+    every phrase was said at least twice."""
     texts = list(texts)
     verbs = verbs_of(t for t, _ in texts)
     skip = {w.lower() for n in names for w in n.split()} | {"user", "assistant"} | verbs
     nicknames = {w[:k] for w in skip if len(w) > 4 for k in range(3, len(w))}  # "Mel" for Melanie
     skip |= {w for t, _ in texts for w in re.findall(r"\b[A-Z][a-z]+\b", t) if w.lower() in nicknames}
+    # a person named by their relation ("my partner Kim") is a person, not a topic
+    named = [(r, n) for t, _ in texts for r, n in _NAMED.findall(t) if r.lower() in _RELATIONS]
+    skip |= {n for _, n in named} | {r for r, _ in named}
     skip = {w.lower() for w in skip}
     counts: dict[str, float] = {}
     spellings: dict[str, Counter[str]] = {}
@@ -226,8 +266,7 @@ def key_phrases(
     ranked = sorted(counts.items(), key=lambda kv: (-rank(kv[0]), kv[0]))
     out: list[str] = []
     for key, score in ranked:
-        single = " " not in key and not spellings[key].most_common(1)[0][0][:1].isupper()
-        if (out or (not once and single)) and (score < 2 or spellings[key].total() < 2):
+        if (out or not once) and (score < 2 or spellings[key].total() < 2):
             continue  # besides the first, a phrase said once is no topic
         if any(_overlap(key, kept.lower()) for kept in out) or _incidental(key, counts):
             continue
