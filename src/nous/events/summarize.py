@@ -21,11 +21,12 @@ from nous._time import as_utc, utcnow
 from nous.errors import InvalidInputError, StepDoneError
 from nous.events.category import categorize
 from nous.events.context import PipelineContext
-from nous.events.extraction import CandidateFact, introduced_name, user_name
+from nous.events.extraction import MIN_CONTENT_WORDS, CandidateFact, content_words, introduced_name, user_name
 from nous.events.known import prior
 from nous.events.offline_summary import offline_summary
 from nous.events.summary import EpisodeSummary, session_turns, summarize_with_llm, transcript_of
 from nous.events.transcript import truncate_transcript
+from nous.heart.facts import check_fact_content
 from nous.llm import ChatMessage, complete_structured
 from nous.memory import lifecycle
 from nous.models import Episode, EpisodeOutcome, Fact, FactCategory, HistoryAction, Memory, Provenance, Turn
@@ -208,6 +209,9 @@ async def store_candidate_facts(event: Event, ctx: PipelineContext) -> list[Writ
     for i, c in enumerate(candidates):
         step = EventStep(event.id, f"fact:{i}")
         try:
+            check_fact_content(c["text"])
+            if len(content_words(c["text"])) < MIN_CONTENT_WORDS:  # a model's "Likes tea." too
+                raise InvalidInputError(f"under {MIN_CONTENT_WORDS} content words", field="content")
             fact = _fact(c, episode, repo.agent_id)
             known = await prior(ctx, fact)
             if known.restated is not None:
