@@ -140,3 +140,45 @@ def test_ingest_says_what_it_discarded(cli: CliRunner, tmp_path: Path) -> None:
     assert "s1: trivial: 1 turn, " in result.output and "no statement about the person" in result.output
     shown = json.loads(cli.invoke(cli_app, ["ingest", str(path), "--json"]).output)
     assert shown["sessions_skipped"] == 1
+
+
+async def test_one_subject_per_person(nous: Nous) -> None:
+    """A user who says their name gets their facts under it, not "the user"; a speaker named like
+    the user id is filed under the id ("Alice" with --user alice is "alice")."""
+    chat = [
+        ("user", "Hi, I'm Alice, I moved to Berlin last month and I work as a data engineer."),
+        ("assistant", "Welcome to Berlin!"),
+        ("user", "We switched our CI from Jenkins to GitHub Actions last week."),
+        ("assistant", "Good choice."),
+    ]
+    await nous.ingest(native(chat, at=T0))
+    facts = await pipeline_facts(nous)
+    assert {f.subject for f in facts} == {"Alice"}
+    texts = sorted(f.content for f in facts)
+    assert "Alice moved to Berlin in February 2026 and works as a data engineer." in texts
+    assert any(t.startswith("Alice and the team switched their CI") for t in texts), texts
+    assert not any("family" in t for t in texts)
+
+    named = json.dumps(
+        {
+            "id": "named",
+            "sessions": [
+                {
+                    "id": "n1",
+                    "started_at": T0.isoformat(),
+                    "messages": [
+                        {
+                            "id": "n1:0",
+                            "role": "user",
+                            "name": "Bob",
+                            "content": "I'm allergic to cats and dogs.",
+                        },
+                        {"id": "n1:1", "role": "assistant", "content": "Noted."},
+                    ],
+                }
+            ],
+        }
+    )
+    await nous.ingest(named, user_id="bob")
+    bob = [f for f in await pipeline_facts(nous) if f.user_id == "bob"]
+    assert [(f.subject, f.content) for f in bob] == [("bob", "Bob is allergic to cats and dogs.")]

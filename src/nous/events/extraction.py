@@ -346,7 +346,7 @@ def user_name(user_id: str | None) -> tuple[str, str]:
 
 
 _INTRODUCTION = re.compile(
-    r"(?:^|[.!?]\s+)(?:(?:hi|hello|hey)[,!]?\s+)?(?:I'm|I am|my name is|call me)\s+([A-Z][a-z]{1,20})\b"
+    r"(?:^|[.!?]\s+)(?:(?i:hi|hello|hey)[,!]?\s+)?(?:I'm|I am|(?i:my name is|call me))\s+([A-Z][a-z]{1,20})\b"
     r"(?=\s*(?:[,.!;]|$|and\b|-))",
 )
 
