@@ -162,6 +162,12 @@ def test_third_person_is_grammatical() -> None:
             "Maya",
         ): "Maya and the team never deploy on Friday afternoons.",
         ("Much has happened since we last spoke.", "Mel"): "Much has happened.",
+        ("I joined a new activist group last Tues.", "Caroline"): (
+            "Caroline joined a new activist group on 2 May 2023."
+        ),
+        ("I'm hiking with some buddies this weekend.", "Joanna"): (
+            "Joanna is hiking with some buddies the weekend of 13 May 2023."
+        ),
     }
     for (sentence, name), expected in cases.items():
         assert third_person(sentence, name, at) == expected

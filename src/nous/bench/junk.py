@@ -262,12 +262,13 @@ _NOUN_CUE = frozenset(
 )
 _LISTED = re.compile(r"\b(?:asked about|went through|talked about|covered)\s+([a-z][\w-]*)")
 _FAMILY = re.compile(
-    r"\b(?:famil(?:y|ies)|kids?|children|child|sons?|daughters?|husband|wife|partner|spouse|mom|mum|"
+    r"\b(?:famil(?:y|ies)|fam|kids?|children|child|sons?|daughters?|husband|wife|partner|spouse|mom|mum|"
     r"mother|dad|father|parents|brothers?|sisters?|siblings?|grand\w+|baby|babies|boyfriend|girlfriend|"
     r"fianc\w*|aunt|uncle|cousins?|niece|nephew|in-laws?)\b",
     re.IGNORECASE,
 )
-_AND_FAMILY = re.compile(r"\band (?:their |his |her )?family\b", re.IGNORECASE)
+# "Maya and family" / "the user and their family" (the rewrite of "we"), not "friends and family".
+_AND_FAMILY = re.compile(r"\b(?:[A-Z][a-z]+|user) and (?:their |his |her )?family\b")
 _WEEKDAYS = (
     r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?"
 )

@@ -293,7 +293,7 @@ _WEEKDAY_NUMBER = {**WEEKDAYS, **_ABBREVIATIONS}
 _WEEKDAY = "(" + "|".join(sorted(_WEEKDAY_NUMBER, key=len, reverse=True)) + r")\.?"
 _HABIT = re.compile(
     r"\b(?:never|always|usually|often|every|each|most|typically|normally)\b|"
-    rf"\b{_WEEKDAY}s\b|\b{_WEEKDAY}\s+(?:mornings|afternoons|evenings|nights)\b",
+    rf"\b(?:{'|'.join(WEEKDAYS)})s\b|\b{_WEEKDAY}\s+(?:mornings|afternoons|evenings|nights)\b",
     re.IGNORECASE,
 )
 _AGO = re.compile(
@@ -352,6 +352,9 @@ def resolve_dates(text: str, at: datetime) -> str:
         (r"\btoday\b", f"on {_day(at)}"),
         (r"\btomorrow\b", f"on {_day(at + timedelta(days=1))}"),
         (r"\blast night\b", f"on the night of {_day(at - timedelta(days=1))}"),
+        (r"\btonight\b", f"on the evening of {_day(at)}"),
+        (r"\bthis weekend\b", f"the weekend of {_day(at + timedelta(days=(5 - at.weekday()) % 7))}"),
+        (r"\bthis week\b", f"the week of {_day(at)}"),
         (r"\blast week(end)?\b", f"the week before {_day(at)}"),
         (r"\bnext week(end)?\b", f"the week after {_day(at)}"),
         (r"\blast month\b", f"in {last_month:%B %Y}"),

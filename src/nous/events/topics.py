@@ -230,7 +230,7 @@ def key_phrases(
     every phrase was said at least twice."""
     texts = list(texts)
     verbs = verbs_of(t for t, _ in texts)
-    skip = {w.lower() for n in names for w in n.split()} | {"user", "assistant"} | verbs
+    skip = {w.lower() for n in names for w in n.split()} | {"user", "assistant", "must", "others"} | verbs
     nicknames = {w[:k] for w in skip if len(w) > 4 for k in range(3, len(w))}  # "Mel" for Melanie
     skip |= {w for t, _ in texts for w in re.findall(r"\b[A-Z][a-z]+\b", t) if w.lower() in nicknames}
     # a person named by their relation ("my partner Kim") is a person, not a topic
@@ -243,7 +243,9 @@ def key_phrases(
         run: list[str] = []
         seen: set[str] = set()  # a phrase counts once per text
         for token in [*_TOKEN.findall(text), "."]:
-            if _is_word(token, skip):
+            # a participle inside a run ends it: "a location *called* Whispering Falls"
+            inside = bool(run) and token.islower() and _PARTICIPLE.search(token) is not None
+            if _is_word(token, skip) and not inside:
                 run.append(token)
                 continue
             run = _noun_phrase(run, token)
