@@ -152,7 +152,9 @@ def test_the_reader_checks_of_facts_and_summaries() -> None:
         assert not unresolved_date(text), text
     groups = several_subjects([("alice", "alice"), ("alice", "Alice"), ("alice", "the user"), (None, "Ben")])
     assert groups == [["Alice", "alice", "the user"]]
-    assert several_subjects([(None, "the user"), (None, "Caroline"), (None, "Melanie")]) == []
+    assert several_subjects([(None, "Caroline"), (None, "Melanie")], ["Caroline", "Melanie"]) == []
+    # a chat whose user is unnamed: "Craig" beside "the user" is the same person twice
+    assert several_subjects([(None, "the user"), (None, "Craig")], ["the user"]) == [["Craig", "the user"]]
 
 
 async def test_scale_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider) -> None:

@@ -143,17 +143,18 @@ def test_ingest_says_what_it_discarded(cli: CliRunner, tmp_path: Path) -> None:
 
 
 async def test_one_subject_per_person(nous: Nous) -> None:
-    """A user who says their name gets their facts under it, not "the user"; a speaker named like
-    the user id is filed under the id ("Alice" with --user alice is "alice")."""
+    """A user's facts are under their user id, their introduction ("I'm Alice, ...") is not a fact
+    of its own; a speaker named like the user id is filed under the id ("Bob" with --user bob is
+    "bob"), so one person has one subject."""
     chat = [
         ("user", "Hi, I'm Alice, I moved to Berlin last month and I work as a data engineer."),
         ("assistant", "Welcome to Berlin!"),
         ("user", "We switched our CI from Jenkins to GitHub Actions last week."),
         ("assistant", "Good choice."),
     ]
-    await nous.ingest(native(chat, at=T0))
+    await nous.ingest(native(chat, at=T0), user_id="alice")
     facts = await pipeline_facts(nous)
-    assert {f.subject for f in facts} == {"Alice"}
+    assert {f.subject for f in facts} == {"alice"}
     texts = sorted(f.content for f in facts)
     assert "Alice moved to Berlin in February 2026 and works as a data engineer." in texts
     assert any(t.startswith("Alice and the team switched their CI") for t in texts), texts
@@ -181,4 +182,5 @@ async def test_one_subject_per_person(nous: Nous) -> None:
     )
     await nous.ingest(named, user_id="bob")
     bob = [f for f in await pipeline_facts(nous) if f.user_id == "bob"]
+    assert not [f for f in await pipeline_facts(nous) if f.subject in ("Alice", "the user", "Bob")]
     assert [(f.subject, f.content) for f in bob] == [("bob", "Bob is allergic to cats and dogs.")]

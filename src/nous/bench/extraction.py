@@ -239,8 +239,9 @@ async def run_extraction(
         ]
         file_junk = JunkTally()
         vectors = provider.embed([f.text for f in stored]) if stored else np.zeros((0, 1))
-        check_facts(stored, vectors, roles, said, file_junk)
-        check_facts(stored, vectors, roles, said, junk)
+        named = {m.name for s in conversation.sessions for m in s.messages if m.name and m.role == "user"}
+        check_facts(stored, vectors, roles, said, file_junk, named or {"the user"})
+        check_facts(stored, vectors, roles, said, junk, named or {"the user"})
         categories.update(f.category or "none" for f in facts)
         subjects.update(f.subject or "none" for f in facts)
         sessions_seen += len(conversation.sessions)

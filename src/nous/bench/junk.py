@@ -327,14 +327,21 @@ def unresolved_date(text: str) -> bool:
     return bool(_RELATIVE_DATE.search(text))
 
 
-def several_subjects(subjects: Iterable[tuple[str | None, str]]) -> list[list[str]]:
+def several_subjects(
+    subjects: Iterable[tuple[str | None, str]], speakers: Iterable[str] = ()
+) -> list[list[str]]:
     """The people stored under more than one subject: (scope, subject) pairs grouped by the
-    subject case-folded, "the user" joining the scope's own user id."""
+    subject case-folded, "the user" joining the scope's own user id and any subject that is no
+    speaker of the conversation (``speakers``: its named speakers; an unnamed user is "the user",
+    so "Craig" beside "the user" in a chat with no speaker named Craig is one person twice)."""
+    named = {s.casefold() for s in speakers}
     groups: dict[tuple[str | None, str], set[str]] = {}
     for scope, subject in subjects:
         key = subject.casefold()
         if key == "the user" and scope:
             key = scope.casefold()
+        elif named and key not in named and key != (scope or "").casefold():
+            key = (scope or "the user").casefold()
         groups.setdefault((scope, key), set()).add(subject)
     return [sorted(g) for g in groups.values() if len(g) > 1]
 
@@ -389,6 +396,7 @@ def check_facts(
     roles: dict[str, str],
     said: dict[str, str],
     tally: JunkTally,
+    speakers: Iterable[str] = (),
 ) -> None:
     """Add one conversation's facts (in the order they were stored) to ``tally``. ``vectors`` are
     their normalised embeddings, row by row."""
@@ -419,5 +427,5 @@ def check_facts(
         ]
         if earlier:
             tally.note("duplicates", f"{f.text}  ==  {facts[earlier[0]].text}")
-    for group in several_subjects((f.scope, f.subject) for f in facts if f.subject):
+    for group in several_subjects(((f.scope, f.subject) for f in facts if f.subject), speakers):
         tally.note("people_with_several_subjects", " / ".join(group))

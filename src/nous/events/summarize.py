@@ -21,7 +21,7 @@ from nous._time import as_utc, utcnow
 from nous.errors import InvalidInputError, StepDoneError
 from nous.events.category import categorize
 from nous.events.context import PipelineContext
-from nous.events.extraction import MIN_CONTENT_WORDS, CandidateFact, content_words, introduced_name, user_name
+from nous.events.extraction import MIN_CONTENT_WORDS, CandidateFact, content_words, user_name
 from nous.events.known import prior
 from nous.events.offline_summary import offline_summary
 from nous.events.summary import EpisodeSummary, session_turns, summarize_with_llm, transcript_of
@@ -87,13 +87,6 @@ def _messages(
                 text = text[len(prefix) :]
                 break
         out.append((speaker, text, t.provenance.turn_ids or [t.id]))
-    # "the user" is resolved when they say their name ("Hi, I'm Alice, ..."): facts are about Alice.
-    name = introduced_name(text for speaker, text, _ in out if speaker == "the user")
-    if "the user" in who.people and name:
-        out = [(name if speaker == "the user" else speaker, text, ids) for speaker, text, ids in out]
-        who.people = (who.people - {"the user"}) | {name}
-        who.subjects.pop("the user", None)
-        who.subjects[name] = name
     return out, who
 
 
