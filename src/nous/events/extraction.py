@@ -21,7 +21,7 @@ from datetime import datetime
 import numpy as np
 
 from nous.events.category import categorize
-from nous.events.lexicon import GENERIC, STOP_WORDS
+from nous.events.lexicon import STOP_WORDS
 from nous.events.prose import prose_sentences
 from nous.events.rewrite import resolve_dates, standing_instruction_fact, third_person
 from nous.events.screen import clauses, rejection, standing_instruction, strip_openers, without_fillers
@@ -343,24 +343,6 @@ def user_name(user_id: str | None) -> tuple[str, str]:
     if user_id:
         return (user_id.title() if _NAME_LIKE.match(user_id) else "the user"), user_id
     return "the user", "the user"
-
-
-_INTRODUCTION = re.compile(
-    r"(?:^|[.!?]\s+)(?:(?i:hi|hello|hey)[,!]?\s+)?(?:I'm|I am|(?i:my name is|call me))\s+([A-Z][a-z]{1,20})\b"
-    r"(?=\s*(?:[,.!;]|$|and\b|-))",
-)
-
-
-def introduced_name(texts: Iterable[str]) -> str | None:
-    """The name a person gives themselves in ``texts`` ("Hi, I'm Alice, I moved to Berlin"), if
-    exactly one."""
-    found = {
-        m.group(1)
-        for text in texts
-        for m in _INTRODUCTION.finditer(text)
-        if m.group(1).lower() not in STOP_WORDS and m.group(1).lower() not in GENERIC
-    }
-    return found.pop() if len(found) == 1 else None
 
 
 # "Remember that ...", said to the agent: what follows is to be kept as said, at once. "Remember
