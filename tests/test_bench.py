@@ -12,7 +12,18 @@ from typer.testing import CliRunner
 from nous import Nous, Settings
 from nous.bench.context import run_context
 from nous.bench.extraction import run_extraction
-from nous.bench.junk import from_assistant, has_code, has_url, is_request, near_duplicate
+from nous.bench.junk import (
+    family_not_said,
+    from_assistant,
+    has_code,
+    has_url,
+    is_fragment,
+    is_request,
+    near_duplicate,
+    several_subjects,
+    unresolved_date,
+    verb_uses,
+)
 from nous.bench.locomo import load_any_dir, run_locomo
 from nous.bench.scale import run_fill, run_scale
 from nous.cli.app import app
@@ -113,6 +124,37 @@ def test_junk_checks_read_facts_as_a_reader_would() -> None:
     assert not near_duplicate(
         "Maya went camping in June.", "Maya went to a pottery class in June.", 0.7, "Maya"
     )
+
+
+def test_the_reader_checks_of_facts_and_summaries() -> None:
+    """Sentence fragments, "and family" nobody said, relative dates left as said, and one person
+    under several subjects."""
+    uses = verb_uses(["Why did we pick Postgres?", "I'll call the vet.", "The call went well."])
+    for fragment in [
+        "They asked about pick Postgres.",
+        "rust.",
+        "The user's favourite language",
+        "Postgres and Kafka.",
+    ]:
+        assert is_fragment(fragment, uses), fragment
+    for sentence in [
+        "The user lives in Lyon.",
+        "They asked about the call schedule.",
+        "The assistant went through password hashing and user authentication.",
+        "Caroline went to a support group on 7 May 2023.",
+    ]:
+        assert not is_fragment(sentence, uses), sentence
+    assert family_not_said("Maya and family switched their CI to GitHub Actions.", ["We switched our CI."])
+    assert not family_not_said("Maya and family went camping.", ["We took the kids camping."])
+    for text in ["Ben started at Spotify on Monday.", "Ana moved two weeks ago.", "They met last Friday."]:
+        assert unresolved_date(text), text
+    for text in ["Ben started at Spotify on 2 March 2026.", "Maya never deploys on Fridays."]:
+        assert not unresolved_date(text), text
+    groups = several_subjects([("alice", "alice"), ("alice", "Alice"), ("alice", "the user"), (None, "Ben")])
+    assert groups == [["Alice", "alice", "the user"]]
+    assert several_subjects([(None, "Caroline"), (None, "Melanie")], ["Caroline", "Melanie"]) == []
+    # a chat whose user is unnamed: "Craig" beside "the user" is the same person twice
+    assert several_subjects([(None, "the user"), (None, "Craig")], ["the user"]) == [["Craig", "the user"]]
 
 
 async def test_scale_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider) -> None:

@@ -113,6 +113,9 @@ def test_the_reply_is_remembered_and_a_second_session_recalls_the_first(
         assert state["turn_count"] == 1  # the reply was recorded with post_turn
         turns = rest.get("/v1/memories", params={"type": "turn", "limit": 50}).json()["items"]
         assert any("Noted: your cat is called Quillon." in t["content"] for t in turns)
+        # "Please remember that ..." is a fact as soon as the reply is recorded, not at session end.
+        facts = rest.get("/v1/memories", params={"type": "fact"}).json()["items"]
+        assert [f["content"] for f in facts] == ["The user's cat is called Quillon."]
 
     second = _sdk(server, keys["a"], **{"X-Nous-Session": "tuesday"}).chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "What is my cat called?"}]

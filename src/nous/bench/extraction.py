@@ -8,7 +8,10 @@ with the offline provider, the event pipeline run to completion, then:
 - on every file, the checks a reader would make of each stored fact (``bench/junk.py``): from an
   assistant's turn, code or a URL, over 300 characters, a request or question turned into a
   sentence, a near-duplicate of an earlier fact of the same scope; facts per session, their
-  categories and subjects; summaries that read as a transcript fragment;
+  categories and subjects; summaries that read as a transcript fragment; and what a reader of
+  the facts and summaries would correct: sentence fragments (facts, and summary sentences), "and
+  family" where no family was mentioned, relative dates left unresolved, one person under
+  several subjects;
 - on LoCoMo files, which annotate per session and speaker the events of people's lives
   (``events_session_N``: "Caroline attends an LGBTQ support group for the first time.") and a
   summary (``session_N_summary``):
@@ -36,7 +39,17 @@ from typing import Any
 import numpy as np
 
 from nous import Nous
-from nous.bench.junk import JunkTally, StoredFact, check_facts, has_code, has_url
+from nous.bench.junk import (
+    JUNK_CHECKS,
+    NEW_CHECKS,
+    JunkTally,
+    StoredFact,
+    check_facts,
+    has_code,
+    has_url,
+    is_fragment,
+    verb_uses,
+)
 from nous.config import Settings
 from nous.embeddings import EmbeddingProvider, create_provider
 from nous.errors import InvalidInputError
@@ -198,8 +211,8 @@ async def run_extraction(
     categories: Counter[str] = Counter()
     subjects: Counter[str] = Counter()
     per_file: list[dict[str, Any]] = []
-    samples: dict[str, list[Any]] = {"facts": [], "summaries": []}
-    sessions_seen = fragments = 0
+    samples: dict[str, list[Any]] = {"facts": [], "summaries": [], "summary_fragments": []}
+    sessions_seen = fragments = summary_sentences = summary_sentence_fragments = 0
     kinds: set[str] = set()
     started = time.perf_counter()
     for path in paths:
@@ -226,14 +239,23 @@ async def run_extraction(
         ]
         file_junk = JunkTally()
         vectors = provider.embed([f.text for f in stored]) if stored else np.zeros((0, 1))
-        check_facts(stored, vectors, roles, said, file_junk)
-        check_facts(stored, vectors, roles, said, junk)
+        named = {m.name for s in conversation.sessions for m in s.messages if m.name and m.role == "user"}
+        check_facts(stored, vectors, roles, said, file_junk, named or {"the user"})
+        check_facts(stored, vectors, roles, said, junk, named or {"the user"})
         categories.update(f.category or "none" for f in facts)
         subjects.update(f.subject or "none" for f in facts)
         sessions_seen += len(conversation.sessions)
         summaries = {_session_key(e.session_id): e for e in episodes if e.summary}
         speakers = {m.name or m.role for s in conversation.sessions for m in s.messages}
         fragments += sum(summary_fragment(e.summary or "", speakers) for e in summaries.values())
+        uses = verb_uses(said.values())
+        for e in summaries.values():
+            broken = [x for x in sentences(e.summary or "") if is_fragment(x, uses)]
+            summary_sentences += len(sentences(e.summary or ""))
+            if broken:
+                summary_sentence_fragments += len(broken)
+                if len(samples["summary_fragments"]) < 8:
+                    samples["summary_fragments"].append(f"{e.title} | {broken[0]}")
         samples["facts"] += [
             f"[{f.category}|{f.subject}] {f.content}" for f in facts[:: max(1, len(facts) // 6)][:6]
         ]
@@ -267,6 +289,8 @@ async def run_extraction(
         "categories": dict(categories.most_common()),
         "subjects": dict(subjects.most_common(10)),
         "summary_fragments": fragments,
+        "summary_sentences": summary_sentences,
+        "summary_sentence_fragments": summary_sentence_fragments,
         "per_file": per_file,
         "samples": samples,
         "baseline_every_sentence": baseline.figures() if annotated else None,
@@ -328,10 +352,9 @@ def summarize_figures(result: dict[str, Any]) -> Sequence[Sequence[str]]:
     ]
 
 
-JUNK_CHECKS = ("from_assistant", "code_or_url", "over_300", "request_or_question", "duplicates")
-
-
 def junk_rows(result: dict[str, Any]) -> Sequence[Sequence[str]]:
     """Table rows: per check, the facts failing it (count and share of all facts)."""
     junk = result["junk"]
-    return [[check, str(junk[check]), f"{junk[f'{check}_share']:.3f}"] for check in JUNK_CHECKS]
+    return [
+        [check, str(junk[check]), f"{junk[f'{check}_share']:.3f}"] for check in (*JUNK_CHECKS, *NEW_CHECKS)
+    ]

@@ -12,11 +12,23 @@ benchmark does not grade the pipeline by the rules it was built with:
 - **request or question**: a question mark, the assistant addressed ("you"), an inverted
   question ("how can the user ..."), a plea for help or advice, or uncertainty put as a fact
   ("is not sure how to ...");
-- **duplicate**: a near-duplicate (``near_duplicate``) of an earlier fact of the same scope.
+- **duplicate**: a near-duplicate (``near_duplicate``) of an earlier fact of the same scope;
+- **fragment**: not a sentence: no capital at its start or no full stop at its end, fewer than
+  three content words, or no verb (no auxiliary, no word in -s, -ed or -ing, no irregular past);
+  a summary sentence is a fragment too when what it says was asked about or gone through starts
+  with a word the conversation itself uses as a verb more than as a noun ("They asked about
+  *pick* Postgres": "pick" follows "we" / "to" / "can", never "a" / "the");
+- **"and family" not said**: a fact says "... and family" (or "and their family") but no message
+  it came from names a family member;
+- **unresolved date**: a relative date left as said ("yesterday", "last week", "on Monday",
+  "two days ago") where the session's date would have fixed it;
+- **one person, several subjects** (per conversation): subjects that are one person spelled
+  differently ("alice" / "Alice"), or "the user" beside the user's own id in one scope.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +38,8 @@ import numpy as np
 from nous.memory.dedup import DUPLICATE_THRESHOLD, DedupThresholds, Tier, classify
 
 MAX_CHARS = 300
+JUNK_CHECKS = ("from_assistant", "code_or_url", "over_300", "request_or_question", "duplicates")
+NEW_CHECKS = ("fragments", "family_not_said", "unresolved_dates", "people_with_several_subjects")
 FROM_ASSISTANT_SHARE = 0.8
 RESTATED_SHARE = 2 / 3
 
@@ -128,6 +142,210 @@ def near_duplicate(a: str, b: str, cosine: float, subject: str | None = None) ->
     return tier == Tier.DUPLICATE or restates(a, b, subject) or restates(b, a, subject)
 
 
+_SENTENCE_END = re.compile(r"[.!?][\"')]*$")
+_AUXILIARY = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "am",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "will",
+        "would",
+        "can",
+        "could",
+        "should",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "'s",
+        "'re",
+        "'ve",
+    ]
+)
+_IRREGULAR = frozenset(
+    [
+        "went",
+        "got",
+        "made",
+        "took",
+        "saw",
+        "came",
+        "found",
+        "felt",
+        "thought",
+        "knew",
+        "told",
+        "gave",
+        "bought",
+        "ran",
+        "met",
+        "left",
+        "began",
+        "brought",
+        "built",
+        "chose",
+        "drove",
+        "ate",
+        "fell",
+        "flew",
+        "forgot",
+        "grew",
+        "heard",
+        "held",
+        "kept",
+        "led",
+        "lost",
+        "meant",
+        "paid",
+        "put",
+        "read",
+        "said",
+        "sat",
+        "sent",
+        "spent",
+        "stood",
+        "taught",
+        "threw",
+        "understood",
+        "wore",
+        "won",
+        "wrote",
+    ]
+)
+_VERB_CUE = frozenset(
+    [
+        "i",
+        "we",
+        "you",
+        "they",
+        "can",
+        "could",
+        "will",
+        "would",
+        "should",
+        "'ll",
+        "let's",
+        "please",
+        "did",
+        "don't",
+        "do",
+    ]
+)
+_NOUN_CUE = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "my",
+        "our",
+        "your",
+        "their",
+        "his",
+        "her",
+        "this",
+        "that",
+        "these",
+        "those",
+        "some",
+        "any",
+    ]
+)
+_LISTED = re.compile(r"\b(?:asked about|went through|talked about|covered)\s+([a-z][\w-]*)")
+_FAMILY = re.compile(
+    r"\b(?:famil(?:y|ies)|fam|kids?|children|child|sons?|daughters?|husband|wife|partner|spouse|mom|mum|"
+    r"mother|dad|father|parents|brothers?|sisters?|siblings?|grand\w+|baby|babies|boyfriend|girlfriend|"
+    r"fianc\w*|aunt|uncle|cousins?|niece|nephew|in-laws?)\b",
+    re.IGNORECASE,
+)
+# "Maya and family" / "the user and their family" (the rewrite of "we"), not "friends and family".
+_AND_FAMILY = re.compile(r"\b(?:[A-Z][a-z]+|user) and (?:their |his |her )?family\b")
+_WEEKDAYS = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?"
+)
+_RELATIVE_DATE = re.compile(
+    rf"\b(?:yesterday|tomorrow|tonight|today|(?:last|next|this|coming)\s+(?:week|weekend|month|year|"
+    rf"{_WEEKDAYS})|(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of)\s+"
+    rf"(?:days?|weeks?|months?|years?)\s+ago|on\s+{_WEEKDAYS}(?!s)(?!\s+(?:mornings|afternoons|evenings|nights)))\b",
+    re.IGNORECASE,
+)
+_TOKENS = re.compile(r"[a-z]+(?:'[a-z]+)?")
+
+
+def verb_uses(texts: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Per word, how often the conversation uses it after a verb cue ("we pick", "to call") and
+    after a noun cue ("the call", "my order")."""
+    out: dict[str, tuple[int, int]] = {}
+    for text in texts:
+        tokens = _TOKENS.findall(text.lower())
+        for before, word in itertools.pairwise(tokens):
+            verb, noun = out.get(word, (0, 0))
+            out[word] = (verb + (before in _VERB_CUE), noun + (before in _NOUN_CUE))
+    return out
+
+
+def is_fragment(sentence: str, uses: dict[str, tuple[int, int]] | None = None) -> bool:
+    """Whether ``sentence`` is not a sentence a reader would keep (see the module docstring)."""
+    text = sentence.strip()
+    if not text or not text[0].isupper() or not _SENTENCE_END.search(text):
+        return True
+    if len(content_words(text)) + ("user" in _WORD.findall(text.lower())) < 3:  # the user counts
+        return True
+    words = _TOKENS.findall(text.lower())
+    verb = any(
+        w in _AUXILIARY
+        or w in _IRREGULAR
+        or w.endswith(("ed", "ing"))
+        or "'" in w
+        or (w.endswith("s") and not w.endswith("ss") and i > 0)
+        for i, w in enumerate(words)
+    )
+    if not verb:
+        return True
+    for match in _LISTED.finditer(text):
+        verb_count, noun_count = (uses or {}).get(match.group(1), (0, 0))
+        if verb_count > noun_count:
+            return True
+    return False
+
+
+def family_not_said(text: str, sources: Iterable[str]) -> bool:
+    """The fact adds "and family" though none of the messages it came from names family."""
+    return bool(_AND_FAMILY.search(text)) and not any(_FAMILY.search(s) for s in sources)
+
+
+def unresolved_date(text: str) -> bool:
+    return bool(_RELATIVE_DATE.search(text))
+
+
+def several_subjects(
+    subjects: Iterable[tuple[str | None, str]], speakers: Iterable[str] = ()
+) -> list[list[str]]:
+    """The people stored under more than one subject: (scope, subject) pairs grouped by the
+    subject case-folded, "the user" joining the scope's own user id and any subject that is no
+    speaker of the conversation (``speakers``: its named speakers; an unnamed user is "the user",
+    so "Craig" beside "the user" in a chat with no speaker named Craig is one person twice)."""
+    named = {s.casefold() for s in speakers}
+    groups: dict[tuple[str | None, str], set[str]] = {}
+    for scope, subject in subjects:
+        key = subject.casefold()
+        if key == "the user" and scope:
+            key = scope.casefold()
+        elif named and key not in named and key != (scope or "").casefold():
+            key = (scope or "the user").casefold()
+        groups.setdefault((scope, key), set()).add(subject)
+    return [sorted(g) for g in groups.values() if len(g) > 1]
+
+
 @dataclass(slots=True)
 class StoredFact:
     """What the checks read of a stored fact."""
@@ -149,6 +367,10 @@ class JunkTally:
     over_300: int = 0
     request_or_question: int = 0
     duplicates: int = 0
+    fragments: int = 0
+    family_not_said: int = 0
+    unresolved_dates: int = 0
+    people_with_several_subjects: int = 0
     examples: dict[str, list[str]] = field(default_factory=dict)
 
     def note(self, check: str, text: str) -> None:
@@ -159,7 +381,7 @@ class JunkTally:
 
     def figures(self) -> dict[str, object]:
         n = max(1, self.facts)
-        checks = ("from_assistant", "code_or_url", "over_300", "request_or_question", "duplicates")
+        checks = (*JUNK_CHECKS, *NEW_CHECKS)
         return {
             "facts": self.facts,
             **{c: getattr(self, c) for c in checks},
@@ -174,6 +396,7 @@ def check_facts(
     roles: dict[str, str],
     said: dict[str, str],
     tally: JunkTally,
+    speakers: Iterable[str] = (),
 ) -> None:
     """Add one conversation's facts (in the order they were stored) to ``tally``. ``vectors`` are
     their normalised embeddings, row by row."""
@@ -188,6 +411,12 @@ def check_facts(
             tally.note("over_300", f.text)
         if is_request(f.text):
             tally.note("request_or_question", f.text)
+        if is_fragment(f.text):
+            tally.note("fragments", f.text)
+        if family_not_said(f.text, [said.get(t, "") for t in f.turn_ids]):
+            tally.note("family_not_said", f.text)
+        if unresolved_date(f.text):
+            tally.note("unresolved_dates", f.text)
         earlier = [
             j
             for j in range(i)
@@ -198,3 +427,5 @@ def check_facts(
         ]
         if earlier:
             tally.note("duplicates", f"{f.text}  ==  {facts[earlier[0]].text}")
+    for group in several_subjects(((f.scope, f.subject) for f in facts if f.subject), speakers):
+        tally.note("people_with_several_subjects", " / ".join(group))

@@ -518,7 +518,9 @@ def extraction(
         subjects = ", ".join(f"{c} {n}" for c, n in list(result["subjects"].items())[:5])
         console.print(
             f"categories: {categories or '-'} · subjects: {subjects or '-'} · "
-            f"summaries that read as transcript fragments: {result['summary_fragments']}"
+            f"summaries that read as transcript fragments: {result['summary_fragments']} · "
+            f"summary sentences that are fragments: {result['summary_sentence_fragments']} "
+            f"of {result['summary_sentences']}"
         )
         if result["sessions"]:
             table(

@@ -73,6 +73,15 @@ def ingest(
         f"[green]ingested[/green] {plural(report.turns, 'turn')} in {plural(report.sessions, 'session')} "
         f"({report.sessions_skipped} already stored) from {file}"
     )
+    if report.episodes_merged:
+        console.print(
+            f"{plural(report.episodes_merged, 'session')} linked to an earlier episode with the same opening"
+        )
+    if report.discarded:
+        # Their turns are stored and recallable; only the episode is out of recall (restorable).
+        console.print(f"discarded {plural(len(report.discarded), 'episode')} (turns kept):")
+        for line in report.discarded:
+            console.print(f"  {line}", markup=False, highlight=False)
     if pending:
         nous = nous_command()
         events = plural(pending, "event")

@@ -218,7 +218,11 @@ def _render(memory: Memory, replaced: Memory | None = None) -> str:
         body = memory.title or memory.content
         if memory.summary and memory.summary != body:
             body = f"{body} — {memory.summary}"
-        if memory.outcome not in (EpisodeOutcome.ONGOING, EpisodeOutcome.SUCCESS):
+        if memory.outcome not in (
+            EpisodeOutcome.ONGOING,
+            EpisodeOutcome.SUCCESS,
+            EpisodeOutcome.INFORMATIONAL,
+        ):
             body += f" (outcome: {memory.outcome.value})"
         return f"{when} {body}"
     if isinstance(memory, Procedure):

@@ -6,7 +6,9 @@ pre_turn: resolve a follow-up to its topic → choose the frame → record the u
 open (or dedup) the session's episode → gather identity, profile, censors, working memory,
 recent episodes and one frame-boosted recall → assemble the context within budget.
 post_turn: record the reply (turns, tools, characters), store the exchange as two turns of the
-session's episode, link the decisions and facts written during the turn to it.
+session's episode, link the decisions and facts written during the turn to it; what the user asked
+to be remembered ("remember that I hate long meetings") becomes a fact at once, through the
+dedup write path, not at session end.
 end_session: close the episode (or discard it if the session stayed trivial), turn reflection
 lines into facts through the dedup write path, and mark the session ended for the event pipeline.
 """
@@ -27,6 +29,7 @@ from nous.cognitive.context import Context, ContextInputs, build_context
 from nous.cognitive.frames import Budget, Frame, get_frame
 from nous.cognitive.selection import FrameChoice, FrameSelector, is_greeting
 from nous.errors import ConflictError, InvalidInputError
+from nous.events.extraction import remembered_facts
 from nous.heart import Heart
 from nous.heart.identity import Identity
 from nous.heart.sessions import EpisodeStart
@@ -396,7 +399,43 @@ class CognitiveLayer:
                 )
             )
         await self.repo.create_many(turns, actor=actor, extra_ops=ops)
+        if before.last_user_text and turns and turns[0].role == "user":
+            await self._remember(before, before.last_user_text, turns[0], actor)
         return await self.heart.sessions.get(session_id)
+
+    async def _remember(self, state: SessionState, text: str, turn: Turn, actor: str) -> list[WriteResult]:
+        """Store what ``text`` (the user's message, stored as ``turn``) asks to be remembered, as
+        facts about the user linked to the session's episode."""
+        results: list[WriteResult] = []
+        for candidate in remembered_facts(text, user_id=state.user_id, at=turn.occurred_at):
+            result = await self.heart.facts.learn(
+                candidate.text,
+                subject=candidate.subject,
+                category=candidate.category,
+                source="remember",
+                user_id=state.user_id,
+                session_id=state.session_id,
+                frame=state.frame,
+                censors=state.active_censors or None,
+                provenance=Provenance(
+                    source="remember",
+                    session_id=state.session_id,
+                    episode_id=state.episode_id,
+                    turn_ids=[turn.id],
+                    actor=actor,
+                ),
+                actor=actor,
+            )
+            results.append(result)
+            if state.episode_id is not None and result.id:
+                edge = Edge(
+                    source_id=result.id,
+                    target_id=state.episode_id,
+                    relation=EdgeRelation.PART_OF,
+                    agent_id=self.repo.agent_id,
+                )
+                await self.repo.store.apply([PutEdge(edge)])
+        return results
 
     def _turn(
         self, state: SessionState, role: str, content: str, episode_id: str | None, at: datetime

@@ -34,7 +34,7 @@ _PERSON = re.compile(
     r"daughter|mom|mother|dad|father|parents|sister|brother|family|grandma|grandmother|grandpa|"
     r"grandfather|dog|cat|pet|birthday|age|job|boss|hometown|friends?)\b",
 )
-_TECHNICAL = re.compile(
+TECHNICAL = re.compile(
     r"\b[A-Z][\w.+#-]*\s+v?\d+(?:\.\d+)+\b|\b[\w-]+\.(?:py|js|ts|tsx|jsx|css|html|json|yaml|yml|toml|sql|"
     r"md|sh|go|rs|java|rb|env|txt|cfg|ini)\b|\b(?:api|apis|database|server|deploy\w*|code|coding|python|"
     r"javascript|typescript|java|sql|sqlite|postgres\w*|mysql|mongodb|redis|kafka|framework|library|"
@@ -65,7 +65,7 @@ def categorize(text: str) -> str:
         return FactCategory.LESSON.value
     if _PERSON.search(text):
         return FactCategory.PERSON.value
-    if _TECHNICAL.search(text):
+    if TECHNICAL.search(text):
         return FactCategory.TECHNICAL.value
     if _EVENT.search(text):
         return FactCategory.EVENT.value

@@ -31,6 +31,9 @@ __all__ = ["resolve_dates", "third_person"]
 PER_SESSION = 6  # facts kept per session, at most (best first)
 STANDING_PER_SESSION = 3  # standing instructions kept besides
 MIN_WORDS = 5
+# A fact says something about someone: fewer content words than this ("Caroline loves it.",
+# "The user is ok.") is not one, whatever its score. The subject counts as one.
+MIN_CONTENT_WORDS = 3
 MAX_CHARS = 300  # a longer fact is not kept
 REPEAT_OVERLAP = 0.6  # a candidate sharing this share of its content words with a kept one is a repeat
 
@@ -66,6 +69,17 @@ _IDENTITY = re.compile(
     r"father|family|friend|brother|sister|favorite|favourite|goal|dream|passion|hobby|home|house|"
     r"car|team|career)|I(?:'m| am) (?:a|an) |I (?:love|like|enjoy|prefer|hate|collect|play|own|"
     r"have (?:a|an|two|three)))\b",
+    re.IGNORECASE,
+)
+# Something lasting a person says about themselves: where they live or work, health, diet, what
+# they like or are. Such a statement is kept even when the event-fitted score is low: a short
+# chat ("I live in Lyon", "I'm allergic to cats") has nothing better, and in a long one it still
+# competes for PER_SESSION by score.
+_LASTING = re.compile(
+    r"^(?:I|I'm|I am|I've|my|we|we're|we are|our)\b.*\b(?:live[sd]?|living|grew up|was born|work(?:s|ed)? "
+    r"(?:as|at|for|in)|allergic|intolerant|vegan|vegetarian|pescatarian|diabetic|favou?rite|love|hate|"
+    r"prefer|can't stand|dislike|enjoy|name is|married|divorced|pregnant|retired|years old|moved|"
+    r"(?:am|'m|are|'re) (?:a|an)\b|speak|own|raised)\b",
     re.IGNORECASE,
 )
 _CAPITALISED = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+")
@@ -116,7 +130,7 @@ def candidate_clauses(
 
     def keep(clause: str) -> bool:
         clause = tidy(clause)
-        return len(clause.split()) >= 3 and rejection(clause, to_assistant=to_assistant) is None
+        return _words(clause) >= 3 and rejection(clause, to_assistant=to_assistant) is None
 
     out: list[tuple[str, bool]] = []
     for sentence in prose_sentences(text):
@@ -124,6 +138,31 @@ def candidate_clauses(
             clause = tidy(clause)
             out.append((clause, to_assistant and standing_instruction(clause)))
     return out
+
+
+def _words(clause: str) -> int:
+    """Words of a clause with contractions counted as written out ("We're vegan" is three)."""
+    return len(clause.split()) + len(re.findall(r"\w['’](?:re|m|ve|ll|d|s)\b", clause, re.IGNORECASE))
+
+
+def lasting(text: str) -> bool:
+    """Whether a clause of a person's prose says something lasting about them."""
+    return bool(_LASTING.search(text))
+
+
+def personal_statement(text: str, *, to_assistant: bool = True) -> bool:
+    """Whether a person's message holds a statement about themselves that extraction could keep
+    (lasting, or scored at least MIN_SCORE): a session holding one is worth its episode however
+    short it is."""
+    for clause, standing in candidate_clauses(text, to_assistant=to_assistant):
+        if standing or not _FIRST_PERSON.search(clause):
+            continue
+        if len(content_words(clause)) < MIN_CONTENT_WORDS - 1:  # the subject is not in it yet
+            continue
+        st = Statement("the user", clause, [], datetime.min, turn_chars=len(text))
+        if lasting(clause) or salience(st) >= MIN_SCORE:
+            return True
+    return False
 
 
 def statements_of(
@@ -232,7 +271,7 @@ def salience(st: Statement) -> float:
 
 
 def content_words(text: str) -> set[str]:
-    return {w.rstrip("s") for w in _CONTENT_WORD.findall(text.lower()) if w not in STOP_WORDS}
+    return {w.rstrip("s") for w in _CONTENT_WORD.findall(text.lower()) if w not in STOP_WORDS} - {""}
 
 
 def is_repeat(words: set[str], kept: list[set[str]]) -> bool:
@@ -255,7 +294,11 @@ def select(scored: list[tuple[float, Statement]], limit: int = PER_SESSION) -> l
     words: list[set[str]] = []
     standing = [i for i, (_, st) in enumerate(scored) if st.standing][:STANDING_PER_SESSION]
     ranked = sorted(
-        (i for i, (score, st) in enumerate(scored) if score >= MIN_SCORE and not st.standing),
+        (
+            i
+            for i, (score, st) in enumerate(scored)
+            if (score >= MIN_SCORE or lasting(st.text)) and not st.standing
+        ),
         key=lambda i: (-scored[i][0], i),
     )
     for i in [*standing, *ranked]:
@@ -263,7 +306,7 @@ def select(scored: list[tuple[float, Statement]], limit: int = PER_SESSION) -> l
             break
         fact = rewrite(scored[i][1])
         these = content_words(fact)
-        if len(fact) > MAX_CHARS or is_repeat(these, words):
+        if len(fact) > MAX_CHARS or len(these) < MIN_CONTENT_WORDS or is_repeat(these, words):
             continue
         kept.append(i)
         words.append(these)
@@ -289,3 +332,51 @@ def extract_facts(statements: list[Statement], *, limit: int = PER_SESSION) -> l
             )
         )
     return out
+
+
+_NAME_LIKE = re.compile(r"^[A-Za-z][a-z]+(?:[ '-][A-Za-z][a-z]+)?$")
+
+
+def user_name(user_id: str | None) -> tuple[str, str]:
+    """(name in the text, subject) of an unnamed user: their user id, named in the text when it
+    reads as a name ("lena" -> "Lena"), else "the user"."""
+    if user_id:
+        return (user_id.title() if _NAME_LIKE.match(user_id) else "the user"), user_id
+    return "the user", "the user"
+
+
+# "Remember that ...", said to the agent: what follows is to be kept as said, at once. "Remember
+# to call Bob" is a reminder, not a statement, and is left out.
+_REMEMBER = re.compile(
+    r"^(?:(?:please|pls|and|also|oh|btw|hey|ok|okay)[,!]?\s+)*"
+    r"(?:(?:please\s+)?(?:remember|recall)(?:\s+(?:that|this))?|(?:don't|do not|never) forget(?:\s+that)?|"
+    r"(?:please\s+)?(?:note|make a note|take note|keep in mind|bear in mind)(?:\s+(?:that|of this))?|"
+    r"for the record|fyi)\s*[:,-]?\s+(?!to\b)(.+)$",
+    re.IGNORECASE,
+)
+
+
+def remembered(text: str) -> list[str]:
+    """The statements a message asks to be remembered ("Please remember that my cat is called
+    Quillon." -> ["my cat is called Quillon"]), each screened as any candidate fact is."""
+    out: list[str] = []
+    for sentence in prose_sentences(text):
+        match = _REMEMBER.match(_LOWER_I.sub("I", sentence.strip()))
+        if not match:
+            continue
+        body = match.group(1).strip().rstrip(".!").strip()
+        body = body[:1].upper() + body[1:]
+        if _words(body) >= 2 and rejection(body, to_assistant=True) is None:
+            out.append(body)
+    return out
+
+
+def remembered_facts(text: str, *, user_id: str | None, at: datetime) -> list[CandidateFact]:
+    """The facts a user's message asks to be remembered, rewritten about them."""
+    name, subject = user_name(user_id)
+    facts = []
+    for body in remembered(text):
+        fact = third_person(body, name, at)
+        if len(content_words(fact)) >= MIN_CONTENT_WORDS - 1:  # asked for on purpose: two suffice
+            facts.append(CandidateFact(text=fact, subject=subject, occurred_at=at, category=categorize(body)))
+    return facts

@@ -29,7 +29,7 @@ IRREGULAR_PAST = _words(
     left began brought built caught chose drew drove ate fell fought flew forgot grew heard held
     kept led lent lost meant paid put read rode rose said sat sent set shot sang slept spent stood
     stole swam taught tore threw understood woke wore won wrote could would should might must will
-    can may shall
+    can may shall broke spoke became drank sank shook hid bit blew dug fed hung lay struck
     """
 )
 # Adverbs that can follow "I" without being its verb ("I just", "I really").

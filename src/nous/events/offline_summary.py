@@ -103,7 +103,9 @@ async def offline_summary(
         for s in ss
         if _LESSON.search(s) and 6 <= len(s.split()) <= 50 and rejection(strip_openers(s)) is None
     ]
-    outcome, rationale = classify_outcome([" ".join(ss) for _, ss in prose])
+    outcome, rationale = classify_outcome(
+        [" ".join(ss) for _, ss in prose], raised=[" ".join(ss) for sp, ss in prose if sp in people]
+    )
     return (
         EpisodeSummary(
             title=title_of(phrases, at),
@@ -163,12 +165,13 @@ async def _assistant_chat(
     if goal is not None:
         out.append(rewrite(goal))
     asked = [s for sp, ss in prose if sp in people for s in ss if _ASKING.search(s)]
-    asked_about = _fresh(key_phrases([(s, 1.0) for s in asked], names=names, limit=6), out)
+    asked_about = _fresh(key_phrases([(s, 1.0) for s in asked], names=names, limit=6, once=False), out)
     subject = person[:1].upper() + person[1:]
     if asked_about:
         out.append(f"{'They' if out else subject} asked about {listing(asked_about)}.")
     covered = _fresh(
-        key_phrases([(s, 1.0) for sp, ss in prose if sp not in people for s in ss], names=names), out
+        key_phrases([(s, 1.0) for sp, ss in prose if sp not in people for s in ss], names=names, once=False),
+        out,
     )
     if covered:
         out.append(f"The assistant went through {listing(covered)}.")
@@ -242,9 +245,11 @@ def _bounded(sentences: list[str]) -> str:
     return " ".join(kept)
 
 
-def classify_outcome(texts: list[str]) -> tuple[Outcome, str]:
-    """resolved / partial / unresolved / informational, by problem language and how it ends."""
-    if not any(_PROBLEM.search(t) for t in texts):
+def classify_outcome(texts: list[str], raised: list[str] | None = None) -> tuple[Outcome, str]:
+    """resolved / partial / unresolved / informational, by problem language and how it ends.
+    ``raised``: the people's messages, where a problem is raised (an assistant's "How can I
+    help?" raises none); all of ``texts`` by default."""
+    if not any(_PROBLEM.search(t) for t in (texts if raised is None else raised)):
         return "informational", "No problem or request to solve was raised; information was exchanged."
     ending = " ".join(texts[-3:])
     if _STILL_BROKEN.search(ending):

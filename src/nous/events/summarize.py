@@ -11,7 +11,6 @@ and a language model is configured, the model extracts them from the transcript 
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,11 +21,12 @@ from nous._time import as_utc, utcnow
 from nous.errors import InvalidInputError, StepDoneError
 from nous.events.category import categorize
 from nous.events.context import PipelineContext
-from nous.events.extraction import CandidateFact
+from nous.events.extraction import MIN_CONTENT_WORDS, CandidateFact, content_words, user_name
 from nous.events.known import prior
 from nous.events.offline_summary import offline_summary
 from nous.events.summary import EpisodeSummary, session_turns, summarize_with_llm, transcript_of
 from nous.events.transcript import truncate_transcript
+from nous.heart.facts import check_fact_content
 from nous.llm import ChatMessage, complete_structured
 from nous.memory import lifecycle
 from nous.models import Episode, EpisodeOutcome, Fact, FactCategory, HistoryAction, Memory, Provenance, Turn
@@ -39,13 +39,10 @@ log = logging.getLogger(__name__)
 SOURCE = "extraction"
 _OUTCOMES = {
     "resolved": EpisodeOutcome.SUCCESS,
-    "informational": EpisodeOutcome.SUCCESS,
+    "informational": EpisodeOutcome.INFORMATIONAL,
     "partial": EpisodeOutcome.PARTIAL,
     "unresolved": EpisodeOutcome.FAILURE,
 }
-
-
-_NAME_LIKE = re.compile(r"^[A-Za-z][a-z]+(?:[ '-][A-Za-z][a-z]+)?$")
 
 
 @dataclass(slots=True)
@@ -58,14 +55,16 @@ class Speakers:
 
 
 def person_name(turn: Turn, user_id: str | None) -> tuple[str, str]:
-    """(name in the text, subject) of a person's turn: a named speaker is themselves; an unnamed
-    user is their user id (named in the text when it reads as a name: "lena" -> "Lena"), else
-    "the user"."""
-    if turn.speaker and turn.speaker != turn.role:
-        return turn.speaker, turn.speaker
-    if user_id:
-        return (user_id.title() if _NAME_LIKE.match(user_id) else "the user"), user_id
-    return "the user", "the user"
+    """(name in the text, subject) of a person's turn. One person has one subject: the user id
+    when the conversation has one (a speaker named like it, "Alice" for "alice", is that user:
+    their facts are all under "alice"), else a named speaker's name; an unnamed user is their user
+    id (named in the text when it reads as a name: "lena" -> "Lena"), else "the user"."""
+    speaker = turn.speaker if turn.speaker and turn.speaker != turn.role else None
+    if speaker and user_id and speaker.casefold() == user_id.casefold():
+        return speaker, user_id
+    if speaker:
+        return speaker, speaker
+    return user_name(user_id)
 
 
 def _messages(
@@ -203,6 +202,9 @@ async def store_candidate_facts(event: Event, ctx: PipelineContext) -> list[Writ
     for i, c in enumerate(candidates):
         step = EventStep(event.id, f"fact:{i}")
         try:
+            check_fact_content(c["text"])
+            if len(content_words(c["text"])) < MIN_CONTENT_WORDS:  # a model's "Likes tea." too
+                raise InvalidInputError(f"under {MIN_CONTENT_WORDS} content words", field="content")
             fact = _fact(c, episode, repo.agent_id)
             known = await prior(ctx, fact)
             if known.restated is not None:

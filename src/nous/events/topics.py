@@ -9,6 +9,7 @@ frequent spelling ("PostgreSQL", "support group").
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -38,7 +39,122 @@ _DETERMINERS = frozenset(
         "any",
     ]
 )
-_PARTICIPLE = re.compile(r"^[a-z]+(?<!e)ed$")
+_PARTICIPLE = re.compile(r"^[a-z]+(?<!e)ed$", re.IGNORECASE)
+_OBJECTS = frozenset(["me", "us", "him", "them", "you", "it"])  # "music *brings* me joy"
+# A word the conversation itself uses as a verb ("why did we *pick* Postgres", "I'll *call* the
+# vet") more often than as a noun ("the call") is an action, not a topic: no POS tagger needed.
+_VERB_CUES = frozenset(
+    [
+        "i",
+        "we",
+        "you",
+        "they",
+        "can",
+        "could",
+        "will",
+        "would",
+        "should",
+        "must",
+        "'ll",
+        "i'll",
+        "we'll",
+        "let's",
+        "please",
+        "did",
+        "didn't",
+        "do",
+        "don't",
+    ]
+)
+_WANTING = frozenset(
+    [
+        "need",
+        "needs",
+        "needed",
+        "want",
+        "wants",
+        "wanted",
+        "have",
+        "has",
+        "had",
+        "going",
+        "like",
+        "love",
+        "hate",
+        "able",
+        "try",
+        "trying",
+        "tried",
+        "plan",
+        "plans",
+        "planning",
+        "planned",
+        "hope",
+        "hoping",
+        "decided",
+        "going",
+        "gonna",
+        "trying",
+    ]
+)
+_NOUN_CUES = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "my",
+        "our",
+        "your",
+        "their",
+        "his",
+        "her",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "some",
+        "any",
+    ]
+)
+# "my partner Kim", "his sister Ana": a person named by their relation is a person, not a topic.
+_RELATIONS = frozenset(
+    [
+        "partner",
+        "wife",
+        "husband",
+        "boyfriend",
+        "girlfriend",
+        "fiance",
+        "fiancee",
+        "son",
+        "daughter",
+        "mom",
+        "mum",
+        "mother",
+        "dad",
+        "father",
+        "sister",
+        "brother",
+        "friend",
+        "cousin",
+        "aunt",
+        "uncle",
+        "boss",
+        "colleague",
+        "coworker",
+        "neighbor",
+        "neighbour",
+        "grandma",
+        "grandpa",
+        "grandmother",
+        "grandfather",
+        "kid",
+        "kids",
+        "dog",
+        "cat",
+    ]
+)
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9+#'.-]*[A-Za-z0-9+#]|[A-Za-z]|[^\sA-Za-z]+")  # "Render.com" is one
 
 
@@ -56,15 +172,40 @@ def _is_word(token: str, skip: frozenset[str] | set[str]) -> bool:
 
 
 def _noun_phrase(run: list[str], after: str) -> list[str]:
-    """A run of content words without what is likely a verb: a last word before a determiner
-    ("migration *eats* my week") and participles at either end ("offsite *sorted*")."""
-    if run and after.lower() in _DETERMINERS:
+    """A run of content words without what is likely a verb: a last word before a determiner or an
+    object pronoun ("migration *eats* my week", "music *brings* me joy") and participles at either end ("offsite *sorted*")."""
+    if run and (after.lower() in _DETERMINERS or after.lower() in _OBJECTS):
         run = run[:-1]
     while run and _PARTICIPLE.search(run[-1]):
         run = run[:-1]
     while run and _PARTICIPLE.search(run[0]):
         run = run[1:]
     return run
+
+
+def verbs_of(texts: Iterable[str]) -> set[str]:
+    """The lowercase words ``texts`` use after a verb cue more often than after a noun cue."""
+    verb: Counter[str] = Counter()
+    noun: Counter[str] = Counter()
+    for text in texts:
+        tokens = re.findall(r"[A-Za-z]+(?:'[a-z]+)?", text)
+        for i, (before, word) in enumerate(itertools.pairwise(tokens)):
+            if word[0].isupper():
+                continue
+            low = before.lower()
+            # "need to call", "want to order": "to" after a verb of wanting or planning
+            wanting = low == "to" and i > 0 and tokens[i - 1].lower() in _WANTING
+            verb[word] += low in _VERB_CUES or wanting
+            noun[word] += low in _NOUN_CUES
+    return {w for w, n in verb.items() if n > noun[w]}
+
+
+_NAMED = re.compile(r"\b(\w+)\s+([A-Z][a-z]+)\b")
+
+
+def _person(run: list[str]) -> bool:
+    """ "Partner Kim": a relation word before a capitalised name."""
+    return len(run) >= 2 and run[0].lower() in _RELATIONS and all(w[:1].isupper() for w in run[1:])
 
 
 def _overlap(a: str, b: str) -> bool:
@@ -82,23 +223,36 @@ def _incidental(key: str, counts: dict[str, float]) -> bool:
 
 
 def key_phrases(
-    texts: Iterable[tuple[str, float]], *, names: Iterable[str] = (), limit: int = 5
+    texts: Iterable[tuple[str, float]], *, names: Iterable[str] = (), limit: int = 5, once: bool = True
 ) -> list[str]:
     """The ``limit`` most telling phrases of ``texts`` (prose, weight), best first, none inside
-    another."""
-    skip = {w.lower() for n in names for w in n.split()} | {"user", "assistant"}
+    another. ``once``: the first may be a phrase said once (a title needs something); without it
+    every phrase was said at least twice."""
+    texts = list(texts)
+    verbs = verbs_of(t for t, _ in texts)
+    skip = {w.lower() for n in names for w in n.split()} | {"user", "assistant", "must", "others"} | verbs
+    nicknames = {w[:k] for w in skip if len(w) > 4 for k in range(3, len(w))}  # "Mel" for Melanie
+    skip |= {w for t, _ in texts for w in re.findall(r"\b[A-Z][a-z]+\b", t) if w.lower() in nicknames}
+    # a person named by their relation ("my partner Kim") is a person, not a topic
+    named = [(r, n) for t, _ in texts for r, n in _NAMED.findall(t) if r.lower() in _RELATIONS]
+    skip |= {n for _, n in named} | {r for r, _ in named}
+    skip = {w.lower() for w in skip}
     counts: dict[str, float] = {}
     spellings: dict[str, Counter[str]] = {}
     for text, weight in texts:
         run: list[str] = []
         seen: set[str] = set()  # a phrase counts once per text
         for token in [*_TOKEN.findall(text), "."]:
-            if _is_word(token, skip):
+            # a participle inside a run ends it: "a location *called* Whispering Falls"
+            inside = bool(run) and token.islower() and _PARTICIPLE.search(token) is not None
+            if _is_word(token, skip) and not inside:
                 run.append(token)
                 continue
             run = _noun_phrase(run, token)
             for n in range(1, MAX_WORDS + 1):
                 for i in range(len(run) - n + 1):
+                    if _person(run[i : i + n]):
+                        continue
                     surface = " ".join(run[i : i + n])
                     key = surface.lower()
                     spellings.setdefault(key, Counter())[surface] += 1
@@ -114,7 +268,7 @@ def key_phrases(
     ranked = sorted(counts.items(), key=lambda kv: (-rank(kv[0]), kv[0]))
     out: list[str] = []
     for key, score in ranked:
-        if out and (score < 2 or spellings[key].total() < 2):
+        if (out or not once) and (score < 2 or spellings[key].total() < 2):
             continue  # besides the first, a phrase said once is no topic
         if any(_overlap(key, kept.lower()) for kept in out) or _incidental(key, counts):
             continue

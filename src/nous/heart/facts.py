@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
+from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
 from nous.memory.parsing import enum_value
 from nous.memory.repository import build
@@ -16,6 +18,21 @@ from nous.models import (
     Provenance,
     WriteResult,
 )
+
+# A fact states something: "x" or "ok" is a keystroke, not a fact. Fewer letters or digits than
+# this is refused; the write path checks the rest (empty, too long, control characters).
+MIN_FACT_CHARS = 3
+_ALNUM = re.compile(r"[^\W_]")
+
+
+def check_fact_content(content: object) -> None:
+    """InvalidInputError if ``content`` is too short to state anything."""
+    if isinstance(content, str) and content.strip() and len(_ALNUM.findall(content)) < MIN_FACT_CHARS:
+        raise InvalidInputError(
+            f"fact content {content.strip()!r} is too short to state anything "
+            f"(at least {MIN_FACT_CHARS} letters or digits)",
+            field="content",
+        )
 
 
 class Facts:
@@ -48,6 +65,7 @@ class Facts:
 
         ``supersedes`` names a fact this one replaces; ``dedup=False`` stores it unchecked.
         """
+        check_fact_content(content)
         cat = enum_value(FactCategory, category, field="category")
         fact = build(
             Fact,

@@ -7,7 +7,8 @@ continues the same session. Episodes are made here, for live turns and ingestion
 - **Significance** (deferred): the first turn always opens an episode; a later turn opens one when
   the conversation has gone on, used tools, grown past 200 characters or asked to remember
   something. At session end an episode that stayed trivial (one turn, no tools, under 200
-  characters) is soft-deleted (``active=False``, restorable).
+  characters, and no statement of the person about themselves: "I live in Lyon" is worth keeping
+  however short) is soft-deleted (``active=False``, restorable); its history says why.
 - **Duplicates**: before an episode opens, its summary is compared by pure cosine with episodes
   that started within 48 hours of it, closed ones included. Above 0.85 no episode is created; the
   caller gets the existing one's id to link to, never an id to close. If embedding fails the
@@ -29,7 +30,7 @@ from nous.errors import ConflictError, EmbeddingError, NotFoundError
 from nous.heart.episodes import Episodes
 from nous.memory import MemoryRepository
 from nous.memory.outbox import session_ended_event
-from nous.models import Episode, EpisodeOutcome, MemoryKind
+from nous.models import Episode, EpisodeOutcome, HistoryAction, MemoryKind
 from nous.models.session import MIN_CONTENT_LENGTH, SessionState
 from nous.storage import MemoryQuery
 from nous.storage.base import EndSession, NoteReply, NoteUserTurn
@@ -48,6 +49,23 @@ REMEMBER_PHRASES = ("remember this", "remember that", "don't forget", "do not fo
 def asks_to_remember(text: str) -> bool:
     lowered = text.lower().replace("’", "'")
     return any(phrase in lowered for phrase in REMEMBER_PHRASES)
+
+
+def says_something_lasting(messages: list[tuple[str, str]]) -> bool:
+    """Whether a user message of (role, text) pairs states something about the person that
+    extraction could keep ("I live in Lyon"): such a session is never discarded as trivial."""
+    from nous.events.extraction import personal_statement  # the events package imports heart
+
+    return any(role == "user" and personal_statement(text) for role, text in messages)
+
+
+def discard_reason(state: SessionState) -> str:
+    """Why a trivial session's episode was discarded, as its history and ingest's output say it."""
+    turns = f"{state.turn_count} turn{'' if state.turn_count == 1 else 's'}"
+    return (
+        f"trivial: {turns}, {state.total_chars} characters (under {MIN_CONTENT_LENGTH}), no tools, "
+        "no request to remember and no statement about the person"
+    )
 
 
 def should_create_episode(state: SessionState | None) -> bool:
@@ -262,8 +280,23 @@ class Sessions:
                 state.episode_id
             )
             if isinstance(found, Episode) and found.active and found.ended_at is None:
-                if state.is_trivial():
-                    discarded = await self.repo.forget(found.id, actor=actor)
+                said = [("user", state.last_user_text or "")]
+                if state.is_trivial() and not says_something_lasting(said):
+                    # One turn at most: its only user message is the last one.
+                    discarded = await self.repo.update(
+                        found.id,
+                        {"active": False},
+                        action=HistoryAction.DELETE,
+                        actor=actor,
+                        extra_ops=[
+                            self.repo.audit(
+                                found.id,
+                                HistoryAction.DELETE,
+                                new={"discarded": discard_reason(state)},
+                                actor=actor,
+                            )
+                        ],
+                    )
                     assert isinstance(discarded, Episode)
                     episode = discarded
                 else:

@@ -21,12 +21,12 @@ from pydantic import BaseModel, ValidationError
 from nous._time import shifted, utcnow
 from nous.embeddings import Embedded
 from nous.heart.sessions import SUMMARY_CHARS as OPENING_CHARS
-from nous.heart.sessions import Sessions, state_of
+from nous.heart.sessions import Sessions, discard_reason, says_something_lasting, state_of
 from nous.ingest.formats import Conversation, ConversationMessage, ConversationSession
 from nous.memory import MemoryRepository
 from nous.memory.outbox import session_ended_event
 from nous.memory.repository import invalid_from_pydantic
-from nous.models import Edge, EdgeRelation, Episode, EpisodeOutcome, Memory, Provenance, Turn
+from nous.models import Edge, EdgeRelation, Episode, EpisodeOutcome, HistoryAction, Memory, Provenance, Turn
 from nous.storage.base import PutEdge, PutSession, WriteOp
 
 _NAMESPACE = uuid.UUID("5b0c6c0e-8f1e-4e55-9d7e-6e6f75730002")
@@ -44,6 +44,7 @@ class IngestReport(BaseModel):
     episode_ids: list[str]
     episodes_merged: int = 0  # sessions linked to an earlier, near-identical episode
     episodes_trivial: int = 0  # sessions whose episode was soft-deleted as trivial
+    discarded: list[str] = []  # "<session id>: <why>" for each of them
 
 
 NEIGHBOUR_CHARS = 400  # at most this much of each neighbour goes into a turn's keyword context
@@ -166,6 +167,7 @@ async def ingest_conversation(
     episode_ids = [_id(*scope, conversation.id, s.id) for s in conversation.sessions]
     existing = await repo.store.get_many(agent, episode_ids)
     stored_sessions = stored_turns = skipped = merged = trivial = 0
+    discarded: list[str] = []
     base_time = utcnow()
     # Every memory the file makes is checked before any is written: a bad message in a late
     # session must not leave the earlier sessions stored (a bad file stores nothing).
@@ -197,16 +199,22 @@ async def ingest_conversation(
         )
         # The session ends exactly as a live one does: its row is written ended, for the event
         # pipeline to pick up; a trivial one has its episode kept but out of recall.
-        state = state_of(agent, session_key, [(m.role, m.content) for m in session.messages], started)
+        said = [(m.role, m.content) for m in session.messages]
+        state = state_of(agent, session_key, said, started)
         state.user_id, state.episode_id = user_id, None if duplicate else episode_id
         state.last_active_at = state.ended_at = episode.ended_at or started
         ops.append(PutSession(state))
         ops.append(session_ended_event(agent, session_key))  # only if the row was new
         if duplicate:
             merged += 1
-        elif state.is_trivial():
+        elif state.is_trivial() and not says_something_lasting(said):
             episode.active = False  # kept, restorable, but out of recall
             trivial += 1
+            reason = discard_reason(state)
+            discarded.append(f"{session.id}: {reason}")
+            ops.append(
+                repo.audit(episode.id, HistoryAction.DELETE, new={"discarded": reason}, actor="ingest")
+            )
         memories: list[Memory] = [*([] if duplicate else [episode]), *turns]
         # Embedding is most of the time a session takes: it runs a slice at a time so progress
         # moves per turn on a long session, and the session is still written in one transaction.
@@ -227,4 +235,5 @@ async def ingest_conversation(
         episode_ids=episode_ids,
         episodes_merged=merged,
         episodes_trivial=trivial,
+        discarded=discarded,
     )

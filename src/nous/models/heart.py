@@ -55,6 +55,9 @@ class EpisodeOutcome(StrEnum):
     FAILURE = "failure"
     ABANDONED = "abandoned"
     ONGOING = "ongoing"
+    # Nothing was asked to be solved: people told things (a summary's "informational"); calling
+    # that a success contradicted the episode's own structured summary.
+    INFORMATIONAL = "informational"
 
 
 class Episode(Memory):
