@@ -189,6 +189,12 @@ def storable(value: str) -> bool:
     return size <= LIMIT and not _CONTROL.search(value) and bool(value.strip())
 
 
+def fact_storable(value: str) -> bool:
+    """The rule for a fact's content: storable, and at least three letters or digits (a fact
+    states something; "x" or an emoji alone does not)."""
+    return storable(value) and len(re.findall(r"[^\W_]", value)) >= 3
+
+
 def optional_text_ok(value: str | None, max_chars: int | None = None) -> bool:
     """A secondary text field: absent, empty, or storable (and within its length)."""
     if value is None or value == "":
@@ -215,7 +221,7 @@ async def test_learn_stores_what_it_is_given_or_refuses(
     result = await attempt(nous.learn(content, subject=subject, tags=tags, dedup=dedup))
     event(type(result).__name__ + ": " + (str(result)[:50] if isinstance(result, NousError) else ""))
     ok = (
-        storable(content)
+        fact_storable(content)
         and optional_text_ok(subject, 500)
         and all(optional_text_ok(t.strip()) for t in tags or [])
     )
