@@ -191,6 +191,46 @@ def test_bench_agent_shows_progress_per_question(
     assert len(headers) == 2 and not any("…" in h or len(h) > 80 for h in headers)
 
 
+def test_bench_agent_with_distractors_compares_the_store_as_written_and_grown(
+    cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_agent_recall import SCENARIO
+
+    monkeypatch.setenv("COLUMNS", "80")
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "tiny.json").write_text(json.dumps(SCENARIO))
+    (tmp_path / "chats").mkdir()
+    chat = [
+        {"role": "user", "content": t}
+        for t in ("We watched a film about whales.", "The bakery opens at six.")
+    ]
+    (tmp_path / "chats" / "other.json").write_text(json.dumps({"sessions": [{"id": "s", "messages": chat}]}))
+    out = tmp_path / "out.json"
+    result = ok(
+        cli,
+        "bench",
+        "agent",
+        str(tmp_path / "agent"),
+        "--distractors",
+        str(tmp_path / "chats"),
+        "--json",
+        str(out),
+    )
+    assert "without and with distractors (2 conversation turns over 1 store: tiny 2)" in " ".join(
+        result.stdout.split()
+    )
+    rows = [line for line in result.stdout.splitlines() if line.startswith(("│ written", "│ grown"))]
+    assert len(rows) == 2
+    headers = [line for line in result.stdout.splitlines() if line.startswith("┃")]
+    assert not any("…" in h or len(h) > 80 for h in headers)
+    figures = json.loads(out.read_text())
+    assert figures["distractor_turns"] == {"tiny": 2}
+    assert figures["without_distractors"]["distractor_turns"] == {}
+    for run in (figures, figures["without_distractors"]):
+        nous = run["systems"]["nous"]
+        assert nous["answered_at_default"] >= nous["right_first_at_default"]
+
+
 def test_bench_dedup_says_what_it_is_doing(cli: CliRunner, tmp_path: Path) -> None:
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(

@@ -217,6 +217,21 @@ async def write_scenario(nous: Nous, scenario: Scenario) -> dict[str, set[str]]:
     return ids
 
 
+def load_conversations(directory: Path) -> list[Conversation]:
+    """Every conversation file of ``directory`` (any shape ``nous ingest`` reads: native, chat
+    logs, LoCoMo; a labelled file's questions are ignored), for use as distractors."""
+    files = sorted(directory.glob("*.json"))
+    if not files:
+        raise FileNotFoundError(f"no *.json conversation files in {directory}")
+    out = []
+    for path in files:
+        try:
+            out.append(parse_conversation(path.read_bytes()))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{path.name}: {exc}") from None
+    return out
+
+
 def _distractors_for(conversations: Sequence[Conversation], position: int, count: int) -> list[Conversation]:
     if not conversations or count <= 0:
         return []

@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.markup import escape
 
-from nous.bench.agent import BASELINES, load_scenarios, run_agent
+from nous.bench.agent import BASELINES, load_conversations, load_scenarios, run_agent
 from nous.bench.context import run_context
 from nous.bench.crash import run_crash
 from nous.bench.dedup import default_pairs_paths, load_pairs, run_dedup
@@ -297,8 +297,9 @@ def agent(
     distractors: Annotated[
         Path | None,
         typer.Option(
-            help="Folder of conversations (LoCoMo or labelled chats) ingested into each scenario's "
-            "store before it is written; the run is then made without and with them.",
+            help="Folder of conversations (any shape nous ingest reads: LoCoMo, chat logs, native) "
+            "ingested into each scenario's store before it is written; the run is then made "
+            "without and with them.",
         ),
     ] = None,
     per_scenario: Annotated[
@@ -321,9 +322,7 @@ def agent(
     Example: nous bench agent ../shared/datasets/agent --distractors ../shared/datasets/locomo
     """
     scenarios = _load(directory, lambda: load_scenarios(directory, files))
-    others = (
-        [c.conversation for c in _load(distractors, lambda: load_any_dir(distractors))] if distractors else []
-    )
+    others = _load(distractors, lambda: load_conversations(distractors)) if distractors else []
     runs = 2 if others else 1
     with Steps("questions", runs * sum(len(s.questions) for s in scenarios)) as steps:
         plain = run(
@@ -374,7 +373,8 @@ def agent(
     )
     if others:
         grown = result["distractor_turns"]
-        # (column, figure): "answered", "right 1st" and "abstained" are at the default minimum score.
+        # (column, figure): "answered", "right 1st" and "abstain" are at the default minimum score;
+        # "written" is each store as written, "grown" the same after the distractors.
         compared = (
             ("hit@1", "hit@1"),
             ("hit@5", "hit@5"),
@@ -382,7 +382,7 @@ def agent(
             ("auroc", "auroc"),
             ("answered", "answered_at_default"),
             ("right 1st", "right_first_at_default"),
-            ("abstained", "abstained_at_default"),
+            ("abstain", "abstained_at_default"),
         )
         table(
             f"nous without and with distractors ({plural(sum(grown.values()), 'conversation turn')} "
@@ -390,7 +390,7 @@ def agent(
             ["store", *(c for c, _ in compared)],
             [
                 [label, *(fmt(r["systems"]["nous"].get(m)) for _, m in compared)]
-                for label, r in (("as written", plain), ("+ distractors", result))
+                for label, r in (("written", plain), ("grown", result))
             ],
         )
     lat, nous_figures = result["latency_ms"], result["systems"]["nous"]
