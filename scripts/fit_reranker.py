@@ -272,21 +272,16 @@ def _logits(r: dict, w: np.ndarray) -> np.ndarray:
     return np.asarray(r["x"]) @ w
 
 
-QUESTION_FEATURES: list[str] = []  # fit option query_features=a,b: stored in an old dump, or "crowd"
+QUESTION_FEATURES: list[str] = []  # fit option query_features=crowd (tried, not shipped)
 
 
-def _question_row(r: dict, logits: np.ndarray) -> np.ndarray:
+def _question_row(logits: np.ndarray) -> np.ndarray:
     """Features of the question as a whole, for calibration only (the shipped score has none):
-    stored ones (``q`` of a dump made when the score had them, by name), and ``crowd``, how many
-    candidates rival the best on the ranking's pairwise scale (log of the softmax denominator: 0
-    when one candidate stands alone; unrelated candidates far below add almost nothing)."""
-    out = []
-    for name in QUESTION_FEATURES:
-        if name == "crowd":
-            out.append(float(np.log(np.exp(logits - logits.max()).sum())) if len(logits) else 0.0)
-        else:
-            out.append(float(r["q_named"][name]))
-    return np.asarray(out)
+    ``crowd``, how many candidates rival the best on the ranking's pairwise scale (log of the
+    softmax denominator: 0 when one candidate stands alone; unrelated candidates far below add
+    almost nothing)."""
+    crowd = float(np.log(np.exp(logits - logits.max()).sum())) if len(logits) else 0.0
+    return np.asarray([crowd for name in QUESTION_FEATURES if name == "crowd"])
 
 
 def _calibration_set(records: list[dict], w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -300,7 +295,7 @@ def _calibration_set(records: list[dict], w: np.ndarray) -> tuple[np.ndarray, np
             continue
         s = _logits(r, w)
         top = np.argsort(-s, kind="stable")[:CALIBRATION_DEPTH]
-        q = _question_row(r, s)
+        q = _question_row(s)
         xs.append(np.column_stack([s[top], np.tile(q, (len(top), 1))]) if len(q) else s[top][:, None])
         ys.append(np.array([1.0 if r["covers"][i] else 0.0 for i in top]))
         ws.append(np.full(len(top), 1.0 / per_dataset[r["dataset"]] / len(top)))
@@ -316,7 +311,7 @@ def calibrate(records: list[dict], w: np.ndarray, on: set[str] | None) -> tuple[
 
 def _relevance(r: dict, w: np.ndarray, cal: tuple[np.ndarray, float]) -> np.ndarray:
     coef, c = cal
-    q = _question_row(r, _logits(r, w))
+    q = _question_row(_logits(r, w))
     return 1.0 / (1.0 + np.exp(-(coef[0] * _logits(r, w) + (q @ coef[1:] if len(q) else 0.0) + c)))
 
 
@@ -398,11 +393,10 @@ def fit(*paths_and_options: str) -> None:
         data = json.loads(path.read_text())
         records += data["records"]
         names = list(data["features"])
-    all_q = list(data.get("query_features") or ())  # dumps made when the score had question features
-    wanted = options.get("query_features", "off")  # "off", or stored names and "crowd"
-    QUESTION_FEATURES[:] = [] if wanted == "off" else wanted.split(",")
-    for r in records:
-        r["q_named"] = dict(zip(all_q, r.get("q") or [], strict=False))
+    wanted = options.get("query_features", "off")
+    if wanted not in ("off", "crowd"):
+        raise SystemExit(f"query_features={wanted}: only 'crowd' (or 'off') is computed")
+    QUESTION_FEATURES[:] = [] if wanted == "off" else [wanted]
     keep = [i for i, n in enumerate(names) if n not in drop.split(",")]
     names = [names[i] for i in keep]
     for r in records:

@@ -10,13 +10,13 @@ changed statements (labelled related) were judged duplicates: changes the store 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from nous.bench.jsonl import checkout_data_file, jsonl_rows
 from nous.embeddings import EmbeddingProvider
 from nous.errors import InvalidInputError
 from nous.memory.dedup import DedupThresholds, Tier, classify
@@ -27,11 +27,7 @@ CONNECT_TIERS = frozenset({Tier.CONNECT, Tier.UPDATE, Tier.CONTRADICTION})
 
 def default_pairs_path() -> Path | None:
     """``tests/data/dedup_pairs.jsonl`` of a source checkout, if there is one."""
-    for base in (Path.cwd(), *Path(__file__).resolve().parents):
-        candidate = base / "tests" / "data" / "dedup_pairs.jsonl"
-        if candidate.is_file():
-            return candidate
-    return None
+    return checkout_data_file("dedup_pairs.jsonl")
 
 
 def default_pairs_paths() -> list[Path]:
@@ -48,13 +44,7 @@ def default_pairs_paths() -> list[Path]:
 def load_pairs(path: Path) -> list[dict[str, str]]:
     """Labelled pairs from JSONL (``a``, ``b``, ``label``, optional ``domain`` / ``note``)."""
     pairs = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"{path}:{number}: not JSON ({exc.msg})") from None
+    for number, row in jsonl_rows(path):
         if not isinstance(row, dict) or not {"a", "b", "label"} <= row.keys() or row["label"] not in LABELS:
             raise InvalidInputError(f"{path}:{number}: needs a, b and a label in {', '.join(LABELS)}")
         pairs.append(row)

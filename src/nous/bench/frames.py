@@ -14,7 +14,6 @@ view: see docs/cognitive.md).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from nous.bench.jsonl import checkout_data_file, jsonl_rows
 from nous.cognitive.frames import FRAMES
 from nous.cognitive.selection import (
     GENERIC_WEIGHT,
@@ -45,24 +45,14 @@ GENERIC_GRID = (0.0, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25)
 
 def default_frames_path() -> Path | None:
     """``tests/data/frames.jsonl`` of a source checkout, if there is one."""
-    for base in (Path.cwd(), *Path(__file__).resolve().parents):
-        candidate = base / "tests" / "data" / "frames.jsonl"
-        if candidate.is_file():
-            return candidate
-    return None
+    return checkout_data_file("frames.jsonl")
 
 
 def load_frames(path: Path) -> list[dict[str, Any]]:
     """Labelled messages from JSONL (``text``, ``frame``; optional ``turn``, ``has_identity``,
     ``domain``)."""
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"{path}:{number}: not JSON ({exc.msg})") from None
+    for number, row in jsonl_rows(path):
         if (
             not isinstance(row, dict)
             or not isinstance(row.get("text"), str)

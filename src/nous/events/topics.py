@@ -97,26 +97,6 @@ _WANTING = frozenset(
         "trying",
     ]
 )
-_NOUN_CUES = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "my",
-        "our",
-        "your",
-        "their",
-        "his",
-        "her",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "some",
-        "any",
-    ]
-)
 # "my partner Kim", "his sister Ana": a person named by their relation is a person, not a topic.
 _RELATIONS = frozenset(
     [
@@ -196,7 +176,7 @@ def verbs_of(texts: Iterable[str]) -> set[str]:
             # "need to call", "want to order": "to" after a verb of wanting or planning
             wanting = low == "to" and i > 0 and tokens[i - 1].lower() in _WANTING
             verb[word] += low in _VERB_CUES or wanting
-            noun[word] += low in _NOUN_CUES
+            noun[word] += low in _DETERMINERS  # a determiner before it: a noun
     return {w for w, n in verb.items() if n > noun[w]}
 
 
