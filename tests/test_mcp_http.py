@@ -60,11 +60,12 @@ async def test_a_user_bound_key_over_http_keeps_to_its_user(
         ended = _data(await alice.call_tool("end_session", {"session_id": "h1"}))
         assert ended["ended_now"] and ended["episode"]["id"] == first["episode_id"]
         assert ended["episode"]["active"]  # two turns: kept, to be summarised
-        # Resources: the agent's organs are for the agent's key; episodes are the caller's own.
+        # Resources: the identity is for the agent's key; the censors read are those binding the
+        # caller's user (none here); episodes are the caller's own.
         assert json.loads((await agent.read_resource("nous://identity")).contents[0].text) == []  # type: ignore[union-attr]
-        for uri in ("nous://identity", "nous://censors"):
-            with pytest.raises(MCPError, match="agent's key"):
-                await alice.read_resource(uri)
+        with pytest.raises(MCPError, match="agent's key"):
+            await alice.read_resource("nous://identity")
+        assert json.loads((await alice.read_resource("nous://censors")).contents[0].text) == []  # type: ignore[union-attr]
 
     run = settings.model_copy(update={"database_url": database_url})
     async with Nous(run, agent_id="agent-a") as nous:

@@ -246,8 +246,9 @@ async def test_resources_read_the_callers_identity_episodes_and_censors(
             assert [(c["id"], c["action"], c["type"]) for c in censors] == [(censor.id, "block", "censor")]
             episodes = await read(as_agent, "nous://episodes/recent")
             assert len(episodes) == 1 and episodes[0]["type"] == "episode" and episodes[0]["at"]
-            # A user-bound key: the agent-wide organs are refused; bob's episode is not alice's.
-            for uri in ("nous://identity", "nous://censors"):
-                with pytest.raises(MCPError, match="agent's key"):
-                    await as_alice.read_resource(uri)
+            # A user-bound key: the identity is refused; the censors read are those binding alice
+            # (here the agent's shared one); bob's episode is not alice's.
+            with pytest.raises(MCPError, match="agent's key"):
+                await as_alice.read_resource("nous://identity")
+            assert await read(as_alice, "nous://censors") == censors
             assert await read(as_alice, "nous://episodes/recent") == []

@@ -511,14 +511,17 @@ class Nous:
             actor=actor,
         )
 
-    async def check_censors(self, text: str, *, record: bool = True) -> list[CensorMatch]:
-        return await self.heart.censors.check(text, record=record)
+    async def check_censors(
+        self, text: str, *, record: bool = True, user_id: str | None = None
+    ) -> list[CensorMatch]:
+        return await self.heart.censors.check(text, record=record, user_id=user_id)
 
     async def check_action(
         self,
         action_text: str,
         *,
         session_id: str | None = None,
+        user_id: str | None = None,
         override: bool = False,
         record: bool = True,
         actor: str = "api",
@@ -528,9 +531,20 @@ class Nous:
         turns a ``block`` into a ``warn``, except for ``absolute`` censors, which always block.
         Each firing is counted (unless ``record`` is False) and a ``warn`` censor escalates to
         ``block`` after ``escalation_threshold`` firings. With ``session_id``, a warning is also
-        placed in that session's working memory, so the next context shows it."""
+        placed in that session's working memory, so the next context shows it.
+
+        The action is for ``user_id``, or else for the user of the session ``session_id``: the
+        censors made for that user and the agent's shared ones judge it (for no user, the shared
+        ones only); another user's censors never fire on it. A ``user_id`` other than the
+        session's user is an InvalidInputError."""
+        user_id = await self._acting_user(session_id, user_id)
         verdict = await self.heart.censors.check_action(
-            action_text, session_id=session_id, override=override, record=record, actor=actor
+            action_text,
+            session_id=session_id,
+            user_id=user_id,
+            override=override,
+            record=record,
+            actor=actor,
         )
         if session_id is not None and verdict.decision == ActionDecision.WARN:
             for reason in verdict.reasons or ["an action matched a warning censor"]:
@@ -542,10 +556,22 @@ class Nous:
                 )
         return verdict
 
-    async def censors(self, *, limit: int = 200) -> list[Censor]:
-        """The censors in force, newest first."""
+    async def _acting_user(self, session_id: str | None, user_id: str | None) -> str | None:
+        """The user an action is for: ``user_id``, else the user of the session (if any)."""
+        user_id = user_id or None
+        if session_id is None:
+            return user_id
+        state = await self.heart.sessions.find(session_id)
+        owner = state.user_id if state is not None else None
+        if user_id is not None and owner and owner != user_id:
+            raise InvalidInputError(f"session {session_id!r} is another user's", field="user_id")
+        return user_id or owner or None
+
+    async def censors(self, *, limit: int = 200, user_id: str | None = None) -> list[Censor]:
+        """The censors in force, newest first: with ``user_id``, those that bind that user (its own
+        and the agent's shared ones); without, every censor of the agent."""
         validate_limit_and_window(limit, None, None)
-        return await self.heart.censors.active(limit=limit)
+        return await self.heart.censors.active(limit=limit, user_id=user_id, every_user=not user_id)
 
     async def report_false_positive(self, censor_id: str, note: str | None = None) -> Censor:
         """Record that a censor fired when it should not have (counted and kept in its history)."""

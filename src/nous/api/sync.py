@@ -352,14 +352,17 @@ class SyncNous:
             )
         )
 
-    def check_censors(self, text: str, *, record: bool = True) -> list[CensorMatch]:
-        return self._runner.run(self.nous.check_censors(text, record=record))
+    def check_censors(
+        self, text: str, *, record: bool = True, user_id: str | None = None
+    ) -> list[CensorMatch]:
+        return self._runner.run(self.nous.check_censors(text, record=record, user_id=user_id))
 
     def check_action(
         self,
         action_text: str,
         *,
         session_id: str | None = None,
+        user_id: str | None = None,
         override: bool = False,
         record: bool = True,
         actor: str = "api",
@@ -369,16 +372,27 @@ class SyncNous:
         turns a ``block`` into a ``warn``, except for ``absolute`` censors, which always block.
         Each firing is counted (unless ``record`` is False) and a ``warn`` censor escalates to
         ``block`` after ``escalation_threshold`` firings. With ``session_id``, a warning is also
-        placed in that session's working memory, so the next context shows it."""
+        placed in that session's working memory, so the next context shows it.
+
+        The action is for ``user_id``, or else for the user of the session ``session_id``: the
+        censors made for that user and the agent's shared ones judge it (for no user, the shared
+        ones only); another user's censors never fire on it. A ``user_id`` other than the
+        session's user is an InvalidInputError."""
         return self._runner.run(
             self.nous.check_action(
-                action_text, session_id=session_id, override=override, record=record, actor=actor
+                action_text,
+                session_id=session_id,
+                user_id=user_id,
+                override=override,
+                record=record,
+                actor=actor,
             )
         )
 
-    def censors(self, *, limit: int = 200) -> list[Censor]:
-        """The censors in force, newest first."""
-        return self._runner.run(self.nous.censors(limit=limit))
+    def censors(self, *, limit: int = 200, user_id: str | None = None) -> list[Censor]:
+        """The censors in force, newest first: with ``user_id``, those that bind that user (its own
+        and the agent's shared ones); without, every censor of the agent."""
+        return self._runner.run(self.nous.censors(limit=limit, user_id=user_id))
 
     def report_false_positive(self, censor_id: str, note: str | None = None) -> Censor:
         """Record that a censor fired when it should not have (counted and kept in its history)."""

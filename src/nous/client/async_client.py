@@ -497,14 +497,19 @@ class AsyncClient:
 
     # -- censors ---------------------------------------------------------------------------------
     async def check_action(
-        self, action_text: str, *, session_id: str | None = None, override: bool = False
+        self,
+        action_text: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        override: bool = False,
     ) -> ActionCheck:
         """Judge an action before taking it: allow, warn or block."""
-        body = _body(action=action_text, session_id=session_id, override=override)
+        body = _body(action=action_text, session_id=session_id, user_id=user_id, override=override)
         return ActionCheck.model_validate(await self._call("POST", "/v1/check-action", json=body))
 
-    async def censors(self, *, limit: int = 200) -> list[Censor]:
-        return [_typed(c, Censor) for c in await self._pages("/v1/censors", limit)]
+    async def censors(self, *, limit: int = 200, user_id: str | None = None) -> list[Censor]:
+        return [_typed(c, Censor) for c in await self._pages("/v1/censors", limit, {"user_id": user_id})]
 
     async def report_false_positive(self, censor_id: str, note: str | None = None) -> Censor:
         data = await self._call("POST", f"/v1/censors/{censor_id}/false-positive", json=_body(note=note))

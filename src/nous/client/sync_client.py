@@ -335,15 +335,20 @@ class Client:
         return self._runner.run(self.client.set_identity(section, content))
 
     def check_action(
-        self, action_text: str, *, session_id: str | None = None, override: bool = False
+        self,
+        action_text: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        override: bool = False,
     ) -> ActionCheck:
         """Judge an action before taking it: allow, warn or block."""
         return self._runner.run(
-            self.client.check_action(action_text, session_id=session_id, override=override)
+            self.client.check_action(action_text, session_id=session_id, user_id=user_id, override=override)
         )
 
-    def censors(self, *, limit: int = 200) -> list[Censor]:
-        return self._runner.run(self.client.censors(limit=limit))
+    def censors(self, *, limit: int = 200, user_id: str | None = None) -> list[Censor]:
+        return self._runner.run(self.client.censors(limit=limit, user_id=user_id))
 
     def report_false_positive(self, censor_id: str, note: str | None = None) -> Censor:
         return self._runner.run(self.client.report_false_positive(censor_id, note))

@@ -224,7 +224,9 @@ class CognitiveLayer:
         limits_override = budget
         now = as_utc(at) if at is not None else utcnow()  # a naive time is UTC
         reads = asyncio.gather(
-            self.heart.sessions.find(session_id), self.identity.sections(), self.heart.censors.active()
+            self.heart.sessions.find(session_id),
+            self.identity.sections(),
+            self.heart.censors.active(user_id=user_id),
         )
         if is_greeting(text):  # small talk is not embedded
             prior, identity, censors = await reads
@@ -232,8 +234,9 @@ class CognitiveLayer:
             (prior, identity, censors), _ = await asyncio.gather(reads, self.repo.embedder.embed_one(text))
         if prior is not None and prior.ended and not preview:
             raise ConflictError(f"session {session_id!r} has ended; start a new one")
-        if prior is not None and prior.user_id:
+        if prior is not None and prior.user_id and prior.user_id != user_id:
             user_id = prior.user_id  # a session belongs to the user it started with
+            censors = await self.heart.censors.active(user_id=user_id)  # the censors binding that user
         follow_up = prior is not None and prior.topic is not None and is_follow_up(text)
         query = f"{prior.topic} {text}" if follow_up and prior and prior.topic else text
         # initiation only opens a session: "prior" is the session with a message already recorded

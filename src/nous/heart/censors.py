@@ -5,6 +5,10 @@ A censor fires on an action text by its trigger pattern or by meaning (see
 that has fired ``escalation_threshold`` times becomes a ``block`` one. ``absolute`` is set by a
 person only: escalation stops at ``block``, and no override lifts an ``absolute`` censor.
 
+A censor made for one user (``user_id``) binds that user alone: only that user's actions are
+checked against it, so only they fire it, count towards its escalation or show it in context. A
+censor with no user is the agent's, shared: it binds every user, and actions for no user.
+
 Every change to a censor (an activation, a false-positive report, an edit, retirement) is one
 history row. Changes to one agent's censors are serialised in this process, so concurrent checks
 never lose an activation; two processes checking the same censor at the same instant can still
@@ -101,9 +105,16 @@ class Censors:
         )
         return await self.write_path.store(censor, actor=actor, dedup=dedup)
 
-    async def active(self, *, limit: int = 200) -> list[Censor]:
-        """Censors in force (retired and superseded ones left out), newest first."""
-        found = await self.repo.query(kinds=(MemoryKind.CENSOR,), limit=limit)
+    async def active(
+        self, *, limit: int = 200, user_id: str | None = None, every_user: bool = False
+    ) -> list[Censor]:
+        """Censors in force (retired and superseded ones left out), newest first: those that bind
+        ``user_id`` (that user's own and the agent's shared ones; with no user, the shared ones
+        only), or with ``every_user`` all of the agent's, whichever user they were made for."""
+        scope: dict[str, Any] = {}
+        if not every_user:
+            scope = {"user_id": user_id, "shared": True} if user_id else {"shared_only": True}
+        found = await self.repo.query(kinds=(MemoryKind.CENSOR,), limit=limit, **scope)
         return [c for c in found if isinstance(c, Censor)]
 
     async def get(self, censor_id: str) -> Censor:
@@ -119,8 +130,10 @@ class Censors:
         actor: str = "api",
         override: bool = False,
         session_id: str | None = None,
+        user_id: str | None = None,
     ) -> ActionCheck:
-        """Judge an action the agent is about to take against every active censor.
+        """Judge an action the agent is about to take, for ``user_id``, against the censors that
+        bind that user (``active``): another user's censor never fires on it nor counts it.
 
         ``decision`` is the strongest action among the censors that fire: ``allow``, ``warn``
         (go ahead, tell someone) or ``block``. An ``absolute`` censor counts as ``block`` and
@@ -129,7 +142,7 @@ class Censors:
         is noted in the censor's history.
         """
         text = validate_content(action_text, field="action_text", max_bytes=self.repo.max_content_bytes)
-        censors = await self.active(limit=_MAX_CENSORS)
+        censors = await self.active(limit=_MAX_CENSORS, user_id=user_id)
         warnings: list[str] = []
         try:
             similarity = await similarities(self.repo, text, censors)
@@ -171,9 +184,11 @@ class Censors:
         verdict.warnings = warnings
         return verdict
 
-    async def check(self, text: str, *, record: bool = True, actor: str = "api") -> list[CensorMatch]:
+    async def check(
+        self, text: str, *, record: bool = True, actor: str = "api", user_id: str | None = None
+    ) -> list[CensorMatch]:
         """The censors that fire on ``text`` (``check_action`` without the verdict)."""
-        return (await self.check_action(text, record=record, actor=actor)).matches
+        return (await self.check_action(text, record=record, actor=actor, user_id=user_id)).matches
 
     async def _activate(self, censor_id: str, *, actor: str, context: dict[str, Any]) -> tuple[Censor, bool]:
         """Count one firing; a warn censor at its escalation threshold becomes block."""

@@ -4,10 +4,10 @@ Cursor and other MCP clients. ``nous mcp --agent NAME`` serves one agent over st
 Tools: the turn loop (``context`` before answering, ``reply`` after, ``end_session`` at the end,
 so a conversation becomes a summarised episode), ``remember``, ``recall``, ``recall_recent``,
 ``record_decision``, ``check_similar``, ``check_action`` and ``forget``; read-only resources for
-the agent's identity, its recent episodes and its active censors. A refused or invalid call is a
-tool error with the reason, never a crash of the server. Inside `nous serve`, each call speaks for
-its API key: a user-bound key's tools see and change only what that key may over REST
-(``nous.server.scope``).
+the agent's identity, its recent episodes and the active censors that bind the caller. A refused
+or invalid call is a tool error with the reason, never a crash of the server. Inside `nous
+serve`, each call speaks for its API key: a user-bound key's tools see and change only what that
+key may over REST (``nous.server.scope``).
 """
 
 import json
@@ -24,7 +24,7 @@ from pydantic import AnyUrl, ValidationError
 
 from nous.api import Nous
 from nous.errors import NousError
-from nous.models import Censor, Episode
+from nous.models import Episode
 from nous.server.mcp_schema import iso
 from nous.server.mcp_tools import add_tools
 from nous.server.scope import Caller
@@ -179,13 +179,13 @@ def _add_resources(server: MCPServer[Any], caller: Resolver) -> None:
     @server.resource(
         "nous://censors",
         name="censors",
-        description="The agent's active censors: what each one catches (pattern), its action "
-        "(warn, block or absolute), why, and when it was made. For the agent's key.",
+        description="The active censors: what each one catches (pattern), its action "
+        "(warn, block or absolute), why, and when it was made. A user's key reads the censors "
+        "that bind its user: the agent's shared ones and its user's own.",
         mime_type="application/json",
     )
     async def censors() -> str:
         async def active(nous: Nous, who: Caller) -> list[dict[str, Any]]:
-            who.require_agent_key("the agent's censors")
             return [
                 {
                     "id": c.id,
@@ -195,8 +195,7 @@ def _add_resources(server: MCPServer[Any], caller: Resolver) -> None:
                     "reason": c.reason,
                     "at": c.occurred_at.isoformat(),
                 }
-                for c in await nous.memories("censor", limit=1000)
-                if isinstance(c, Censor)
+                for c in await nous.censors(limit=1000, user_id=who.acting_user(None))
             ]
 
         return await read(active)

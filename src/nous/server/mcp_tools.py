@@ -397,7 +397,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         title="Check an action",
         annotations=WRITE,
         description="Before a risky or irreversible action (deleting, deploying, sending, paying), "
-        "check it against the agent's censors: the decision is allow, warn or block, with the "
+        "check it against the censors (the agent's and the user's): the decision is allow, warn or block, with the "
         "censors that fired and why. Do not take a blocked action. Each firing is counted, and a "
         "warning is shown in the conversation's next `context`.",
     )
@@ -412,9 +412,13 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
             ),
         ],
         session_id: OptionalSessionId = None,
+        user_id: UserId = None,
     ) -> dict[str, Any]:
         verdict = await call(
-            ctx, lambda n, who: n.check_action(action, session_id=who.session_keys(session_id))
+            ctx,
+            lambda n, who: n.check_action(
+                action, session_id=who.session_keys(session_id), user_id=who.acting_user(user_id)
+            ),
         )
         return {
             "decision": verdict.decision.value,

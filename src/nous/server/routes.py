@@ -153,6 +153,9 @@ class EndRequest(StrictBody):
 class ActionRequest(StrictBody):
     action: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
     session_id: SessionId | None = None
+    user_id: Clean | None = Field(
+        default=None, description="Act for this user (an agent's key; default: the session's user)."
+    )
     override: bool = Field(default=False, description="Turn a block into a warning (not an absolute one).")
 
 
@@ -416,7 +419,10 @@ def register(
         """Judge an action before taking it: ``Nous.check_action``."""
         with sent_as(action_text="action"):
             return await nous_for(caller).check_action(
-                body.action, session_id=caller.session_keys(body.session_id), override=body.override
+                body.action,
+                session_id=caller.session_keys(body.session_id),
+                user_id=caller.acting_user(body.user_id),
+                override=body.override,
             )
 
     @app.get("/v1/stats", response_model=Stats, tags=["service"], responses=errors(401, 403, 503))
@@ -548,11 +554,19 @@ def register_organs(
 
     @app.get("/v1/censors", response_model=CensorPage, tags=["censors"], responses=errors(*READ))
     async def list_censors(
-        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
+        caller: who,
+        limit: int = Query(default=50, ge=1, le=1000),
+        cursor: Cursor = None,
+        user_id: str | None = Query(
+            default=None, max_length=200, pattern=CLEAN, description="Act for this user (an agent's key)."
+        ),
     ) -> dict[str, Any]:
-        """The agent's active censors: ``Nous.censors``."""
+        """The active censors that bind the caller's user (its own and the agent's shared ones;
+        an agent's key without ``user_id``: all of them): ``Nous.censors``."""
         offset = _offset(cursor)
-        found = await nous_for(caller).censors(limit=min(offset + limit + 1, WINDOW))
+        found = await nous_for(caller).censors(
+            limit=min(offset + limit + 1, WINDOW), user_id=caller.acting_user(user_id)
+        )
         return _page([dump(c) for c in found], offset, limit)
 
     @app.patch(

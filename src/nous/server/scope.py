@@ -4,8 +4,10 @@ An agent's key reaches all of that agent's memory. A user-bound key (an agent's 
 of its users) is narrower: it reads its user's memories and the agent's shared ones, changes only
 its user's own, and its sessions are its user's alone. Agent-wide views (stats, events,
 calibration, proposals, export, import) and the agent's shared organs (identity, censors,
-procedures) are for the agent's key. Another agent's or user's memory answers 404 exactly as a
-missing id does, so no answer tells one caller what another has.
+procedures) are for the agent's key; a user-bound key reads, and its actions are checked against,
+only the censors that bind its user (the agent's shared ones and its user's own). Another
+agent's or user's memory answers 404 exactly as a missing id does, so no answer tells one caller
+what another has.
 """
 
 from typing import Any

@@ -301,14 +301,16 @@ def unencodable(exc: UnicodeEncodeError) -> InvalidInputError:
 @dataclass(slots=True)
 class MemoryQuery:
     """Which memories a read concerns. ``None`` means no constraint. With ``shared``, a ``user_id``
-    also admits the agent's memories that belong to no user (knowledge every user shares). With
-    ``as_of``, the store as it stood then: memories that occurred later are left out, and one
-    superseded only later still counts as current."""
+    also admits the agent's memories that belong to no user (knowledge every user shares);
+    ``shared_only`` (without a ``user_id``) admits just those. With ``as_of``, the store as it
+    stood then: memories that occurred later are left out, and one superseded only later still
+    counts as current."""
 
     agent_id: str
     kinds: tuple[MemoryKind, ...] | None = None
     user_id: str | None = None
     shared: bool = False
+    shared_only: bool = False
     session_id: str | None = None
     subject: str | None = None
     category: str | None = None
@@ -334,8 +336,10 @@ class MemoryQuery:
     def narrows_beyond_kind(self) -> bool:
         """True when the query filters on more than agent, kind and activity."""
         scope = (self.user_id, self.session_id, self.subject, self.category, self.lifecycle, self.ids)
-        return self.superseded_only or any(
-            v is not None for v in (*scope, self.since, self.until, self.as_of)
+        return (
+            self.superseded_only
+            or self.shared_only
+            or any(v is not None for v in (*scope, self.since, self.until, self.as_of))
         )
 
 

@@ -49,6 +49,8 @@ def where_clause(
             else f"{p}user_id = {placeholder}"
         )
         params.append(query.user_id)
+    elif query.shared_only:
+        conds.append(f"{p}user_id IS NULL")
     if query.lifecycle:
         conds.append(among("lifecycle", [state.value for state in query.lifecycle]))
     for column in ("session_id", "subject", "category"):

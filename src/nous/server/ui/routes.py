@@ -549,10 +549,11 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
     @app.get("/ui/censors", include_in_schema=False)
     @shown
     async def censors(request: Request) -> Response:
-        """The censors in force: pattern, action, activations against the escalation threshold,
-        false positives, and forms to edit, report a false positive, or retire."""
+        """The censors in force (for a user's key, those that bind its user): pattern, action,
+        activations against the escalation threshold, false positives, and forms to edit, report
+        a false positive, or retire."""
         me = await need(request)
-        found = await nous_for(me.caller).censors(limit=200)
+        found = await nous_for(me.caller).censors(limit=200, user_id=me.caller.acting_user(None))
         return page(
             "censors.html",
             me,
