@@ -90,6 +90,18 @@ class Settings(BaseSettings):
         le=3600,
         description="nous serve: how long a client may take to send a request's headers, and its body.",
     )
+    idempotency_retention_hours: float = Field(
+        default=24.0,
+        gt=0,
+        le=8_760,
+        description="nous serve: how long an Idempotency-Key and its first answer are kept (nous maintain prunes them).",
+    )
+    idempotency_lease_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=86_400,
+        description="nous serve: after this, a retry may take over a key whose request stopped before writing.",
+    )
     access_log: bool = Field(
         default=False,
         description="nous serve: log one line per request (client, method, path, status) on stdout.",

@@ -861,14 +861,23 @@ class Nous:
         self, *, now: datetime | None = None, progress: Callable[[int], None] | None = None
     ) -> MaintenanceReport:
         """The upkeep pass: embed pending memories, re-embed censors and decisions stored with an
-        older presentation, write recall reviews, run lifecycle decay."""
+        older presentation, write recall reviews, run lifecycle decay, prune the server's expired
+        Idempotency-Keys (NOUS_IDEMPOTENCY_RETENTION_HOURS)."""
         repo = self._need()
         embedded = await repo.backfill_embeddings(progress=progress)
         refreshed = await repo.refresh_presentation()
         reviewed = await repo.flush_reviews()
         moved = await repo.decay(now=now)
+        kept = timedelta(hours=self.settings.idempotency_retention_hours)
+        pruned = await self.store.prune_idempotency_keys(
+            self.agent_id, (as_utc(now) if now is not None else utcnow()) - kept
+        )
         return MaintenanceReport(
-            embedded=embedded, refreshed=refreshed, reviewed=reviewed, lifecycle_changes=moved
+            embedded=embedded,
+            refreshed=refreshed,
+            reviewed=reviewed,
+            lifecycle_changes=moved,
+            idempotency_keys_pruned=pruned,
         )
 
     # -- events ------------------------------------------------------------------

@@ -647,7 +647,8 @@ class SyncNous:
         self, *, now: datetime | None = None, progress: Callable[[int], None] | None = None
     ) -> MaintenanceReport:
         """The upkeep pass: embed pending memories, re-embed censors and decisions stored with an
-        older presentation, write recall reviews, run lifecycle decay."""
+        older presentation, write recall reviews, run lifecycle decay, prune the server's expired
+        Idempotency-Keys (NOUS_IDEMPOTENCY_RETENTION_HOURS)."""
         return self._runner.run(self.nous.maintain(now=now, progress=progress))
 
     def end_idle_sessions(self, *, now: datetime | None = None) -> list[SessionEnd]:

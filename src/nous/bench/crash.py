@@ -11,6 +11,11 @@ the first acknowledged write), then opens the store and checks:
   confirmations acknowledged for it;
 - the interrupted ingestion, run again, completes with every message stored exactly once;
 - after the pipeline drains, no event is dead and none is left running.
+
+Then as many rounds kill a `nous serve` (``crash_child ... serve``) while a client writes facts to
+it with dedup off, each with its own ``Idempotency-Key``; a write whose answer the kill lost is
+sent again, with the same key and body, to the next server. At the end each sent fact is stored
+at most once (``duplicates``), and each answered one exactly once.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import asyncio
 import os
 import random
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -29,8 +35,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+import httpx
+
 from nous.api import Nous
-from nous.bench.crash_child import AGENT, LEASE_SECONDS, conversation
+from nous.bench.crash_child import AGENT, HTTP_AGENT, LEASE_SECONDS, conversation
 from nous.config import Settings
 from nous.models import Fact, MemoryKind
 from nous.models.events import EventStatus
@@ -38,10 +46,10 @@ from nous.storage.codec import content_hash
 from nous.storage.postgres.store import PostgresStore
 
 
-def _writer(url: str, home: str, seed: int) -> subprocess.Popen[str]:
+def _writer(url: str, home: str, seed: int, *mode: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NOUS_")}
     return subprocess.Popen(
-        [sys.executable, "-m", "nous.bench.crash_child", url, home, str(seed)],
+        [sys.executable, "-m", "nous.bench.crash_child", url, home, str(seed), *mode],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -108,6 +116,8 @@ async def run_crash(
                     f"kill {k + 1}/{kills}: {writes} acknowledged writes so far, {len(problems)} problems"
                 )
         problems += await _final(settings)
+        idempotent = await _idempotent_rounds(kills, url, home, rng, progress)
+        problems += idempotent.pop("problems")
         if database_url:
             async with Nous(settings, agent_id=AGENT) as nous:
                 if isinstance(nous.store, PostgresStore):
@@ -119,6 +129,7 @@ async def run_crash(
         "writes_verified": writes - len([p for p in problems if p.startswith("lost")]),
         "memories_verified": len(acked),
         "lost": len([p for p in problems if p.startswith("lost")]),
+        "idempotent": idempotent,
         "problems": problems[:50],
         "seconds": round(time.perf_counter() - started, 1),
     }
@@ -172,3 +183,104 @@ async def _final(settings: Settings) -> list[str]:
         if counts.get(EventStatus.DEAD) or counts.get(EventStatus.RUNNING) or counts.get(EventStatus.PENDING):
             problems.append(f"events left undone: {dict(counts)}")
     return problems
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _idempotent_rounds(
+    kills: int, url: str, home: str, rng: random.Random, progress: Callable[[str], None] | None
+) -> dict[str, Any]:
+    """Kill a server ``kills`` times while writing to it with Idempotency-Keys; count what is
+    stored twice (duplicates) and what was answered and is not stored."""
+    sent: dict[str, str] = {}  # every key sent, with its fact
+    answered: set[str] = set()
+    unanswered: list[str] = []  # keys whose answer a kill lost, to send again
+    retried = lost_answers = 0
+    for k in range(kills):
+        port = _free_port()
+        child = _writer(url, home, 0, "serve", str(port))
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+            await _ready(http, child)
+            for key in unanswered:  # the same key and body: stored once whatever the first did
+                retried += 1
+                status, code = await _send_fact(http, key, sent[key])
+                if status == 201:
+                    answered.add(key)
+                elif code == "idempotency_answer_lost":
+                    lost_answers += 1
+            unanswered = []
+
+            task = asyncio.create_task(_write_until_killed(http, k, rng, sent, answered, unanswered))
+            await asyncio.sleep(rng.uniform(0.2, 2.0))
+            child.send_signal(signal.SIGKILL)
+            child.communicate(timeout=60)
+            await asyncio.gather(
+                task, return_exceptions=True
+            )  # the write in flight fails: its answer is lost
+        if progress:
+            progress(f"server kill {k + 1}/{kills}: {len(sent)} idempotent writes, {retried} sent again")
+    settings = Settings(home=Path(home), database_url=url, agent_id=HTTP_AGENT, events_worker="off")
+    async with Nous(settings) as nous:
+        facts = await nous.memories(MemoryKind.FACT, limit=100_000, include_inactive=True)
+    stored = Counter(f.content for f in facts)
+    duplicates = sum(n - 1 for n in stored.values() if n > 1)
+    missing = [key for key in answered if stored[sent[key]] == 0]
+    problems = [f"duplicates: {duplicates} idempotent writes stored twice"] if duplicates else []
+    problems += [f"lost: the answered idempotent write {key} is not stored" for key in missing]
+    return {
+        "writes": len(sent),
+        "answered": len(answered),
+        "sent_again": retried,
+        "answers_lost_after_storing": lost_answers,
+        "stored": sum(stored.values()),
+        "duplicates": duplicates,
+        "problems": problems,
+    }
+
+
+async def _write_until_killed(
+    http: httpx.AsyncClient,
+    round_: int,
+    rng: random.Random,
+    sent: dict[str, str],
+    answered: set[str],
+    unanswered: list[str],
+) -> None:
+    """Write facts one after another, each under a new key, until the server is killed."""
+    i = 0
+    while True:
+        i += 1
+        key = f"round{round_}-write{i}"
+        sent[key] = f"Round {round_} write {i}: replica {rng.randint(1, 10_000)} holds the archive"
+        unanswered.append(key)
+        if (await _send_fact(http, key, sent[key]))[0] == 201:
+            answered.add(key)
+            unanswered.remove(key)
+
+
+async def _ready(http: httpx.AsyncClient, child: subprocess.Popen[str]) -> None:
+    """Wait until the server answers /health (however slow the machine is to load the model)."""
+    while child.poll() is None:
+        try:
+            if (await http.get("/health")).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        await asyncio.sleep(0.1)
+    raise RuntimeError("the crash server exited before it answered")
+
+
+async def _send_fact(http: httpx.AsyncClient, key: str, text: str) -> tuple[int, str | None]:
+    """POST a fact with dedup off under ``key``; its status and problem code. A 409 because the
+    killed server's request still holds the key waits for its lease to run out, then sends again."""
+    body = {"type": "fact", "content": text, "dedup": False}
+    while True:
+        answer = await http.post("/v1/memories", json=body, headers={"Idempotency-Key": key})
+        code = answer.json().get("code") if answer.status_code >= 400 else None
+        if code != "idempotency_key_in_use":
+            return answer.status_code, code
+        await asyncio.sleep(float(answer.headers.get("Retry-After", "1")))

@@ -8,6 +8,9 @@ forgets facts in a loop, printing each write as soon as the store acknowledged i
     INGESTED <turns>                    the conversation is stored
 
     python -m nous.bench.crash_child DATABASE_URL HOME SEED
+
+With ``serve PORT`` after them it is instead a `nous serve` (no keys, agent ``crash-http``, short
+Idempotency-Key leases) on 127.0.0.1:PORT, which the harness writes to over HTTP and kills.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from nous.models import WriteStatus
 from nous.storage.codec import content_hash
 
 AGENT = "crash"
+HTTP_AGENT = "crash-http"
 LEASE_SECONDS = 2.0
 
 
@@ -77,5 +81,24 @@ async def main(url: str, home: str, seed: int) -> None:
                 print(f"FORGOT {target}", flush=True)
 
 
+def serve(url: str, home: str, port: int) -> None:
+    """The server the harness kills: one agent, no keys, Idempotency-Key leases that run out fast."""
+    import uvicorn
+
+    from nous.server import create_app
+
+    settings = Settings(
+        home=Path(home),
+        database_url=url,
+        agent_id=HTTP_AGENT,
+        events_worker="off",
+        idempotency_lease_seconds=LEASE_SECONDS,
+    )
+    uvicorn.run(create_app(settings, auth=False), host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+    if sys.argv[4:5] == ["serve"]:
+        serve(sys.argv[1], sys.argv[2], int(sys.argv[5]))
+    else:
+        asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))

@@ -291,6 +291,8 @@ def maintain(
             " as this version presents them"
         )
     console.print(f"  lifecycle changes: {changes}")
+    if report.idempotency_keys_pruned:
+        console.print(f"  pruned {plural(report.idempotency_keys_pruned, 'expired Idempotency-Key')}")
     if drained is not None:
         console.print(
             f"  events: {drained.done} done, {drained.retried} to retry, {drained.dead} dead"

@@ -678,7 +678,8 @@ def crash(
     random moment, and the store is checked: it opens sound, every acknowledged memory is there
     with its content and audit row, every acknowledged forget and confirmation holds. At the end
     the interrupted ingestion is run again (no duplicates) and the pipeline drained (no event dead
-    or stuck).
+    or stuck). Then a server is killed as often while a client writes facts (dedup off) with
+    Idempotency-Keys, sending each write whose answer was lost again: none may be stored twice.
 
     Example: nous bench crash --kills 20 --json crash.json
     """
@@ -693,6 +694,13 @@ def crash(
         f"{result['backend']}: {plural(result['kills'], 'kill')} survived · {result['writes_verified']} of "
         f"{plural(result['writes_acknowledged'], 'acknowledged write')} verified · lost {result['lost']}"
         f" · {duration(result['seconds'])}",
+        highlight=False,
+    )
+    idem = result["idempotent"]
+    console.print(
+        f"{result['backend']}: {plural(result['kills'], 'server kill')} · {idem['writes']} writes with "
+        f"Idempotency-Keys, {idem['sent_again']} sent again after a lost answer · "
+        f"duplicates {idem['duplicates']}",
         highlight=False,
     )
     for problem in result["problems"]:

@@ -6,12 +6,15 @@ from and the session's active censors), local callbacks (``progress``, ``on_pars
 
 from __future__ import annotations
 
+import asyncio
 import json as jsonlib
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+from uuid import uuid4
 
 import httpx
 
@@ -60,6 +63,14 @@ _BY_CODE: dict[str, type[NousError]] = {
     "guardrail_blocked": GuardrailError,
     "invalid_input": InvalidInputError,
 }
+
+
+# The POSTs that create something: each is sent with an Idempotency-Key, and sent again with the
+# same key when its answer is lost on the way (the server then answers what it answered first).
+_CREATING = re.compile(
+    r"/v1/(memories|decisions|episodes|ingest|import|memories/[^/]+/supersede|sessions/[^/]+/(turns|reply))"
+)
+RETRIES = 2
 
 
 def _memory(data: Mapping[str, Any]) -> Memory:
@@ -169,13 +180,26 @@ class AsyncClient:
         timeout: float | httpx.USE_CLIENT_DEFAULT | None = httpx.USE_CLIENT_DEFAULT,  # type: ignore[valid-type]
     ) -> httpx.Response:
         query: dict[str, Any] = {k: _value(v) for k, v in (params or {}).items() if v is not None}
-        headers = {"Content-Type": "application/x-ndjson"} if content is not None else None
-        try:
-            response = await self._http.request(
-                method, path, json=json, params=query, content=content, headers=headers, timeout=timeout
-            )
-        except httpx.HTTPError as exc:
-            raise StorageError(f"cannot reach the Nous server at {self._http.base_url}: {exc}") from exc
+        headers = {"Content-Type": "application/x-ndjson"} if content is not None else {}
+        creates = method == "POST" and _CREATING.fullmatch(path) is not None
+        if creates:
+            headers["Idempotency-Key"] = uuid4().hex
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(
+                    method, path, json=json, params=query, content=content, headers=headers, timeout=timeout
+                )
+                break
+            except httpx.TransportError as exc:  # a retry of a creating POST is safe: it carries its key
+                if not creates or attempt >= RETRIES:
+                    raise StorageError(
+                        f"cannot reach the Nous server at {self._http.base_url}: {exc}"
+                    ) from exc
+                attempt += 1
+                await asyncio.sleep(0.2 * 2**attempt)
+            except httpx.HTTPError as exc:
+                raise StorageError(f"cannot reach the Nous server at {self._http.base_url}: {exc}") from exc
         if response.status_code >= 400:
             raise _error(response)
         return response

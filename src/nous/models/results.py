@@ -43,6 +43,9 @@ class MaintenanceReport(BaseModel):
     refreshed: int = Field(default=0, description="Re-embedded as this version presents them.")
     reviewed: int = 0
     lifecycle_changes: dict[str, int] = Field(default_factory=dict)
+    idempotency_keys_pruned: int = Field(
+        default=0, description="Idempotency-Keys older than NOUS_IDEMPOTENCY_RETENTION_HOURS deleted."
+    )
 
 
 class RecallHit(BaseModel):

@@ -33,7 +33,7 @@ from nous.llm.upstream import create_upstream
 from nous.models import CensorAction, DecisionCategory, FactCategory, MemoryKind, WriteResult, WriteStatus
 from nous.models.events import EventStatus
 from nous.models.keys import ApiKey
-from nous.server import aggregates, docs, openai_proxy, ui
+from nous.server import aggregates, docs, idempotency, openai_proxy, ui
 from nous.server import routes as extra_routes
 from nous.server.bodies import (
     CLEAN,
@@ -255,6 +255,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     docs.mount(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
+    # innermost: a keyed creating POST is claimed once authenticated and its body read whole
+    app.add_middleware(idempotency.Idempotency, root=lambda: state["root"], router=app.router, auth=auth)
     app.add_middleware(BodyTimeout, timeout=settings.request_timeout_s)
 
     @app.middleware("http")
@@ -611,6 +613,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
                     content = answer.get("content", {})
                     if status[0] in "45" and "application/json" in content:
                         answer["content"] = {PROBLEM: content.pop("application/json")}
+        idempotency.document(spec)
         app.openapi_schema = spec
     return app.openapi_schema
 

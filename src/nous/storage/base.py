@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 
@@ -237,6 +238,72 @@ class RevokeApiKey:
 
 
 @dataclass(slots=True)
+class ClaimIdempotencyKey:
+    """Claim a caller's ``Idempotency-Key`` for one request (True), in one statement: a new key, one
+    kept since before ``expired_before``, or one whose first request stopped (lease run out)
+    unanswered and before writing anything, sent again with the same request. Otherwise False:
+    the key is answered, in flight, or was sent with another request."""
+
+    agent_id: str
+    user_id: str  # '' for an agent's key
+    key: str
+    request_hash: str
+    owner: str  # the claiming request's token
+    at: datetime
+    lease_until: datetime
+    expired_before: datetime
+
+
+@dataclass(slots=True)
+class GuardIdempotencyKey:
+    """Added to each write of a request that holds an idempotency key (see ``write_riders``): marks
+    the key written; ConflictError, rolling the write back, if another request took the key over."""
+
+    agent_id: str
+    user_id: str
+    key: str
+    owner: str
+    at: datetime
+
+
+@dataclass(slots=True)
+class AnswerIdempotencyKey:
+    """Keep the answer of the request that holds the key (False if it no longer does)."""
+
+    agent_id: str
+    user_id: str
+    key: str
+    owner: str
+    status: int
+    headers: list[tuple[str, str]]
+    body: str
+
+
+@dataclass(slots=True)
+class ReleaseIdempotencyKey:
+    """Drop the holder's claim if its request wrote nothing (True), so that a retry runs again."""
+
+    agent_id: str
+    user_id: str
+    key: str
+    owner: str
+
+
+@dataclass(slots=True)
+class IdempotentRequest:
+    """A kept idempotency key: the request it was first sent with, and its answer once given."""
+
+    request_hash: str
+    owner: str
+    created_at: datetime
+    lease_until: datetime
+    written_at: datetime | None
+    status: int | None
+    headers: list[tuple[str, str]]
+    body: str | None
+
+
+@dataclass(slots=True)
 class EventStep:
     """Mark one step of an event's handler as applied, in the transaction of the step's effect.
     Raises StepDoneError (rolling the effect back) if that step was applied before."""
@@ -285,7 +352,12 @@ SessionOp = (
 )
 EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent | RecordLLMCall | EventStep
 KeyOp = PutApiKey | RevokeApiKey
-WriteOp = MemoryOp | SessionOp | EventOp | KeyOp
+IdempotencyOp = ClaimIdempotencyKey | GuardIdempotencyKey | AnswerIdempotencyKey | ReleaseIdempotencyKey
+WriteOp = MemoryOp | SessionOp | EventOp | KeyOp | IdempotencyOp
+# Ops applied with every write transaction of the current context, after its own ops (the
+# server's request that holds an Idempotency-Key sets its ``GuardIdempotencyKey`` here, so the
+# key is marked written in the same transaction as what the request stores).
+write_riders: ContextVar[tuple[WriteOp, ...]] = ContextVar("write_riders", default=())
 # Ops that change what a search index holds (a memory's text, its vectors or whether it exists);
 # every other op leaves the indexes as they were.
 INDEX_OPS = (PutMemory, PurgeMemory, SetEmbedding)
@@ -553,7 +625,19 @@ class KeyStore(ABC):
         """Every key, newest first."""
 
 
-class Store(MemoryStore, SessionStore, Outbox, KeyStore):
+class IdempotencyStore(ABC):
+    """Reads and upkeep of kept idempotency keys."""
+
+    @abstractmethod
+    async def idempotency_key(self, agent_id: str, user_id: str, key: str) -> IdempotentRequest | None:
+        """A caller's kept key, if any."""
+
+    @abstractmethod
+    async def prune_idempotency_keys(self, agent_id: str, before: datetime) -> int:
+        """Delete the agent's keys claimed before ``before``; how many."""
+
+
+class Store(MemoryStore, SessionStore, Outbox, KeyStore, IdempotencyStore):
     """A storage backend: the ports of every aggregate, one transactional write path (``apply``),
     and its lifecycle."""
 

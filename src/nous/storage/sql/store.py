@@ -9,14 +9,17 @@ from nous.storage.base import (
     AddHistory,
     EmitEvent,
     EventOp,
+    IdempotencyOp,
     KeyOp,
     MemoryOp,
     PutMemory,
     SessionOp,
     Store,
     WriteOp,
+    write_riders,
 )
 from nous.storage.sql.events import SQLOutbox, apply_event_op, event_rows
+from nous.storage.sql.idempotency import SQLIdempotency, apply_idempotency_op
 from nous.storage.sql.keys import SQLKeys, apply_key_op
 from nous.storage.sql.memories import SQLMemories, apply_memory_op, history_rows, put_memories
 from nous.storage.sql.plan import Dialect, Plan, Stmt
@@ -33,6 +36,8 @@ def apply_op(d: Dialect, op: WriteOp, rev: int | None, previous_changed: bool) -
         return (yield from apply_event_op(d, op, previous_changed))
     if isinstance(op, KeyOp):
         return (yield from apply_key_op(d, op))
+    if isinstance(op, IdempotencyOp):
+        return (yield from apply_idempotency_op(d, op))
     assert_never(op)
 
 
@@ -112,11 +117,14 @@ def claim_embedding_space(model: str, dims: int, fresh: str) -> Plan[None]:
         )
 
 
-class SQLStore(SQLMemories, SQLSessions, SQLOutbox, SQLKeys, Store):
+class SQLStore(SQLMemories, SQLSessions, SQLOutbox, SQLKeys, SQLIdempotency, Store):
     """A store whose SQL is shared; a backend adds connections, transactions and search."""
 
     async def apply(self, ops: list[WriteOp]) -> list[bool]:
-        return await self._write(self._apply_plan(ops)) if ops else []
+        if not ops:
+            return []
+        riders = write_riders.get()  # written in the same transaction; their results not returned
+        return (await self._write(self._apply_plan([*ops, *riders])))[: len(ops)]
 
     def _apply_plan(self, ops: list[WriteOp]) -> Plan[list[bool]]:
         return apply_ops(self.dialect, ops, None)
