@@ -219,7 +219,7 @@ ROUTES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
         (("POST", "/v1/memories/{fact}/supersede", {"by": c.own_fact}), hidden),
         (("POST", f"/v1/memories/{c.own_fact}/supersede", {"by": "{fact}"}), hidden),
     ],
-    ("GET", "/v1/identity"): lambda c: [(("GET", "/v1/identity", None), clean)],
+    ("GET", "/v1/identity"): lambda c: [(("GET", "/v1/identity", None), agent_view)],
     ("PUT", "/v1/identity/{section}"): lambda c: [
         (("PUT", "/v1/identity/character", {"content": "A cheerful helper."}), agent_view)
     ],
