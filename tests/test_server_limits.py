@@ -11,7 +11,6 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
 
