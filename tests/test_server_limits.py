@@ -179,3 +179,12 @@ def test_agent_wide_views_and_metrics_stay_bounded(served: tuple[LiveServer, dic
         assert a.get("/metrics").status_code == 200
     assert 'method="other",route="unmatched",status="401"} 3' in text
     assert not any(m in text for m in ("BREW", "PROPFIND", "X-MADE-UP"))
+
+
+def test_deep_json_to_the_rest_api_is_a_client_error(served: tuple[LiveServer, dict[str, str]]) -> None:
+    server, keys = served
+    deep = '{"query": ' + "[" * 100_000 + "]" * 100_000 + "}"  # past the JSON parser's nesting bound
+    with _client(server, keys["a"]) as a:
+        answer = a.post("/v1/recall", content=deep.encode(), headers={"content-type": "application/json"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["field"] == "body"
