@@ -226,6 +226,20 @@ async def test_bench_load_against_a_real_server() -> None:
     assert result["workers"] == 1 and result["server_cpu_ms_per_request"] > 0
 
 
+async def test_bench_censor_stall_against_a_real_server() -> None:
+    """`nous bench censor-stall`: the slow censors are accepted by the API's validator, every
+    check runs them out of time (fail closed), and the probes are answered alone and under load."""
+    from nous.bench.censor_stall import CENSORS, run_censor_stall
+
+    result = await run_censor_stall(checkers=2, rounds=5)
+    assert result["censors"] == CENSORS == len(result["patterns"])
+    assert result["check_action_ms"]["count"] >= 1
+    assert result["patterns_timed_out"] == CENSORS * result["check_action_ms"]["count"]
+    for when in ("alone", "during_checks"):
+        for figure in ("health_ms", "other_recall_ms"):
+            assert 0 < result[when][figure]["p50"] <= result[when][figure]["p95"]
+
+
 async def test_bench_load_series_on_two_workers_compares_client_counts() -> None:
     """`nous bench load --clients 1,3 --workers 2`: a run per count, each on a fresh store served
     by two processes, and the second's requests/s and recall p95 as ratios of the first's."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 import time
 from typing import Any
 
@@ -25,6 +26,7 @@ from nous import (
 from nous._patterns import pattern_matches
 from nous.cli.app import app
 from nous.embeddings.base import EmbeddingProvider
+from nous.heart import censor_rules
 from nous.heart.censor_rules import SEMANTIC_THRESHOLD, validate_pattern
 from nous.models import HistoryAction
 
@@ -185,6 +187,12 @@ BAD_PATTERNS = {
     "(.*)*": "nests a quantifier",
     r"(\w+\s?)+$": "nests a quantifier",
     "x*": "matches empty text",
+    # alternatives that can match the same text, repeated: each doubles the ways a failing match
+    # is retried (no quantifier is nested, so the check above lets them through)
+    "(a|a)" * 20 + "c": "alternatives that can match the same text",
+    "(a|a){20}c": "alternatives that can match the same text",
+    "^(a|aa)+$": "alternatives that can match the same text",
+    "(x|xy)*z": "alternatives that can match the same text",
 }
 
 
@@ -201,18 +209,33 @@ async def test_invalid_and_catastrophic_patterns_are_rejected(nous: Nous, patter
 
 
 def test_safe_nesting_is_accepted() -> None:
-    for pattern in (r"(?>a+)+b", r"(a++)+b", r"(ab?)+c", r"(\d{3}-)+\d", DROP):
+    for pattern in (
+        r"(?>a+)+b",
+        r"(a++)+b",
+        r"(ab?)+c",
+        r"(\d{3}-)+\d",
+        DROP,
+        r"\b(rm|rmdir)\b",  # alike at the start, once: harmless
+        r"(https?|ftp)://\S+",
+        r"(delete|drop)\s+(table|database)",
+        r"(foo|bar)+",
+    ):
         assert validate_pattern(pattern) == pattern
 
 
 async def test_100kb_adversarial_input_returns_promptly(nous: Nous) -> None:
-    # passes validation, yet backtracks exponentially on a long run of a's that ends badly
-    slow = await _add(nous, r"^(a|aa)+$", action="warn", reason="slow on purpose", dedup=False)
-    # stored before validation existed (written directly): the classic catastrophic pattern
+    # stored before validation existed (written directly): two patterns that backtrack
+    # exponentially on a long run of a's that ends badly
+    slow = Censor(
+        agent_id=nous.agent_id,
+        content="^(a|aa)+$ — slow",
+        trigger_pattern=r"^(a|aa)+$",
+        action=CensorAction.WARN,
+    )
     legacy = Censor(
         agent_id=nous.agent_id, content="(a+)+b — legacy", trigger_pattern="(a+)+b", action=CensorAction.BLOCK
     )
-    await nous.add_many([legacy])
+    await nous.add_many([slow, legacy])
     drop = await _add(nous, DROP, action="block", reason=DROP_REASON, dedup=False)
     adversarial = "a" * 99_999 + "!"
     assert len(adversarial.encode()) == 100_000
@@ -231,6 +254,21 @@ async def test_100kb_adversarial_input_returns_promptly(nous: Nous) -> None:
     found = await nous.check_action(long, record=False)
     assert time.perf_counter() - started < 5.0
     assert drop.id in {m.censor.id for m in found.matches if m.how == "pattern"}
+
+
+async def test_patterns_are_matched_off_the_event_loop(nous: Nous, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow pattern holds a worker thread, not the event loop every other request runs on."""
+    threads: list[int] = []
+
+    def recorded(pattern: str, text: str, *, timeout: float) -> bool | None:
+        threads.append(threading.get_ident())
+        return pattern_matches(pattern, text, timeout=timeout)
+
+    monkeypatch.setattr(censor_rules, "pattern_matches", recorded)
+    await _add(nous, DROP, action="block", reason=DROP_REASON)
+    verdict = await nous.check_action("DROP TABLE users", record=False)
+    assert verdict.decision is ActionDecision.BLOCK
+    assert threads and threading.get_ident() not in threads
 
 
 def test_pattern_timeout_is_bounded_without_a_store() -> None:

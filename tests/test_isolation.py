@@ -219,7 +219,7 @@ ROUTES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
         (("POST", "/v1/memories/{fact}/supersede", {"by": c.own_fact}), hidden),
         (("POST", f"/v1/memories/{c.own_fact}/supersede", {"by": "{fact}"}), hidden),
     ],
-    ("GET", "/v1/identity"): lambda c: [(("GET", "/v1/identity", None), clean)],
+    ("GET", "/v1/identity"): lambda c: [(("GET", "/v1/identity", None), agent_view)],
     ("PUT", "/v1/identity/{section}"): lambda c: [
         (("PUT", "/v1/identity/character", {"content": "A cheerful helper."}), agent_view)
     ],
@@ -413,8 +413,9 @@ def _plant(owner: httpx.Client, *, users: bool) -> dict[str, str]:
     return ids
 
 
-def _snapshot(owner: httpx.Client, ids: dict[str, str]) -> dict[str, Any]:
-    """What the intruder must not change: the owner's memories, session and identity."""
+def _snapshot(owner: httpx.Client, ids: dict[str, str], agent: httpx.Client) -> dict[str, Any]:
+    """What the intruder must not change: the owner's memories, session and its agent's identity
+    (read with the agent's key: a user-bound key is refused it)."""
     memories = {
         name: owner.get(f"/v1/memories/{i}").json() for name, i in ids.items() if name not in ("job", "event")
     }
@@ -426,7 +427,7 @@ def _snapshot(owner: httpx.Client, ids: dict[str, str]) -> dict[str, Any]:
     return {
         "memories": memories,
         "session": session,
-        "identity": owner.get("/v1/identity").json(),
+        "identity": agent.get("/v1/identity").json(),
         "recall": [h["id"] for h in owner.post("/v1/recall", json={"query": FACT}).json()["results"]][:1],
     }
 
@@ -443,9 +444,13 @@ def test_every_route_keeps_the_owners_memory_from_the_intruder(
         "a page without a row"
     )
     owner_key, intruder_key = (keys["alice"], keys["bob"]) if pair == "users" else (keys["a"], keys["b"])
-    with _client(server, owner_key) as owner, _client(server, intruder_key) as intruder:
+    with (
+        _client(server, owner_key) as owner,
+        _client(server, intruder_key) as intruder,
+        _client(server, keys["a"]) as agent,
+    ):
         ids = _plant(owner, users=pair == "users")
-        before = _snapshot(owner, ids)
+        before = _snapshot(owner, ids, agent)
         assert before["recall"] == [ids["fact"]]
         own = intruder.post("/v1/memories", json={"type": "fact", "content": "Porto has good coffee"})
         ctx = Ctx(ids=ids, own_fact=own.json()["id"], users=pair == "users")
@@ -465,12 +470,13 @@ def test_every_route_keeps_the_owners_memory_from_the_intruder(
                 answer = _send(intruder, request, fill)
                 check(answer, ctx)
                 if check is hidden:  # the owner's id answers as a missing one does
-                    twin = _send(intruder, request, missing).json()
-                    got = answer.json()
+                    # each answer has its own request id; the rest is the same
+                    twin = {**_send(intruder, request, missing).json(), "request_id": None}
+                    got = {**answer.json(), "request_id": None}
                     for name in ids:
                         got["detail"] = got["detail"].replace(ids[name], missing[name])
                     assert got == twin, (method, path, got, twin)
-        after = _snapshot(owner, ids)
+        after = _snapshot(owner, ids, agent)
         for key in before:
             assert after[key] == before[key], (key, before[key], after[key])
         if pair == "users":  # the agent's own key still sees its user's memory
@@ -508,9 +514,9 @@ async def test_every_mcp_tool_keeps_the_owners_memory_from_the_intruder(
 
     server, keys = served
     owner_key, intruder_key = (keys["alice"], keys["bob"]) if pair == "users" else (keys["a"], keys["b"])
-    with _client(server, owner_key) as owner:
+    with _client(server, owner_key) as owner, _client(server, keys["a"]) as agent:
         ids = await asyncio.to_thread(_plant, owner, users=pair == "users")
-        before = await asyncio.to_thread(_snapshot, owner, ids)
+        before = await asyncio.to_thread(_snapshot, owner, ids, agent)
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {intruder_key}"}, timeout=120)
     async with Client(streamable_http_client(f"{server.url}/mcp/", http_client=http)) as intruder:
         assert {t.name for t in (await intruder.list_tools()).tools} == set(MCP_TOOLS)
@@ -537,13 +543,14 @@ async def test_every_mcp_tool_keeps_the_owners_memory_from_the_intruder(
                     assert data["recommendation"] == "unique", data
                 if expect == "allow":
                     assert data["decision"] == "allow", data
-    with _client(server, owner_key) as owner:
-        assert await asyncio.to_thread(_snapshot, owner, ids) == before
+    with _client(server, owner_key) as owner, _client(server, keys["a"]) as agent:
+        assert await asyncio.to_thread(_snapshot, owner, ids, agent) == before
 
 
 # -- the CLI table -----------------------------------------------------------------------------
 NOT_AGENT_SCOPED = {  # command -> why the table has no intruder row for it
     "bench agent": "a benchmark on fresh stores of its own",
+    "bench censor-stall": "a benchmark on fresh stores of its own",
     "bench context": "a benchmark on fresh stores of its own",
     "bench crash": "a benchmark on fresh stores of its own",
     "bench dedup": "a benchmark on fresh stores of its own",

@@ -271,6 +271,11 @@ def test_errors_come_back_in_the_openai_shape(
         with pytest.raises(openai.PermissionDeniedError):  # a user-bound key acts only as its user
             _sdk(server, keys["alice"]).chat.completions.create(model=MODEL, messages=ask, user="bob")
         assert [m.id for m in client.models.list()] == ["loopback-model"]
+        deep = "[" * 100_000 + "]" * 100_000  # past the JSON parser's nesting bound
+        with _rest(server, keys["a"]) as rest:
+            nested = rest.post("/v1/chat/completions", content=f'{{"messages": {deep}}}'.encode())
+        assert nested.status_code == 400, nested.text
+        assert nested.json()["error"]["type"] == "invalid_request_error"
 
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))

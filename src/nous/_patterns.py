@@ -29,6 +29,8 @@ def pattern_matches(pattern: str, text: str, *, timeout: float = PATTERN_TIMEOUT
     except (regex.error, RecursionError, OverflowError):
         return pattern.lower() in text.lower()
     try:
-        return compiled.search(text, timeout=timeout) is not None
+        # concurrent: the GIL is released while matching, so a slow pattern in a worker thread
+        # does not stall the event loop's thread.
+        return compiled.search(text, timeout=timeout, concurrent=True) is not None
     except TimeoutError:
         return None

@@ -18,7 +18,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,34 @@ async def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float 
     raise RuntimeError("nous serve did not become healthy")
 
 
+@asynccontextmanager
+async def serving(
+    home: str, database_url: str, workers: int = 1
+) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``nous serve`` over ``database_url`` as a process of its own on a free loopback port, until
+    healthy; its base URL and process. Stopped on the way out."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NOUS_")}
+    env |= {"NOUS_HOME": home, "NOUS_DATABASE_URL": database_url, "NOUS_EVENTS_WORKER": "off"}
+    command = [sys.executable, "-m", "nous", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    proc = subprocess.Popen(
+        command + (["--workers", str(workers)] if workers > 1 else []),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        await _wait_healthy(base, proc)
+        yield base, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 async def run_load(
     *,
     clients: int = 16,
@@ -81,82 +110,66 @@ async def run_load(
                 await nous.add_many(batch, actor="bench")
             _, key = await create_key(nous.store, agent_id=agent, name="bench load")
             backend = nous.store.info.backend
-        port = _free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NOUS_")}
-        env |= {"NOUS_HOME": tmp, "NOUS_DATABASE_URL": url_db, "NOUS_EVENTS_WORKER": "off"}
-        command = [sys.executable, "-m", "nous", "serve", "--host", "127.0.0.1", "--port", str(port)]
-        proc = subprocess.Popen(
-            command + (["--workers", str(workers)] if workers > 1 else []),
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        base = f"http://127.0.0.1:{port}"
         try:
-            await _wait_healthy(base, proc)
-            if progress:
-                progress(
-                    f"serving {backend} on {base} ({workers} worker(s)); {seed_facts} facts seeded; {clients} client(s)"
-                )
-            headers = {"Authorization": f"Bearer {key}"}
-            queries = synthetic_queries(200)
-            async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as http:
-                single: list[float] = []
-                for q in queries[:50]:  # the same recalls from one client, before the load
-                    t0 = time.perf_counter()
-                    (await http.post("/v1/recall", json={"query": q, "limit": 10})).raise_for_status()
-                    single.append(time.perf_counter() - t0)
-            latencies: dict[str, list[float]] = defaultdict(list)
-            errors: dict[str, int] = defaultdict(int)
-            deadline = time.monotonic() + seconds
-
-            async def client(n: int) -> None:
-                rng = random.Random(n)
-                async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as http:
-                    i = 0
-                    while time.monotonic() < deadline:
-                        req: tuple[str, dict[str, Any]]
-                        op = rng.choices([m for m, _ in MIX], weights=[w for _, w in MIX])[0]
-                        if op == "write":
-                            req = (
-                                "/v1/memories",
-                                {"type": "fact", "content": f"Client {n} note {i}: {rng.choice(texts)}"},
-                            )
-                        elif op == "recall":
-                            req = ("/v1/recall", {"query": rng.choice(queries), "limit": 10})
-                        else:
-                            req = (f"/v1/sessions/load-{n}/turns", {"text": rng.choice(queries)})
+            async with serving(tmp, url_db, workers) as (base, proc):
+                if progress:
+                    progress(
+                        f"serving {backend} on {base} ({workers} worker(s)); {seed_facts} facts seeded; {clients} client(s)"
+                    )
+                headers = {"Authorization": f"Bearer {key}"}
+                queries = synthetic_queries(200)
+                async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as http:
+                    single: list[float] = []
+                    for q in queries[:50]:  # the same recalls from one client, before the load
                         t0 = time.perf_counter()
-                        try:
-                            response = await http.post(req[0], json=req[1])
-                            ok = response.status_code < 400
-                        except httpx.HTTPError:
-                            ok = False
-                        latencies[op].append(time.perf_counter() - t0)
-                        if not ok:
-                            errors[op] += 1
-                        i += 1
+                        (await http.post("/v1/recall", json={"query": q, "limit": 10})).raise_for_status()
+                        single.append(time.perf_counter() - t0)
+                latencies: dict[str, list[float]] = defaultdict(list)
+                errors: dict[str, int] = defaultdict(int)
+                deadline = time.monotonic() + seconds
 
-            rss: list[tuple[float, float]] = []  # (seconds into the load, server RSS in MB)
+                async def client(n: int) -> None:
+                    rng = random.Random(n)
+                    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as http:
+                        i = 0
+                        while time.monotonic() < deadline:
+                            req: tuple[str, dict[str, Any]]
+                            op = rng.choices([m for m, _ in MIX], weights=[w for _, w in MIX])[0]
+                            if op == "write":
+                                req = (
+                                    "/v1/memories",
+                                    {"type": "fact", "content": f"Client {n} note {i}: {rng.choice(texts)}"},
+                                )
+                            elif op == "recall":
+                                req = ("/v1/recall", {"query": rng.choice(queries), "limit": 10})
+                            else:
+                                req = (f"/v1/sessions/load-{n}/turns", {"text": rng.choice(queries)})
+                            t0 = time.perf_counter()
+                            try:
+                                response = await http.post(req[0], json=req[1])
+                                ok = response.status_code < 400
+                            except httpx.HTTPError:
+                                ok = False
+                            latencies[op].append(time.perf_counter() - t0)
+                            if not ok:
+                                errors[op] += 1
+                            i += 1
 
-            async def sample_rss() -> None:
-                while time.monotonic() < deadline:
-                    mb = _rss_mb(proc.pid)
-                    if mb is not None:
-                        rss.append((time.perf_counter() - started, mb))
-                    await asyncio.sleep(1.0)
+                rss: list[tuple[float, float]] = []  # (seconds into the load, server RSS in MB)
 
-            cpu_before = _cpu_s(proc.pid)
-            started = time.perf_counter()
-            await asyncio.gather(sample_rss(), *(client(n) for n in range(clients)))
-            elapsed = time.perf_counter() - started
-            cpu_after = _cpu_s(proc.pid)
+                async def sample_rss() -> None:
+                    while time.monotonic() < deadline:
+                        mb = _rss_mb(proc.pid)
+                        if mb is not None:
+                            rss.append((time.perf_counter() - started, mb))
+                        await asyncio.sleep(1.0)
+
+                cpu_before = _cpu_s(proc.pid)
+                started = time.perf_counter()
+                await asyncio.gather(sample_rss(), *(client(n) for n in range(clients)))
+                elapsed = time.perf_counter() - started
+                cpu_after = _cpu_s(proc.pid)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
             if database_url:  # a scratch PostgreSQL schema: drop it
                 async with Nous(settings, agent_id=agent) as nous:
                     if isinstance(nous.store, PostgresStore):

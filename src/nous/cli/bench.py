@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from nous.bench.agent import BASELINES, load_conversations, load_scenarios, run_agent
+from nous.bench.censor_stall import run_censor_stall
 from nous.bench.context import run_context
 from nous.bench.crash import run_crash
 from nous.bench.dedup import default_pairs_paths, load_pairs, run_dedup
@@ -589,6 +590,57 @@ def load(
         )
     if out:
         out.write_text(json.dumps(series["runs"][0] if len(counts) == 1 else series, indent=2))
+        console.print(f"wrote {out}")
+
+
+@app.command("censor-stall")
+def censor_stall(
+    checkers: Annotated[
+        int, typer.Option("--checkers", min=1, max=64, help="Concurrent check-action clients.")
+    ] = 4,
+    rounds: Annotated[
+        int,
+        typer.Option("--rounds", min=5, max=10_000, help="/health and recall probes, alone and under load."),
+    ] = 100,
+    postgres: Annotated[
+        str | None, typer.Option(help="Serve this PostgreSQL database instead (a scratch schema, dropped).")
+    ] = None,
+    out: Annotated[Path | None, _JSON_OPTION] = None,
+) -> None:
+    """Whether one agent's slow censor patterns slow other tenants: 8 censors the validator
+    accepts, each as slow as it allows, on one agent of a real `nous serve`; /health and another
+    agent's recall timed alone, then while N clients run that agent's check-action (p50/p95).
+
+    Example: nous bench censor-stall --checkers 4 --rounds 100
+    """
+    url = None
+    if postgres:
+        sep = "&" if "?" in postgres else "?"
+        url = f"{postgres}{sep}nous_schema=stall_{uuid.uuid4().hex[:8]}"
+    result = run(
+        run_censor_stall(
+            checkers=checkers,
+            rounds=rounds,
+            database_url=url,
+            progress=lambda m: err_console.print(f"[dim]{m}[/dim]"),
+        )
+    )
+    rows = [
+        [what, when, result[key][figure]["p50"], result[key][figure]["p95"]]
+        for key, when in (("alone", "alone"), ("during_checks", f"{checkers} checking"))
+        for figure, what in (("health_ms", "/health"), ("other_recall_ms", "other agent's recall"))
+    ]
+    checks = result["check_action_ms"]
+    rows.append(["check-action (stalled agent)", f"{checkers} checking", checks["p50"], checks["p95"]])
+    table(
+        f"nous bench censor-stall · {result['backend']} · {result['censors']} slow censors · "
+        f"{result['rounds']} probes",
+        ["request", "while", "p50 ms", "p95 ms"],
+        rows,
+    )
+    console.print(f"{checks['count']} checks; {result['patterns_timed_out']} pattern runs ran out of time")
+    if out:
+        out.write_text(json.dumps(result, indent=2))
         console.print(f"wrote {out}")
 
 

@@ -9,8 +9,13 @@ expression) or, failing that, when the action means nearly the same as the censo
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import math
+import os
 import re
+import time
+from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -18,7 +23,7 @@ import numpy as np
 import regex
 from pydantic import BaseModel, Field
 
-from nous._patterns import compile_pattern
+from nous._patterns import PATTERN_TIMEOUT, compile_pattern, pattern_matches
 from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
 from nous.models import Censor, CensorAction
@@ -45,6 +50,17 @@ SEMANTIC_THRESHOLD = 0.45
 # an action until its censor's regex gives up must not slip the action through.
 PATTERN_BUDGET = 1.0
 MIN_PATTERN_TIMEOUT = 0.01
+
+# Patterns are matched in these threads, never on the event loop (the regex module releases the
+# GIL while it matches): a slow pattern delays its own check, not every other request. Half the
+# cores, so the event loop keeps one.
+_MATCHERS = max(1, (os.cpu_count() or 2) // 2)
+_executor: ThreadPoolExecutor | None = None
+
+# How many alternations whose alternatives can match the same text (``(a|a)``, ``(a|aa)``) a
+# pattern may have in a row: each can double the ways a failing match is retried, so 2**4 = 16 at
+# most. One inside an unbounded repeat (``(a|aa)+``) is refused outright.
+MAX_OVERLAPPING_ALTERNATIONS = 4
 
 # The semantic check reads this many windows of this many characters from the start of a long
 # action text (the model reads ~700 characters of a text anyway); patterns read all of it.
@@ -122,11 +138,109 @@ def _nested_quantifier(items: object, in_repeat: bool) -> bool:
     return False
 
 
+_ZERO_WIDTH = {_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT}
+_ANY_CHAR = {_sre.ANY, _sre.NOT_LITERAL, _sre.CATEGORY}
+_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT}
+
+
+def _first_chars(items: object) -> tuple[frozenset[str] | None, bool]:
+    """The characters a match of ``items`` can start with (lowercased; None for any character),
+    and whether it can match empty text. Errs towards None: it only decides what to refuse."""
+    chars: set[str] = set()
+    for op, av in items:  # type: ignore[attr-defined]
+        if op in _ZERO_WIDTH:
+            continue
+        if op == _sre.LITERAL:
+            chars.add(chr(av).lower())
+            return frozenset(chars), False
+        if op in _ANY_CHAR:
+            return None, False
+        if op == _sre.IN:
+            found = _class_chars(av)
+            return (None if found is None else frozenset(chars | found)), False
+        alternatives = _parts(op, av)
+        if alternatives is not None:
+            nullable = op in _REPEATS and av[0] == 0
+            for alternative in alternatives:
+                first, empty = _first_chars(alternative)
+                if first is None:
+                    return None, False
+                chars |= first
+                nullable = nullable or empty
+            if not nullable:
+                return frozenset(chars), False
+            continue
+        return None, False  # a back reference, a conditional: anything
+    return frozenset(chars), True
+
+
+def _parts(op: object, av: Any) -> list[object] | None:
+    """What a group-like item matches one of (a repeat's body, a group's, a branch's
+    alternatives); None for any other item."""
+    if op in _REPEATS:
+        return [av[2]]
+    if op == _sre.SUBPATTERN:
+        return [av[-1]]
+    if op == _sre.BRANCH:
+        return list(av[1])
+    if op == _sre.ATOMIC_GROUP:
+        return [av]
+    return None
+
+
+def _class_chars(items: list[tuple[Any, Any]]) -> set[str] | None:
+    """The characters of a ``[...]`` class (lowercased), or None for a wide or negated one."""
+    chars: set[str] = set()
+    for op, av in items:
+        if op == _sre.LITERAL:
+            chars.add(chr(av).lower())
+        elif op == _sre.RANGE and av[1] - av[0] <= 256:
+            chars |= {chr(c).lower() for c in range(av[0], av[1] + 1)}
+        else:
+            return None
+    return chars
+
+
+def _overlapping(alternatives: list[object]) -> bool:
+    """Whether two alternatives can start alike (one that can match empty text overlaps any)."""
+    firsts: list[frozenset[str] | None] = []
+    for alternative in alternatives:
+        first, empty = _first_chars(alternative)
+        firsts.append(None if empty else first)
+    for i, a in enumerate(firsts):
+        for b in firsts[i + 1 :]:
+            if a is None or b is None or a & b:
+                return True
+    return False
+
+
+def _overlap_count(items: object) -> float:
+    """Overlapping alternations a match goes through in a row (a repeated one counted as often
+    as it repeats; infinite in an unbounded repeat)."""
+    total = 0.0
+    for op, av in items:  # type: ignore[attr-defined]
+        if op == _sre.BRANCH:
+            total += _overlapping(av[1]) + max(_overlap_count(b) for b in av[1])
+        elif op in _REPEATS:
+            inner = _overlap_count(av[2])
+            total += 0 if inner == 0 else math.inf if av[1] == _sre.MAXREPEAT else inner * av[1]
+        elif op == _sre.SUBPATTERN:
+            total += _overlap_count(av[-1])
+        elif op == _sre.ATOMIC_GROUP:
+            total += _overlap_count(av)
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            total += _overlap_count(av[1])
+        elif op == _sre.GROUPREF_EXISTS:
+            total += max(_overlap_count(b) for b in av[1:] if b is not None)
+    return total
+
+
 def validate_pattern(pattern: object) -> str:
     """The pattern if it is a usable trigger, else InvalidInputError naming ``trigger_pattern``.
 
     Rejected: invalid regular expressions, patterns that match empty text (they would fire on
-    every action) and nested quantifiers, whose backtracking can take exponential time.
+    every action), and two shapes whose backtracking can take exponential time: nested
+    quantifiers, and alternatives that can match the same text repeated (``(a|a)`` twenty times).
     """
     field = "trigger_pattern"
     if not isinstance(pattern, str) or not pattern.strip():
@@ -147,12 +261,42 @@ def validate_pattern(pattern: object) -> str:
             "or make the inner part atomic (?>...) or possessive (a++)",
             field=field,
         )
+    if _overlap_count(parsed) > MAX_OVERLAPPING_ALTERNATIONS:
+        raise InvalidInputError(
+            f"trigger_pattern {pattern!r} repeats alternatives that can match the same text (like "
+            f"(a|a) or (a|aa) in a repeated group, or more than {MAX_OVERLAPPING_ALTERNATIONS} in a "
+            "row), which can take exponential time on some inputs; make the alternatives start "
+            "with different characters, or use a character class ([ab] rather than (a|b))",
+            field=field,
+        )
     if compiled.fullmatch("") is not None:
         raise InvalidInputError(
             f"trigger_pattern {pattern!r} matches empty text, so it would fire on every action",
             field=field,
         )
     return pattern
+
+
+async def match_patterns(patterns: list[str], text: str) -> list[bool | None]:
+    """Whether each pattern matches ``text`` (None: it ran out of time), matched in a worker
+    thread. The check as a whole has PATTERN_BUDGET seconds from now (time spent waiting for a
+    thread included); each pattern at most PATTERN_TIMEOUT, and MIN_PATTERN_TIMEOUT once the
+    budget is spent."""
+    global _executor
+    if not patterns:
+        return []
+    deadline = time.monotonic() + PATTERN_BUDGET
+    if _executor is None:
+        _executor = ThreadPoolExecutor(max_workers=_MATCHERS, thread_name_prefix="nous-censor")
+
+    def run() -> list[bool | None]:
+        found: list[bool | None] = []
+        for pattern in patterns:
+            budget = max(MIN_PATTERN_TIMEOUT, min(PATTERN_TIMEOUT, deadline - time.monotonic()))
+            found.append(pattern_matches(pattern, text, timeout=budget))
+        return found
+
+    return await asyncio.get_running_loop().run_in_executor(_executor, run)
 
 
 # -- meaning -------------------------------------------------------------------------------------

@@ -18,23 +18,20 @@ both read the same count (the store has no atomic increment), so a count may the
 from __future__ import annotations
 
 import asyncio
-import time
 import weakref
 from datetime import datetime
 from typing import Any, Literal
 
-from nous._patterns import PATTERN_TIMEOUT, pattern_matches
 from nous._text import validate_content
 from nous._time import utcnow
 from nous.errors import EmbeddingError, InvalidInputError
 from nous.heart.censor_rules import (
-    MIN_PATTERN_TIMEOUT,
-    PATTERN_BUDGET,
     SEMANTIC_THRESHOLD,
     ActionCheck,
     CensorMatch,
     decide,
     describe,
+    match_patterns,
     similarities,
     validate_pattern,
 )
@@ -149,11 +146,9 @@ class Censors:
         except EmbeddingError as exc:
             similarity = {}
             warnings.append(f"semantic check unavailable, patterns only: {exc}")
-        deadline = time.monotonic() + PATTERN_BUDGET
+        hits = await match_patterns([c.trigger_pattern for c in censors], text)
         matches: list[CensorMatch] = []
-        for censor in censors:
-            budget = max(MIN_PATTERN_TIMEOUT, min(PATTERN_TIMEOUT, deadline - time.monotonic()))
-            hit = pattern_matches(censor.trigger_pattern, text, timeout=budget)
+        for censor, hit in zip(censors, hits, strict=True):
             sim = similarity.get(censor.id)
             if hit is None:
                 warnings.append(f"censor {censor.id[:8]}: pattern ran out of time; treated as a match")

@@ -48,16 +48,16 @@ from nous.server.bodies import (
     _integral,
 )
 from nous.server.guards import BodyTimeout
-from nous.server.keys import key_from_header
+from nous.server.keys import key_from_header, request_key
+from nous.server.limits import MAX_BODY_BYTES, BodyCap, method_label
 from nous.server.mcp import create_mcp_server
 from nous.server.problems import PROBLEM, READ_ID, WRITE, errors, problem, sent_as, title
+from nous.server.request_ids import RequestIds, client_message, public_message
 from nous.server.schemas import AnyMemory, CreatedMemory, FrameName, PresetName, created, dump, written
 from nous.server.scope import Caller, visible
 
 log = logging.getLogger(__name__)
-# Large enough for any body the schema allows (a 100,000-character text of escaped characters),
-# small enough that no client can make the server buffer much.
-MAX_BODY_BYTES = 4_000_000
+__all__ = ["MAX_BODY_BYTES", "create_app"]
 CREATED_HEADERS: dict[int | str, dict[str, Any]] = {
     201: {
         "headers": {"Location": {"description": "The new memory: GET it here.", "schema": {"type": "string"}}}
@@ -255,31 +255,54 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     docs.mount(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
-    # innermost: a keyed creating POST is claimed once authenticated and its body read whole
+    # Outermost first: the request id, then the key (checked before any body byte is read), then
+    # the body cap on the bytes received, then the stalled-body timeout; innermost, a keyed
+    # creating POST is claimed once authenticated and its body read whole (Idempotency-Key).
     app.add_middleware(idempotency.Idempotency, root=lambda: state["root"], router=app.router, auth=auth)
     app.add_middleware(BodyTimeout, timeout=settings.request_timeout_s)
+    app.add_middleware(BodyCap, limit=MAX_BODY_BYTES)
 
     @app.middleware("http")
-    async def cap_body(request: Request, call_next: Any) -> Any:
+    async def key_first(request: Request, call_next: Any) -> Any:
         started = time.perf_counter()
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            response = problem(413, f"the limit is {MAX_BODY_BYTES} bytes", code="too_large")
-        elif auth and request.url.path.startswith("/mcp") and await _agent_key(request) is None:
-            response = problem(
-                401, "send an agent's API key: Authorization: Bearer nous_...", code="unauthorized"
-            )
-        else:
+        response = await _unauthorized(request) if auth else None
+        if response is None:
             response = await call_next(request)
         route = request.scope.get("route")
         metrics.observe(request.method, getattr(route, "path", "unmatched"), response.status_code, started)
         return response
 
+    app.add_middleware(RequestIds)
+
+    async def _unauthorized(request: Request) -> Response | None:
+        """The 401 of a request that needs a key and has no valid one, answered before its body
+        is read; None when it may go on. /mcp and the proxy need an agent's key; the REST routes
+        (which refuse an admin key with 403, after reading) and /metrics any valid key."""
+        path = request.url.path
+        if path in openai_proxy.PATHS:
+            key = await _agent_key(request)
+            return openai_proxy.unauthorized() if key is None else None
+        if path.startswith("/mcp"):
+            if await _agent_key(request) is None:
+                return problem(
+                    401, "send an agent's API key: Authorization: Bearer nous_...", code="unauthorized"
+                )
+        elif (path.startswith("/v1/") or path == "/metrics") and await _any_key(request) is None:
+            return problem(401, "send a valid API key: Authorization: Bearer nous_...", code="unauthorized")
+        return None
+
     @app.get("/metrics", response_class=PlainTextResponse, include_in_schema=False)
     async def prometheus(request: Request) -> str:
-        """Request metrics (no memory content), for any valid key, admin keys included."""
-        if auth and await key_from_header(state["root"].store, request.headers.get("authorization")) is None:
-            raise Problem(401, "send a valid API key: Authorization: Bearer nous_...", code="unauthorized")
+        """Request metrics (no memory content), for an admin key or an agent's key; a user-bound
+        key is refused (the counts are every agent's and every user's)."""
+        if auth:
+            key = await _any_key(request)
+            if key is None:
+                raise Problem(
+                    401, "send a valid API key: Authorization: Bearer nous_...", code="unauthorized"
+                )
+            if key.user_id is not None:
+                raise Problem(403, "the metrics are for an admin key or an agent's key", code="forbidden")
         outbox = await state["root"].store.event_counts(None)
         return metrics.render() + render_outbox(outbox)
 
@@ -291,7 +314,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     async def on_nous_error(request: Request, exc: NousError) -> JSONResponse:
         status = exc.http_status if exc.http_status < 500 else 503
         field = exc.field if isinstance(exc, InvalidInputError) else None
-        return problem(status, str(exc), code=exc.code, field=field)
+        return problem(status, client_message(exc), code=exc.code, field=field)
 
     async def as_page(request: Request, status: int, detail: str) -> Response | None:
         """The inspector's HTML error page for a request under /ui/, None elsewhere."""
@@ -351,9 +374,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return problem(
-            503, f"unexpected {type(exc).__name__}; the request was not completed", code="unexpected"
-        )
+        return problem(503, public_message(exc), code="unexpected")
 
     async def caller(
         request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
@@ -362,7 +383,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         _known_query(request)
         if not auth:
             return Caller(agent_id=root.agent_id)
-        key = await key_from_header(root.store, request.headers.get("authorization"))
+        key = await _any_key(request)
         if key is None:
             raise Problem(401, "send a valid API key: Authorization: Bearer nous_...", code="unauthorized")
         if key.admin or key.agent_id is None:
@@ -385,8 +406,11 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
 
     Who = Annotated[Caller, Depends(caller)]
 
+    async def _any_key(request: Request) -> ApiKey | None:
+        return await request_key(state["root"].store, request)
+
     async def _agent_key(request: Request) -> ApiKey | None:
-        key = await key_from_header(state["root"].store, request.headers.get("authorization"))
+        key = await _any_key(request)
         return key if key is not None and key.agent_id is not None and not key.admin else None
 
     async def mcp_caller(ctx: Context) -> tuple[Nous, Caller]:
@@ -626,7 +650,7 @@ class Metrics:
         self.seconds: dict[tuple[str, str, int], float] = {}
 
     def observe(self, method: str, route: str, status: int, started: float) -> None:
-        key = (method, route, status)
+        key = (method_label(method), route, status)
         self.count[key] = self.count.get(key, 0) + 1
         self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - started
 

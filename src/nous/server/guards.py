@@ -17,6 +17,8 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from nous.server import request_ids
+
 PROBLEM = "application/problem+json"
 
 
@@ -111,6 +113,8 @@ class BodyTimeout:
             "status": 408,
             "detail": f"the request body did not arrive within {self.timeout:g} s",
         }
+        if (rid := request_ids.current()) is not None:
+            body["request_id"] = rid
         payload = json.dumps(body).encode()
         headers = [
             (b"content-type", PROBLEM.encode()),

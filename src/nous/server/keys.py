@@ -8,6 +8,8 @@ import hmac
 import re
 import secrets
 
+from starlette.requests import Request
+
 from nous._time import utcnow
 from nous.errors import InvalidInputError
 from nous.models.keys import ApiKey
@@ -63,3 +65,13 @@ async def key_from_header(store: Store, authorization: str | None) -> ApiKey | N
     if scheme.lower() != "bearer" or not token:
         return None
     return await verify_key(store, token)
+
+
+async def request_key(store: Store, request: Request) -> ApiKey | None:
+    """The active key of ``request``'s Authorization header, looked up once per request (the
+    middleware that checks it before the body is read and the route's own check share it)."""
+    state = request.scope.setdefault("state", {})
+    if "api_key" not in state:
+        state["api_key"] = await key_from_header(store, request.headers.get("authorization"))
+    found: ApiKey | None = state["api_key"]
+    return found

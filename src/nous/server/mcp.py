@@ -27,6 +27,7 @@ from nous.errors import NousError
 from nous.models import Episode
 from nous.server.mcp_schema import iso
 from nous.server.mcp_tools import add_tools
+from nous.server.request_ids import client_message
 from nous.server.scope import Caller
 
 T = TypeVar("T")
@@ -107,7 +108,7 @@ def create_mcp_server(
             nous, who = await caller(ctx)
             return await fn(nous, who)
         except NousError as exc:  # a tool error with the reason, as the REST API's 4xx
-            raise ToolError(str(exc)) from None
+            raise ToolError(client_message(exc)) from None
 
     add_tools(server, call)
     _add_resources(server, caller)
@@ -125,7 +126,7 @@ def _add_resources(server: MCPServer[Any], caller: Resolver) -> None:
             nous, who = await caller(ctx)
             return json.dumps(await fn(nous, who), ensure_ascii=False)
         except NousError as exc:
-            raise ResourceError(str(exc)) from None
+            raise ResourceError(client_message(exc)) from None
 
     @server.resource(
         "nous://identity",

@@ -32,6 +32,7 @@ from nous.cognitive import TurnResult
 from nous.errors import InvalidInputError, NousError
 from nous.heart import ActionDecision
 from nous.llm.upstream import Upstream, UpstreamError, error_body, text_of
+from nous.server.request_ids import client_message
 from nous.server.scope import Caller
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,11 @@ MEMORY_NOTE = (
     "Memory (Nous): what you know that bears on the user's message. Each item is dated and may be "
     "out of date; use what helps, and say so when it does not answer.\n\n"
 )
+
+
+# The proxy's routes: their 401 is in OpenAI's error shape, also when answered before the body
+# is read (``create_app`` checks the key first).
+PATHS = frozenset({"/v1/chat/completions", "/v1/models"})
 
 
 class ProxyError(Exception):
@@ -68,12 +74,7 @@ def register(
     async def ready(request: Request) -> tuple[Caller, Upstream]:
         who = await authenticate(request)
         if who is None:
-            raise ProxyError(
-                401,
-                "send an agent's Nous API key as the API key (Authorization: Bearer nous_...)",
-                "invalid_request_error",
-                code="invalid_api_key",
-            )
+            raise _no_key()
         upstream = upstream_of()
         if upstream is None:
             raise ProxyError(
@@ -234,6 +235,20 @@ def _refusal_chunk(like: dict[str, Any], why: str) -> dict[str, Any]:
     }
 
 
+def _no_key() -> ProxyError:
+    return ProxyError(
+        401,
+        "send an agent's Nous API key as the API key (Authorization: Bearer nous_...)",
+        "invalid_request_error",
+        code="invalid_api_key",
+    )
+
+
+def unauthorized() -> JSONResponse:
+    """The 401 of a proxy request without an agent's key, in OpenAI's error shape."""
+    return _error(_no_key())
+
+
 def _event(payload: Any) -> str:
     return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
 
@@ -245,6 +260,8 @@ async def _request_body(request: Request) -> dict[str, Any]:
         body = json.loads(await request.body())
     except ValueError:
         raise ProxyError(400, "the body must be JSON", "invalid_request_error") from None
+    except RecursionError:  # the parser's own bound on nesting
+        raise ProxyError(400, "the body is nested too deeply", "invalid_request_error") from None
     if not isinstance(body, dict):
         raise ProxyError(400, "the body must be a JSON object", "invalid_request_error")
     messages = body.get("messages")
@@ -314,4 +331,4 @@ def _error(exc: Exception) -> JSONResponse:
         status = 400  # OpenAI answers a request it cannot take with 400
     kind = "invalid_request_error" if status < 500 else "server_error"
     param = exc.field if isinstance(exc, InvalidInputError) else None
-    return JSONResponse(error_body(str(exc), kind, code=exc.code, param=param), status_code=status)
+    return JSONResponse(error_body(client_message(exc), kind, code=exc.code, param=param), status_code=status)

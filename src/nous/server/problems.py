@@ -2,7 +2,8 @@
 
 ``title`` is the status's standard reason phrase (RFC 9110 wording, one casing), ``code`` the
 machine-readable cause, ``detail`` the sentence for a person, and ``field`` the request field at
-fault, named as the client sent it (the query parameter or body key, never an engine argument).
+fault, named as the client sent it (the query parameter or body key, never an engine argument),
+and ``request_id`` the id the response carries in ``X-Request-Id`` (the server log's key).
 """
 
 from collections.abc import Iterator, Mapping
@@ -13,6 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from nous.errors import InvalidInputError
+from nous.server import request_ids
 
 PROBLEM = "application/problem+json"
 
@@ -52,6 +54,9 @@ class ProblemDetail(BaseModel):
     code: str | None = Field(default=None, description="Machine-readable cause, e.g. invalid_input.")
     field: str | None = Field(default=None, description="The request field at fault, as sent.")
     errors: list[dict[str, Any]] | None = None
+    request_id: str | None = Field(
+        default=None, description="This request's id, as in the X-Request-Id header and the server log."
+    )
 
 
 def title(status: int) -> str:
@@ -59,10 +64,13 @@ def title(status: int) -> str:
 
 
 def problem(status: int, detail: str, headers: Mapping[str, str] | None = None, **extra: Any) -> JSONResponse:
-    """A problem-details answer; a 401 says how to authenticate."""
+    """A problem-details answer, with the request's id; a 401 says how to authenticate."""
+    rid = request_ids.current()
     body = {"type": "about:blank", "title": title(status), "status": status, "detail": detail}
-    body |= {k: v for k, v in extra.items() if v is not None}
+    body |= {k: v for k, v in {**extra, "request_id": rid}.items() if v is not None}
     all_headers = dict(headers or {})
+    if rid is not None:  # also answered from outside the middleware that stamps it (a 5xx)
+        all_headers[request_ids.HEADER] = rid
     if status == 401:
         all_headers["WWW-Authenticate"] = "Bearer"
     return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=all_headers or None)

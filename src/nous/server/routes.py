@@ -650,7 +650,8 @@ def register_organs(
         responses=errors(401, 403, 503),
     )
     async def get_identity(caller: who) -> list[IdentitySection]:
-        """The agent's identity sections that were set: ``Nous.identity``."""
+        """The agent's identity sections that were set: ``Nous.identity``. For the agent's key."""
+        caller.require_agent_key("the agent's identity")
         return await nous_for(caller).identity()
 
     @app.put(

@@ -34,6 +34,7 @@ from nous.errors import InvalidInputError, NotFoundError, NousError
 from nous.models import CensorAction, EdgeRelation, HistoryEntry, LifecycleState, Memory, MemoryKind
 from nous.models.events import EventStatus
 from nous.server.keys import key_from_header, verify_key
+from nous.server.request_ids import client_message
 from nous.server.routes import UpdateMemory
 from nous.server.scope import Caller, linked, owned, visible
 
@@ -128,7 +129,7 @@ def shown(
             where = ".".join(str(p) for p in first.get("loc", ())) or "form"
             status, message = 422, f"{where}: {first['msg']}"
         except NousError as exc:
-            status, message = (exc.http_status if exc.http_status < 500 else 503), str(exc)
+            status, message = (exc.http_status if exc.http_status < 500 else 503), client_message(exc)
         me = getattr(request.state, "me", None) if isinstance(request, Request) else None
         return render("error.html", status, status=status, message=message, me=me)
 
