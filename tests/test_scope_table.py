@@ -11,6 +11,7 @@ tests/test_isolation.py keeps what this cannot express (path ids, lists, pages, 
 
 from __future__ import annotations
 
+import inspect
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,7 +24,7 @@ from pydantic import BaseModel
 
 from nous import Settings
 from nous.server import create_app
-from nous.server.scope import ScopeMarker, SessionRef, UserRef, scope_of
+from nous.server.scope import ScopeMarker, SessionRef, UserRef, parameter_scope, scope_of
 from tests.test_isolation import _client, served  # noqa: F401 - a fixture, used by name
 from tests.test_server import LiveServer
 
@@ -34,6 +35,10 @@ SAYS_IDS = re.compile(r"\bids?\b", re.IGNORECASE)
 NOT_MODELS = {
     ("POST", "/v1/ingest"): "a conversation in any format nous ingest reads: tests/test_isolation.py",
     ("POST", "/v1/import"): "an export's JSONL, agent key only: tests/test_isolation.py",
+}
+# Query parameters still resolved in their handler, and why (path ids are all checked there).
+QUERY_BY_HAND = {
+    ("POST", "/v1/ingest", "user_id"): "with the conversation's session keys: tests/test_isolation.py",
 }
 # Words only bob's memories hold (the agent's shared ones are alice's to read).
 MARK = re.compile(r"zorblax|quillon", re.IGNORECASE)
@@ -50,29 +55,60 @@ def _models(annotation: Any) -> Iterator[type[BaseModel]]:
             yield from _models(field.annotation)
 
 
-def _bodies() -> dict[tuple[str, str], type[BaseModel]]:
-    """Every REST route that takes a model as its body, and that model."""
+Route = tuple[str, str]  # method, path
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """A marked field of an operation: its marker, whether it takes a list, where it is sent."""
+
+    marker: ScopeMarker
+    many: bool
+    where: str  # "body" or "query"
+
+
+def _routes() -> Iterator[tuple[Route, APIRoute]]:
     app = create_app(Settings(database_url="sqlite:///:memory:"))
-    found: dict[tuple[str, str], type[BaseModel]] = {}
     for route in app.routes:
-        if not isinstance(route, APIRoute) or not route.include_in_schema:
-            continue
-        for method in route.methods or ():
-            for param in route.dependant.body_params:
-                models = list(_models(param.field_info.annotation))
-                if not models:
-                    assert (method, route.path) in NOT_MODELS, (method, route.path, "a body of no model")
-                    continue
-                found[(method, route.path)] = models[0]
+        if isinstance(route, APIRoute) and route.include_in_schema:
+            for method in route.methods or ():
+                yield (method, route.path), route
+
+
+def _bodies() -> dict[Route, type[BaseModel]]:
+    """Every REST route that takes a model as its body, and that model."""
+    found: dict[Route, type[BaseModel]] = {}
+    for key, route in _routes():
+        for param in route.dependant.body_params:
+            models = list(_models(param.field_info.annotation))
+            if not models:
+                assert key in NOT_MODELS, (key, "a body of no model")
+                continue
+            found[key] = models[0]
     return found
+
+
+def _scoped() -> dict[Route, dict[str, Scoped]]:
+    """Every operation's marked body fields and query parameters."""
+    found: dict[Route, dict[str, Scoped]] = {}
+    for key, model in _bodies().items():
+        for name, field in model.model_fields.items():
+            if (marker := scope_of(field)) is not None:
+                found.setdefault(key, {})[name] = Scoped(marker, _takes_list(field.annotation), "body")
+    for key, route in _routes():
+        for param in route.dependant.query_params:
+            if (marker := parameter_scope(_parameter(route, param.name))) is not None:
+                many = _takes_list(param.field_info.annotation)
+                found.setdefault(key, {})[param.alias] = Scoped(marker, many, "query")
+    return found
+
+
+def _parameter(route: APIRoute, name: str) -> Any:
+    return inspect.signature(route.endpoint).parameters[name].annotation
 
 
 def _takes_list(annotation: Any) -> bool:
     return get_origin(annotation) is list or any(get_origin(a) is list for a in get_args(annotation))
-
-
-def _marked(model: type[BaseModel]) -> dict[str, ScopeMarker]:
-    return {n: m for n, f in model.model_fields.items() if (m := scope_of(f)) is not None}
 
 
 def test_every_field_that_names_an_id_a_session_or_a_user_declares_its_scope() -> None:
@@ -83,6 +119,12 @@ def test_every_field_that_names_an_id_a_session_or_a_user_declares_its_scope() -
                 named = NAMES_AN_ID.search(name) or SAYS_IDS.search(field.description or "")
                 if named and scope_of(field) is None:
                     unmarked.append(f"{method} {path}: {model.__name__}.{name}")
+    for (method, path), route in _routes():
+        for param in route.dependant.query_params:
+            named = NAMES_AN_ID.search(param.alias) or SAYS_IDS.search(param.field_info.description or "")
+            marked = parameter_scope(_parameter(route, param.name)) is not None
+            if named and not marked and (method, path, param.alias) not in QUERY_BY_HAND:
+                unmarked.append(f"{method} {path}: query {param.alias}")
     assert not unmarked, "fields without a scope marker (nous.server.scope): " + ", ".join(unmarked)
 
 
@@ -121,6 +163,7 @@ def _turn_first(client: httpx.Client) -> None:
 
 
 BASES: dict[tuple[str, str], Callable[[str], Base]] = {  # route -> (the intruder's own fact) -> Base
+    ("GET", "/v1/memories"): lambda own: Base("/v1/memories", {}),
     ("POST", "/v1/memories"): lambda own: Base(
         "/v1/memories", {"type": "fact", "content": f"Porto has good coffee {uuid.uuid4().hex[:6]}"}
     ),
@@ -213,12 +256,20 @@ def _expect(marker: ScopeMarker, side: Side) -> int | None:
     return 403 if side.target == "shared" else 404
 
 
+def _send(
+    client: httpx.Client, method: str, base: Base, field: str, scoped: Scoped, value: Any
+) -> httpx.Response:
+    sent = [value] if scoped.many else value
+    if scoped.where == "query":
+        return client.request(method, base.path, params={field: sent})
+    return client.request(method, base.path, json={**base.body, field: sent})
+
+
 def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
     served: tuple[LiveServer, dict[str, str]],  # noqa: F811 - the fixture imported above
 ) -> None:
     server, keys = served
-    bodies = _bodies()
-    operations = {route: _marked(model) for route, model in bodies.items() if _marked(model)}
+    operations = _scoped()
     assert set(operations) == set(BASES), "a route with scoped fields and no base request here"
     clients = {name: _client(server, keys[name]) for name in ("a", "b", "alice", "bob")}
     tried: set[tuple[str, str, str, str]] = set()
@@ -233,18 +284,16 @@ def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
             own = intruder.post("/v1/memories", json={"type": "fact", "content": "Porto trams are yellow"})
             assert own.status_code == 201, own.text
             for (method, route), fields in sorted(operations.items()):
-                for field, marker in fields.items():
-                    value = _value(marker, field, side, ids)
+                for field, scoped in fields.items():
+                    value = _value(scoped.marker, field, side, ids)
                     if value is None:
                         continue
                     base = BASES[(method, route)](own.json()["id"])
                     if base.before is not None:
                         base.before(intruder)
-                    is_list = _takes_list(bodies[(method, route)].model_fields[field].annotation)
-                    sent = [value] if is_list and not isinstance(value, list) else value
-                    answer = intruder.request(method, base.path, json={**base.body, field: sent})
+                    answer = _send(intruder, method, base, field, scoped, value)
                     where = (side.name, method, route, field)
-                    expected = _expect(marker, side)
+                    expected = _expect(scoped.marker, side)
                     if expected is not None:
                         assert answer.status_code == expected, (where, answer.text)
                     else:
@@ -254,18 +303,20 @@ def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
                         assert not any(i in answer.text for i in unseen), (where, answer.text)
                     if expected == 404:  # the owner's id answers as a missing one does
                         missing = str(uuid.uuid4())
-                        twin_sent = [missing] if is_list else missing
-                        twin = intruder.request(method, base.path, json={**base.body, field: twin_sent})
+                        twin = _send(intruder, method, base, field, scoped, missing).json()
                         got = answer.json()
                         got["detail"] = got["detail"].replace(str(value), missing)
-                        assert got == twin.json(), (where, got, twin.json())
+                        assert got == twin, (where, got, twin)
                     assert _state(clients["bob"], clients["a"], ids) == before, where
                     tried.add(where)
     finally:
         for client in clients.values():
             client.close()
     fields = {(m, r, f) for _, m, r, f in tried}
-    print(f"scope table: {len(operations)} operations x {len(fields)} fields, {len(tried)} probes")
+    sides = {s for s, *_ in tried}
+    print(
+        f"scope table: {len(operations)} operations x {len(fields)} fields x {len(sides)} sides: {len(tried)} probes"
+    )
     marked = {(m, r, f) for (m, r), fs in operations.items() for f in fs}
     assert fields == marked, marked - fields  # every marked field tried on some side
 

@@ -65,7 +65,7 @@ from nous.server.schemas import (
     dump,
     written,
 )
-from nous.server.scope import MemoryRef, linked, owned, visible
+from nous.server.scope import MemoryRef, SessionRef, UserRef, linked, owned, visible
 
 Verdict = Literal["accept", "reject"]
 EXPORT_BODY: dict[int | str, dict[str, Any]] = {
@@ -240,12 +240,14 @@ def register(
         include_inactive: bool = Query(default=False, description="Forgotten memories too."),
         include_superseded: bool = Query(default=False, description="Replaced memories too."),
         superseded_only: bool = Query(default=False, description="Only memories a newer one replaced."),
-        user_id: str | None = Query(
+        user_id: Annotated[str | None, UserRef()] = Query(
             default=None, max_length=200, pattern=CLEAN, description="Act for this user (an agent's key)."
         ),
         subject: str | None = Query(default=None, max_length=200, description="Only this subject (exact)."),
         category: str | None = Query(default=None, max_length=100, description="Only this category (exact)."),
-        session_id: SessionId | None = Query(default=None, description="Only this session's memories."),
+        session_id: Annotated[SessionId | None, SessionRef()] = Query(
+            default=None, description="Only this session's memories."
+        ),
         lifecycle: list[LifecycleState] | None = Query(
             default=None, description="Only these lifecycle states (repeat it)."
         ),
@@ -265,10 +267,10 @@ def register(
                 include_inactive=include_inactive,
                 include_superseded=include_superseded,
                 superseded_only=superseded_only,
-                user_id=caller.acting_user(user_id),
+                user_id=user_id,
                 subject=subject,
                 category=category,
-                session_id=caller.session_keys(session_id),
+                session_id=session_id,
                 lifecycle=lifecycle,
                 since=since,
                 until=until,

@@ -156,7 +156,16 @@ Body = TypeVar("Body", bound=BaseModel)
 
 def scope_of(field: FieldInfo) -> ScopeMarker | None:
     """The scope marker a model field declares, if any."""
-    return next((m for m in field.metadata if isinstance(m, MemoryRef | SessionRef | UserRef)), None)
+    return _marker(field.metadata)
+
+
+def parameter_scope(annotation: Any) -> ScopeMarker | None:
+    """The scope marker of a route parameter annotated ``Annotated[T, marker]``, if any."""
+    return _marker(getattr(annotation, "__metadata__", ()))
+
+
+def _marker(metadata: Any) -> ScopeMarker | None:
+    return next((m for m in metadata if isinstance(m, MemoryRef | SessionRef | UserRef)), None)
 
 
 async def scoped_value(nous: Nous, caller: Caller, marker: ScopeMarker, value: Any) -> Any:
@@ -213,21 +222,25 @@ Endpoint = Callable[..., Awaitable[Any]]
 
 
 def scoped_endpoint(endpoint: Endpoint, nous_for: Callable[[Caller], Nous]) -> Endpoint:
-    """``endpoint`` with its request bodies passed through ``apply_scope`` first (the caller is
-    the argument that is a ``Caller``); unchanged if no body of it declares a scope."""
+    """``endpoint`` with its request bodies passed through ``apply_scope`` first, and its marked
+    parameters (a query's ``user_id``) through ``scoped_value`` (the caller is the argument that
+    is a ``Caller``); unchanged if nothing of it declares a scope."""
     parameters = inspect.signature(endpoint).parameters.values()
     bodies = [p.name for p in parameters if scoped_models(p.annotation)]
-    if not bodies:
+    marked = {p.name: m for p in parameters if (m := parameter_scope(p.annotation)) is not None}
+    if not bodies and not marked:
         return endpoint
     if not inspect.iscoroutinefunction(endpoint) or not any(
         Caller in (p.annotation, *get_args(p.annotation)) for p in parameters
     ):
-        raise TypeError(f"{endpoint.__name__}: a route with a scoped body is async and takes a Caller")
+        raise TypeError(f"{endpoint.__name__}: a route with a scope is async and takes a Caller")
 
     @functools.wraps(endpoint)
     async def run(**kwargs: Any) -> Any:
         caller = next(v for v in kwargs.values() if isinstance(v, Caller))
         nous = nous_for(caller)
+        for name, marker in marked.items():
+            kwargs[name] = await scoped_value(nous, caller, marker, kwargs[name])
         for name in bodies:
             if isinstance(kwargs[name], BaseModel):
                 kwargs[name] = await apply_scope(nous, caller, kwargs[name])
