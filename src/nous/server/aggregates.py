@@ -23,12 +23,13 @@ from nous.server.bodies import (
     CLEAN,
     LAX,
     SOLID,
+    ActingUser,
     Clean,
     Cursor,
     IsoDatetime,
+    OwnSession,
     PathId,
     ReasonIn,
-    SessionId,
     SessionPath,
     StrictBody,
 )
@@ -43,7 +44,7 @@ from nous.server.schemas import (
     SessionPage,
     dump,
 )
-from nous.server.scope import Caller, owned, visible
+from nous.server.scope import Caller, MemoryRef, owned, visible
 from nous.storage.base import EmitEvent
 
 
@@ -87,11 +88,11 @@ class CreateDecision(StrictBody):
     )
     tags: list[Clean] | None = None
     thoughts: list[Clean] | None = None
-    session_id: SessionId | None = None
-    episode_id: str | None = Field(
+    session_id: OwnSession = None
+    episode_id: Annotated[str | None, MemoryRef()] = Field(
         default=None, pattern=CLEAN, description="The episode it belongs to (linked)."
     )
-    user_id: Clean | None = None
+    user_id: ActingUser = None
     frame: Annotated[FrameName, LAX] | None = None
     occurred_at: IsoDatetime | None = None
 
@@ -102,8 +103,8 @@ class StartEpisode(StrictBody):
     title: str = Field(min_length=1, max_length=500, pattern=SOLID)
     trigger: str | None = Field(default=None, pattern=CLEAN, max_length=500)
     frame: Annotated[FrameName, LAX] | None = None
-    session_id: SessionId | None = None
-    user_id: Clean | None = None
+    session_id: OwnSession = None
+    user_id: ActingUser = None
     started_at: IsoDatetime | None = None
     participants: list[Clean] | None = None
     tags: list[Clean] | None = None
@@ -129,23 +130,14 @@ INGEST_ANSWERS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _user(caller: Caller, user_id: str | None) -> str | None:
-    """The user a write is for: a user-bound key writes only its own user's memories."""
-    from nous.errors import PermissionDeniedError
-
-    if caller.user_id is not None and user_id not in (None, caller.user_id):
-        raise PermissionDeniedError("this key writes only its own user's memories")
-    return caller.user_id or user_id
-
-
 class PreviewRequest(StrictBody):
     """A message to preview: the context ``pre_turn`` would build for it, with nothing written."""
 
     text: str = Field(min_length=1, max_length=100_000, pattern=SOLID, description="The user's message.")
-    session_id: SessionId | None = Field(
+    session_id: OwnSession = Field(
         default=None, description="An existing session whose topic, working memory and last turns count."
     )
-    user_id: Clean | None = Field(default=None, description="The user speaking (an agent's key).")
+    user_id: ActingUser = Field(default=None, description="The user speaking (an agent's key).")
     frame: Annotated[FrameName, LAX] | None = Field(default=None, description="Force a frame.")
     budget: int | None = Field(default=None, ge=1, le=1_000_000, description="Total token budget.")
     at: IsoDatetime | None = Field(default=None, description="When the message is sent (default now).")
@@ -173,12 +165,8 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
     )
     async def create_decision(body: CreateDecision, caller: who, response: Response) -> dict[str, Any]:
         """Record a decision with every field: ``Nous.record_decision``."""
-        nous = nous_for(caller)
-        episode_id = None
-        if body.episode_id is not None:
-            episode_id = (await visible(nous, caller, body.episode_id)).id
         with sent_as(description="content"):
-            decision = await nous.record_decision(
+            decision = await nous_for(caller).record_decision(
                 body.content,
                 context=body.context,
                 confidence=body.confidence,
@@ -188,9 +176,9 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
                 pattern=body.pattern,
                 tags=body.tags,
                 thoughts=body.thoughts,
-                session_id=caller.session_keys(body.session_id),
-                episode_id=episode_id,
-                user_id=_user(caller, body.user_id),
+                session_id=body.session_id,
+                episode_id=body.episode_id,
+                user_id=body.user_id,
                 frame=None if body.frame is None else body.frame.value,
                 occurred_at=body.occurred_at,
             )
@@ -230,8 +218,8 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
             body.title,
             trigger=body.trigger,
             frame=None if body.frame is None else body.frame.value,
-            session_id=caller.session_keys(body.session_id),
-            user_id=_user(caller, body.user_id),
+            session_id=body.session_id,
+            user_id=body.user_id,
             started_at=body.started_at,
             participants=body.participants,
             tags=body.tags,
@@ -309,15 +297,16 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         with sent_as(user_text="text"):
             context = await nous_for(caller).preview_turn(
                 body.text,
-                session_id=caller.session_keys(body.session_id),
-                user_id=caller.acting_user(body.user_id),
+                session_id=body.session_id,
+                user_id=body.user_id,
                 frame=None if body.frame is None else body.frame.value,
                 budget=body.budget,
                 at=body.at,
                 as_of=body.as_of,
             )
         answer = context.model_dump(mode="json")
-        return caller.outside(answer, body.session_id) if body.session_id else answer
+        own = caller.own_session_id(body.session_id)  # the session id as the caller sent it
+        return caller.outside(answer, own) if own else answer
 
     @app.post(
         "/v1/ingest",

@@ -39,11 +39,12 @@ from nous.server.bodies import (
     CLEAN,
     LAX,
     SOLID,
+    ActingUser,
     Clean,
     IsoDatetime,
+    OwnSession,
     PathId,
     ReasonIn,
-    SessionId,
     StrictBody,
     _integral,
 )
@@ -54,7 +55,7 @@ from nous.server.mcp import create_mcp_server
 from nous.server.problems import PROBLEM, READ_ID, WRITE, errors, problem, sent_as, title
 from nous.server.request_ids import RequestIds, client_message, public_message
 from nous.server.schemas import AnyMemory, CreatedMemory, FrameName, PresetName, created, dump, written
-from nous.server.scope import Caller, visible
+from nous.server.scope import Caller, MemoryRef, scoped_route, visible
 
 log = logging.getLogger(__name__)
 __all__ = ["MAX_BODY_BYTES", "create_app"]
@@ -127,8 +128,8 @@ class CreateMemory(StrictBody):
     subject: Clean | None = None
     category: Annotated[FactCategory, LAX] | Annotated[DecisionCategory, LAX] | None = None
     tags: list[Clean] | None = None
-    user_id: Clean | None = None
-    session_id: SessionId | None = None
+    user_id: ActingUser = None
+    session_id: OwnSession = None
     confidence: float | None = Field(default=None, ge=0, le=1)
     reasons: list[ReasonIn] | None = None
     action: Annotated[CensorAction, LAX] | None = Field(
@@ -146,7 +147,7 @@ class CreateMemory(StrictBody):
     source: str | None = Field(
         default=None, pattern=CLEAN, max_length=500, description="fact: where it came from."
     )
-    supersedes: str | None = Field(
+    supersedes: Annotated[str | None, MemoryRef("owned")] = Field(
         default=None, pattern=CLEAN, max_length=200, description="fact: the id of the fact it replaces."
     )
     domain: str | None = Field(default=None, pattern=CLEAN, max_length=100, description="procedure, censor")
@@ -166,7 +167,7 @@ class RecallRequest(StrictBody):
     types: list[Annotated[MemoryKind, LAX]] | None = None
     since: IsoDatetime | None = None
     until: IsoDatetime | None = None
-    session_id: SessionId | None = None
+    session_id: OwnSession = None
     frame: Annotated[FrameName, LAX] | None = None
     preset: Annotated[PresetName, LAX] | None = None
     min_score: float | None = Field(
@@ -175,19 +176,19 @@ class RecallRequest(StrictBody):
         le=1,
         description="Leave out results below this relevance (0..1); default NOUS_RECALL_MIN_SCORE.",
     )
-    user_id: Clean | None = Field(default=None, description="Act for this user (an agent's key).")
+    user_id: ActingUser = Field(default=None, description="Act for this user (an agent's key).")
     include_inactive: bool = Field(default=False, description="Forgotten memories too.")
     include_superseded: bool = Field(
         default=False, description="Replaced memories too (each still ranks below its successor)."
     )
-    active_censors: list[Clean] | None = Field(
+    active_censors: Annotated[list[Clean] | None, MemoryRef(unknown="drop")] = Field(
         default=None,
         description="Ids of censors active in the conversation: memories written under them rank higher.",
     )
     now: IsoDatetime | None = Field(default=None, description="The time the question is asked (default now).")
     as_of: IsoDatetime | None = Field(default=None, description="Recall the store as it stood then.")
     reinforce: bool = Field(default=True, description="Strengthen the memories returned (as a use).")
-    in_session: SessionId | None = Field(
+    in_session: OwnSession = Field(
         default=None, description="Only memories written in this session (its turns, its facts)."
     )
 
@@ -428,6 +429,9 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     # MCP over streamable HTTP at /mcp/ (stateless: each request carries its key).
     app.mount("/mcp", mcp_server.streamable_http_app(streamable_http_path="/", stateless_http=True))
 
+    # Every route's request body is checked against the caller's scope before its handler runs.
+    app.router.route_class = scoped_route(nous_for)
+
     @app.get("/health", response_model=Health, tags=["service"], responses=errors(503))
     async def health() -> Health:
         root: Nous = state["root"]
@@ -444,12 +448,9 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         """Store a memory by ``type``: ``Nous.learn`` / ``Nous.add_procedure`` / ``Nous.add_censor`` /
         ``Nous.record_decision``."""
         nous = nous_for(who)
-        user_id = who.user_id or body.user_id
-        if who.user_id is not None and body.user_id not in (None, who.user_id):
-            raise Problem(403, "this key writes only its own user's memories", code="forbidden")
         if body.type in ("procedure", "censor"):
             who.require_agent_key(f"a {body.type} (the agent's shared memory)")
-        session_id = who.session_keys(body.session_id)
+        user_id, session_id = body.user_id, body.session_id
         frame = None if body.frame is None else body.frame.value
         result: WriteResult
         with sent_as(trigger_pattern="content", description="content", kind="type"):
@@ -532,8 +533,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
                 body.query,
                 limit=body.limit,
                 kinds=body.types,
-                user_id=who.acting_user(body.user_id),
-                session_id=who.session_keys(body.session_id),
+                user_id=body.user_id,
+                session_id=body.session_id,
                 since=body.since,
                 until=body.until,
                 include_inactive=body.include_inactive,
@@ -545,7 +546,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
                 reinforce=body.reinforce,
                 preset=None if body.preset is None else body.preset.value,
                 min_score=body.min_score,
-                in_session=who.session_keys(body.in_session),
+                in_session=body.in_session,
             )
         return RecallResponse(
             results=[

@@ -8,6 +8,7 @@ from fastapi import Path, Query
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from nous.models import ReasonType
+from nous.server.scope import SessionRef, UserRef
 
 ISO_DATE = re.compile(r"\s*\d{4}-\d{2}-\d{2}")
 
@@ -54,6 +55,10 @@ PathId = Annotated[str, Path(pattern=SOLID, max_length=1000)]
 # A session id (the engine keeps up to 200 characters), in a path or a body.
 SessionPath = Annotated[str, Path(pattern=SOLID, max_length=200)]
 SessionId = Annotated[str, Field(pattern=SOLID, max_length=200)]
+# A body's user and session fields, with their scope (``nous.server.scope.apply_scope`` resolves
+# the acting user and builds the caller's stored session id before a handler sees them).
+ActingUser = Annotated[Clean | None, UserRef()]
+OwnSession = Annotated[SessionId | None, SessionRef()]
 # A page cursor, as ``next_cursor`` gave it.
 Cursor = Annotated[
     str | None, Query(pattern=r"^[0-9]{1,9}$", description="`next_cursor` of the page before.")

@@ -27,7 +27,7 @@ from nous.server.mcp_schema import (
     dated,
     iso,
 )
-from nous.server.scope import Caller, owned, visible
+from nous.server.scope import Caller, MemoryRef, scoped_value
 
 T = TypeVar("T")
 Call = Callable[[Context, Callable[[Nous, Caller], Awaitable[T]]], Awaitable[T]]
@@ -121,10 +121,10 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         ] = [],  # noqa: B006
     ) -> dict[str, Any]:
         async def post(n: Nous, who: Caller) -> dict[str, Any]:
-            # Only the caller's own memories are linked to its conversation; another agent's or
-            # user's id answers as a missing one.
-            decisions = [(await visible(n, who, i)).id for i in decision_ids]
-            facts = [(await visible(n, who, i)).id for i in fact_ids]
+            # Only memories the caller sees are linked to its conversation; another agent's or
+            # user's id answers as a missing one (the scope of REST's reply fields).
+            decisions = await scoped_value(n, who, MemoryRef(), decision_ids)
+            facts = await scoped_value(n, who, MemoryRef(), fact_ids)
             state = await n.post_turn(
                 who.session_key(session_id),
                 TurnResult(reply=text, tools_used=tools_used, decision_ids=decisions, fact_ids=facts),
@@ -488,7 +488,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         memory_id: Annotated[str, Field(min_length=1, max_length=200, description="The memory's id.")],
     ) -> dict[str, Any]:
         async def forget_owned(n: Nous, who: Caller) -> Any:
-            return await n.forget((await owned(n, who, memory_id)).id)
+            return await n.forget(await scoped_value(n, who, MemoryRef("owned"), memory_id))
 
         memory = await call(ctx, forget_owned)
         return {**dated(memory), "active": memory.active}

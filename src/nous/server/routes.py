@@ -34,9 +34,11 @@ from nous.server.bodies import (
     CLEAN,
     LAX,
     SOLID,
+    ActingUser,
     Clean,
     Cursor,
     IsoDatetime,
+    OwnSession,
     PathId,
     SessionId,
     SessionPath,
@@ -63,7 +65,7 @@ from nous.server.schemas import (
     dump,
     written,
 )
-from nous.server.scope import linked, owned, visible
+from nous.server.scope import MemoryRef, SessionRef, UserRef, linked, owned, visible
 
 Verdict = Literal["accept", "reject"]
 EXPORT_BODY: dict[int | str, dict[str, Any]] = {
@@ -86,7 +88,7 @@ class CheckSimilar(StrictBody):
     content: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
     type: Literal["fact", "procedure", "censor"] = "fact"
     subject: Clean | None = None
-    user_id: Clean | None = Field(default=None, description="Act for this user (an agent's key).")
+    user_id: ActingUser = Field(default=None, description="Act for this user (an agent's key).")
 
 
 class RecentRequest(StrictBody):
@@ -97,8 +99,8 @@ class RecentRequest(StrictBody):
     hours: float | None = Field(default=None, gt=0, le=24 * 3650)
     since: IsoDatetime | None = None
     until: IsoDatetime | None = None
-    session_id: SessionId | None = Field(default=None, description="Only this session's memories.")
-    user_id: Clean | None = Field(default=None, description="Act for this user (an agent's key).")
+    session_id: OwnSession = Field(default=None, description="Only this session's memories.")
+    user_id: ActingUser = Field(default=None, description="Act for this user (an agent's key).")
 
     @model_validator(mode="after")
     def _one_window(self) -> "RecentRequest":
@@ -115,7 +117,7 @@ class TurnRequest(StrictBody):
         default=None, description="Total token budget."
     )
     frame: Annotated[FrameName, LAX] | None = Field(default=None, description="Force a frame.")
-    user_id: Clean | None = Field(default=None, description="The user speaking (an agent's key).")
+    user_id: ActingUser = Field(default=None, description="The user speaking (an agent's key).")
     at: IsoDatetime | None = Field(default=None, description="When the message was sent (default now).")
 
 
@@ -131,8 +133,12 @@ class ReplyRequest(StrictBody):
     text: Reply | SkipJsonSchema[None] = None
     reply: Reply | SkipJsonSchema[None] = Field(default=None, deprecated=True, description="Use `text`.")
     tools_used: list[Clean] = Field(default_factory=list)
-    decision_ids: list[Clean] = Field(default_factory=list, description="Decisions written during the turn.")
-    fact_ids: list[Clean] = Field(default_factory=list, description="Facts written during the turn.")
+    decision_ids: Annotated[list[Clean], MemoryRef()] = Field(
+        default_factory=list, description="Decisions written during the turn."
+    )
+    fact_ids: Annotated[list[Clean], MemoryRef()] = Field(
+        default_factory=list, description="Facts written during the turn."
+    )
     at: IsoDatetime | None = Field(default=None, description="When the reply was sent (default now).")
 
     @model_validator(mode="after")
@@ -152,8 +158,8 @@ class EndRequest(StrictBody):
 
 class ActionRequest(StrictBody):
     action: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
-    session_id: SessionId | None = None
-    user_id: Clean | None = Field(
+    session_id: OwnSession = None
+    user_id: ActingUser = Field(
         default=None, description="Act for this user (an agent's key; default: the session's user)."
     )
     override: bool = Field(default=False, description="Turn a block into a warning (not an absolute one).")
@@ -237,12 +243,14 @@ def register(
         include_inactive: bool = Query(default=False, description="Forgotten memories too."),
         include_superseded: bool = Query(default=False, description="Replaced memories too."),
         superseded_only: bool = Query(default=False, description="Only memories a newer one replaced."),
-        user_id: str | None = Query(
+        user_id: Annotated[str | None, UserRef()] = Query(
             default=None, max_length=200, pattern=CLEAN, description="Act for this user (an agent's key)."
         ),
         subject: str | None = Query(default=None, max_length=200, description="Only this subject (exact)."),
         category: str | None = Query(default=None, max_length=100, description="Only this category (exact)."),
-        session_id: SessionId | None = Query(default=None, description="Only this session's memories."),
+        session_id: Annotated[SessionId | None, SessionRef()] = Query(
+            default=None, description="Only this session's memories."
+        ),
         lifecycle: list[LifecycleState] | None = Query(
             default=None, description="Only these lifecycle states (repeat it)."
         ),
@@ -262,10 +270,10 @@ def register(
                 include_inactive=include_inactive,
                 include_superseded=include_superseded,
                 superseded_only=superseded_only,
-                user_id=caller.acting_user(user_id),
+                user_id=user_id,
                 subject=subject,
                 category=category,
-                session_id=caller.session_keys(session_id),
+                session_id=session_id,
                 lifecycle=lifecycle,
                 since=since,
                 until=until,
@@ -336,7 +344,7 @@ def register(
         nous = nous_for(caller)
         with sent_as(kind="type"):
             return await nous.check_similar(
-                body.content, body.type, user_id=caller.acting_user(body.user_id), subject=body.subject
+                body.content, body.type, user_id=body.user_id, subject=body.subject
             )
 
     @app.post("/v1/recall/recent", response_model=MemoryPage, tags=["recall"], responses=errors(*WRITE))
@@ -350,8 +358,8 @@ def register(
                 hours=body.hours,
                 since=body.since,
                 until=body.until,
-                session_id=caller.session_keys(body.session_id),
-                user_id=caller.acting_user(body.user_id),
+                session_id=body.session_id,
+                user_id=body.user_id,
             )
         return {"items": [dump(m) for m in found], "next_cursor": None}
 
@@ -367,7 +375,7 @@ def register(
             turn = await nous_for(caller).pre_turn(
                 caller.session_key(session_id),
                 body.text,
-                user_id=caller.acting_user(body.user_id),
+                user_id=body.user_id,
                 budget=body.budget,
                 frame=None if body.frame is None else body.frame.value,
                 at=body.at,
@@ -419,10 +427,7 @@ def register(
         """Judge an action before taking it: ``Nous.check_action``."""
         with sent_as(action_text="action"):
             return await nous_for(caller).check_action(
-                body.action,
-                session_id=caller.session_keys(body.session_id),
-                user_id=caller.acting_user(body.user_id),
-                override=body.override,
+                body.action, session_id=body.session_id, user_id=body.user_id, override=body.override
             )
 
     @app.get("/v1/stats", response_model=Stats, tags=["service"], responses=errors(401, 403, 503))
@@ -477,11 +482,13 @@ class IdentityRequest(StrictBody):
 
 
 class SupersedeRequest(StrictBody):
-    by: str = Field(max_length=200, description="The id of the memory that replaces this one.")
+    by: Annotated[str, MemoryRef()] = Field(
+        max_length=200, description="The id of the memory that replaces this one."
+    )
 
 
 class LinkRequest(StrictBody):
-    target_id: str = Field(max_length=200)
+    target_id: Annotated[str, MemoryRef()] = Field(max_length=200)
     relation: Annotated[EdgeRelation, LAX] = EdgeRelation.RELATES_TO
     weight: float = Field(default=1.0, ge=0, le=1)
 
@@ -612,9 +619,8 @@ def register_organs(
         """Link a memory to another: ``Nous.link``."""
         nous = nous_for(caller)
         source = await owned(nous, caller, memory_id)
-        target = await visible(nous, caller, body.target_id)
         return LinkCreated(
-            created=await nous.link(source.id, target.id, body.relation.value, weight=body.weight)
+            created=await nous.link(source.id, body.target_id, body.relation.value, weight=body.weight)
         )
 
     @app.get(
@@ -640,8 +646,7 @@ def register_organs(
         """Mark a memory as replaced by another (``by``): ``Nous.supersede``."""
         nous = nous_for(caller)
         old = await owned(nous, caller, memory_id)
-        newer = await visible(nous, caller, body.by)
-        return dump(await nous.supersede(old.id, by=newer.id))
+        return dump(await nous.supersede(old.id, by=body.by))
 
     @app.get(
         "/v1/identity",

@@ -1,0 +1,375 @@
+"""The scope table, generated from the request models. Every field of a REST request body that
+names a memory, a session or a user declares its scope with a marker (``nous.server.scope``:
+``MemoryRef``, ``SessionRef``, ``UserRef``) that one dispatcher applies; a field that names one
+without a marker fails the first test. Each marked field is then tried, on a real server on both
+backends, with values of the other side: user-bound keys alice and bob of agent A (bob's memory and
+session, the agent's shared memory), and agent B's key (agent A's). Another's memory answers 404
+exactly as a missing id does (403 for the agent's shared memory where a user-bound key needs to
+own it), another user is 403, another's session is never reached, and after every request the
+owner's memories, links and session are as they were. The hand-written table in
+tests/test_isolation.py keeps what this cannot express (path ids, lists, pages, the MCP tools)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, get_args, get_origin
+
+import httpx
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
+
+from nous import Settings
+from nous.server import create_app
+from nous.server.scope import ScopeMarker, SessionRef, UserRef, parameter_scope, scope_of
+from tests.test_isolation import _client, served  # noqa: F401 - a fixture, used by name
+from tests.test_server import LiveServer
+
+# A field names an id, a session or a user by its name, or by saying so in its description.
+NAMES_AN_ID = re.compile(r"(^|_)ids?$|session|^user|^supersedes$|^by$|^target")
+SAYS_IDS = re.compile(r"\bids?\b", re.IGNORECASE)
+# Request bodies that are not models, and why the generator has no row for them.
+NOT_MODELS = {
+    ("POST", "/v1/ingest"): "a conversation in any format nous ingest reads: tests/test_isolation.py",
+    ("POST", "/v1/import"): "an export's JSONL, agent key only: tests/test_isolation.py",
+}
+# Query parameters still resolved in their handler, and why (path ids are all checked there).
+QUERY_BY_HAND = {
+    ("POST", "/v1/ingest", "user_id"): "with the conversation's session keys: tests/test_isolation.py",
+}
+# Words only bob's memories hold (the agent's shared ones are alice's to read).
+MARK = re.compile(r"zorblax|quillon", re.IGNORECASE)
+
+
+def _models(annotation: Any) -> Iterator[type[BaseModel]]:
+    """The models ``annotation`` is or holds (a list of them, an optional one)."""
+    if get_origin(annotation) is not None:
+        for arg in get_args(annotation):
+            yield from _models(arg)
+    elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+        for field in annotation.model_fields.values():
+            yield from _models(field.annotation)
+
+
+Route = tuple[str, str]  # method, path
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """A marked field of an operation: its marker, whether it takes a list, where it is sent."""
+
+    marker: ScopeMarker
+    many: bool
+    where: str  # "body" or "query"
+
+
+def _routes() -> Iterator[tuple[Route, APIRoute]]:
+    app = create_app(Settings(database_url="sqlite:///:memory:"))
+    for route in app.routes:
+        if isinstance(route, APIRoute) and route.include_in_schema:
+            for method in route.methods or ():
+                yield (method, route.path), route
+
+
+def _bodies() -> dict[Route, type[BaseModel]]:
+    """Every REST route that takes a model as its body, and that model."""
+    found: dict[Route, type[BaseModel]] = {}
+    for key, route in _routes():
+        for param in route.dependant.body_params:
+            models = list(_models(param.field_info.annotation))
+            if not models:
+                assert key in NOT_MODELS, (key, "a body of no model")
+                continue
+            found[key] = models[0]
+    return found
+
+
+def _scoped() -> dict[Route, dict[str, Scoped]]:
+    """Every operation's marked body fields and query parameters."""
+    found: dict[Route, dict[str, Scoped]] = {}
+    for key, model in _bodies().items():
+        for name, field in model.model_fields.items():
+            if (marker := scope_of(field)) is not None:
+                found.setdefault(key, {})[name] = Scoped(marker, _takes_list(field.annotation), "body")
+    for key, route in _routes():
+        for param in route.dependant.query_params:
+            if (marker := parameter_scope(_parameter(route, param.name))) is not None:
+                many = _takes_list(param.field_info.annotation)
+                found.setdefault(key, {})[param.alias] = Scoped(marker, many, "query")
+    return found
+
+
+def _parameter(route: APIRoute, name: str) -> Any:
+    return inspect.signature(route.endpoint).parameters[name].annotation
+
+
+def _takes_list(annotation: Any) -> bool:
+    return get_origin(annotation) is list or any(get_origin(a) is list for a in get_args(annotation))
+
+
+def test_every_field_that_names_an_id_a_session_or_a_user_declares_its_scope() -> None:
+    unmarked = []
+    for (method, path), body in _bodies().items():
+        for model in _models(body):
+            for name, field in model.model_fields.items():
+                named = NAMES_AN_ID.search(name) or SAYS_IDS.search(field.description or "")
+                if named and scope_of(field) is None:
+                    unmarked.append(f"{method} {path}: {model.__name__}.{name}")
+    for (method, path), route in _routes():
+        for param in route.dependant.query_params:
+            named = NAMES_AN_ID.search(param.alias) or SAYS_IDS.search(param.field_info.description or "")
+            marked = parameter_scope(_parameter(route, param.name)) is not None
+            if named and not marked and (method, path, param.alias) not in QUERY_BY_HAND:
+                unmarked.append(f"{method} {path}: query {param.alias}")
+    assert not unmarked, "fields without a scope marker (nous.server.scope): " + ", ".join(unmarked)
+
+
+# -- the probes ------------------------------------------------------------------------------------
+@dataclass
+class Side:
+    """One intruder against one owner: whose key sends, and whose values it sends."""
+
+    name: str
+    key: str  # the intruder's key name
+    target: str  # "bob" (a user's memory), "shared" (the agent's own) or "agent" (another agent's)
+    user: str | None  # another user's id to act as, if this side has one
+    session: str  # the owner's session, as the intruder would name it
+
+
+SIDES = [
+    Side("user", "alice", "bob", user="bob", session="owner-session"),
+    Side("shared", "alice", "shared", user=None, session="owner-session"),
+    Side("agent", "b", "bob", user=None, session="~3:bob:owner-session"),
+]
+# Which planted memory a field is tried with (a fact unless its name says otherwise).
+KIND_OF_FIELD = {"decision_ids": "decision", "episode_id": "episode"}
+
+
+@dataclass
+class Base:
+    """A request that is valid for the intruder: its path, its body, and what to do first."""
+
+    path: str
+    body: dict[str, Any]
+    before: Callable[[httpx.Client], None] | None = None
+
+
+def _turn_first(client: httpx.Client) -> None:
+    assert client.post("/v1/sessions/probe/turns", json={"text": "Is the harbor open?"}).status_code == 200
+
+
+BASES: dict[tuple[str, str], Callable[[str], Base]] = {  # route -> (the intruder's own fact) -> Base
+    ("GET", "/v1/memories"): lambda own: Base("/v1/memories", {}),
+    ("POST", "/v1/memories"): lambda own: Base(
+        "/v1/memories", {"type": "fact", "content": f"Porto has good coffee {uuid.uuid4().hex[:6]}"}
+    ),
+    ("POST", "/v1/recall"): lambda own: Base("/v1/recall", {"query": "what is the vault combination?"}),
+    ("POST", "/v1/memories/check-similar"): lambda own: Base(
+        "/v1/memories/check-similar", {"content": "Where is the ledger moving?"}
+    ),
+    ("POST", "/v1/recall/recent"): lambda own: Base(
+        "/v1/recall/recent", {"types": ["fact", "turn", "episode", "decision"], "limit": 100}
+    ),
+    ("POST", "/v1/sessions/{session_id}/turns"): lambda own: Base(
+        "/v1/sessions/probe/turns", {"text": "When is the launch?"}
+    ),
+    ("POST", "/v1/sessions/{session_id}/reply"): lambda own: Base(
+        "/v1/sessions/probe/reply", {"text": "Noted."}, _turn_first
+    ),
+    ("POST", "/v1/check-action"): lambda own: Base("/v1/check-action", {"action": "wipe the vault now"}),
+    ("POST", "/v1/memories/{memory_id}/links"): lambda own: Base(f"/v1/memories/{own}/links", {}),
+    ("POST", "/v1/memories/{memory_id}/supersede"): lambda own: Base(f"/v1/memories/{own}/supersede", {}),
+    ("POST", "/v1/decisions"): lambda own: Base("/v1/decisions", {"content": "Keep the Porto ledger"}),
+    ("POST", "/v1/episodes"): lambda own: Base("/v1/episodes", {"title": "Porto planning"}),
+    ("POST", "/v1/preview"): lambda own: Base("/v1/preview", {"text": "When is the launch?"}),
+}
+
+
+def _plant(bob: httpx.Client, agent: httpx.Client) -> dict[str, dict[str, str]]:
+    """Bob's memory and session, and the agent's shared memory: their ids by owner and kind."""
+
+    def made(client: httpx.Client, path: str, body: dict[str, Any]) -> str:
+        answer = client.post(path, json=body)
+        assert answer.status_code == 201, answer.text
+        return str(answer.json()["id"])
+
+    ids = {
+        "bob": {
+            "fact": made(
+                bob, "/v1/memories", {"type": "fact", "content": "Bob's Zorblax vault code is 7419"}
+            ),
+            "decision": made(bob, "/v1/decisions", {"content": "Move the Zorblax ledger to Quillon"}),
+            "episode": made(bob, "/v1/episodes", {"title": "Zorblax launch planning"}),
+        },
+        "shared": {
+            "fact": made(agent, "/v1/memories", {"type": "fact", "content": "The harbor office opens at 9"}),
+            "decision": made(agent, "/v1/decisions", {"content": "Keep the harbor office open on Fridays"}),
+            "episode": made(agent, "/v1/episodes", {"title": "Harbor office review"}),
+        },
+    }
+    for path, body in (
+        ("/v1/sessions/owner-session/turns", {"text": "Remind me the Zorblax launch is on Friday"}),
+        ("/v1/sessions/owner-session/reply", {"text": "Zorblax: Friday, noted."}),
+    ):
+        assert bob.post(path, json=body).status_code == 200
+    return ids
+
+
+def _state(bob: httpx.Client, agent: httpx.Client, ids: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """What no intruder may change: the planted memories and their links, bob's session."""
+    memories = {}
+    for owner in ids.values():
+        for i in owner.values():
+            memory = agent.get(f"/v1/memories/{i}").json()
+            for volatile in ("last_accessed_at", "access_count", "stability", "retrievability"):
+                memory.pop(volatile, None)
+            memories[i] = (memory, agent.get(f"/v1/memories/{i}/links").json())
+    recent = bob.post("/v1/recall/recent", json={"session_id": "owner-session", "limit": 100, "hours": 1})
+    return {
+        "memories": memories,
+        "session": bob.get("/v1/sessions/owner-session").json(),
+        "in_session": [m["id"] for m in recent.json()["items"]],
+    }
+
+
+def _value(marker: ScopeMarker, field: str, side: Side, ids: dict[str, dict[str, str]]) -> Any:
+    """What the intruder puts in a marked field on ``side`` (None: nothing to try there)."""
+    if isinstance(marker, UserRef):
+        return side.user
+    if isinstance(marker, SessionRef):
+        return None if side.target == "shared" else side.session
+    if side.target == "shared" and marker.need == "visible":
+        return None  # alice may read the agent's shared memory
+    return ids["shared" if side.target == "shared" else "bob"][KIND_OF_FIELD.get(field, "fact")]
+
+
+def _expect(marker: ScopeMarker, side: Side) -> int | None:
+    """The status a probe must get (None: any answer, as long as nothing leaks or changes)."""
+    if isinstance(marker, UserRef):
+        return 403 if side.user else None
+    if isinstance(marker, SessionRef) or marker.unknown == "drop":
+        return None
+    return 403 if side.target == "shared" else 404
+
+
+def _send(
+    client: httpx.Client, method: str, base: Base, field: str, scoped: Scoped, value: Any
+) -> httpx.Response:
+    sent = [value] if scoped.many else value
+    if scoped.where == "query":
+        return client.request(method, base.path, params={field: sent})
+    return client.request(method, base.path, json={**base.body, field: sent})
+
+
+def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
+    served: tuple[LiveServer, dict[str, str]],  # noqa: F811 - the fixture imported above
+) -> None:
+    server, keys = served
+    operations = _scoped()
+    assert set(operations) == set(BASES), "a route with scoped fields and no base request here"
+    clients = {name: _client(server, keys[name]) for name in ("a", "b", "alice", "bob")}
+    tried: set[tuple[str, str, str, str]] = set()
+    try:
+        ids = _plant(clients["bob"], clients["a"])
+        before = _state(clients["bob"], clients["a"], ids)
+        for side in SIDES:
+            intruder = clients[side.key]
+            unseen = {
+                i for owner, got in ids.items() for i in got.values() if owner == "bob" or side.key == "b"
+            }
+            own = intruder.post("/v1/memories", json={"type": "fact", "content": "Porto trams are yellow"})
+            assert own.status_code == 201, own.text
+            for (method, route), fields in sorted(operations.items()):
+                for field, scoped in fields.items():
+                    value = _value(scoped.marker, field, side, ids)
+                    if value is None:
+                        continue
+                    base = BASES[(method, route)](own.json()["id"])
+                    if base.before is not None:
+                        base.before(intruder)
+                    answer = _send(intruder, method, base, field, scoped, value)
+                    where = (side.name, method, route, field)
+                    expected = _expect(scoped.marker, side)
+                    if expected is not None:
+                        assert answer.status_code == expected, (where, answer.text)
+                    else:
+                        assert answer.status_code < 500, (where, answer.text)
+                    assert not MARK.search(answer.text), (where, answer.text)
+                    if expected is None:  # answered, with no id the intruder may not see
+                        assert not any(i in answer.text for i in unseen), (where, answer.text)
+                    if expected == 404:  # the owner's id answers as a missing one does
+                        missing = str(uuid.uuid4())
+                        twin = _send(intruder, method, base, field, scoped, missing).json()
+                        got = answer.json()
+                        got["detail"] = got["detail"].replace(str(value), missing)
+                        assert got == twin, (where, got, twin)
+                    assert _state(clients["bob"], clients["a"], ids) == before, where
+                    tried.add(where)
+    finally:
+        for client in clients.values():
+            client.close()
+    fields = {(m, r, f) for _, m, r, f in tried}
+    sides = {s for s, *_ in tried}
+    print(
+        f"scope table: {len(operations)} operations x {len(fields)} fields x {len(sides)} sides: {len(tried)} probes"
+    )
+    marked = {(m, r, f) for (m, r), fs in operations.items() for f in fs}
+    assert fields == marked, marked - fields  # every marked field tried on some side
+
+
+# -- the findings, as reported -------------------------------------------------------------------
+def test_f1_a_user_cannot_supersede_another_users_or_the_agents_shared_fact(
+    served: tuple[LiveServer, dict[str, str]],  # noqa: F811
+) -> None:
+    server, keys = served
+    with (
+        _client(server, keys["alice"]) as alice,
+        _client(server, keys["bob"]) as bob,
+        _client(server, keys["a"]) as agent,
+    ):
+        bobs = bob.post("/v1/memories", json={"type": "fact", "content": "Bob's locker code is 5512"}).json()
+        shared = agent.post(
+            "/v1/memories", json={"type": "fact", "content": "The office wifi is guest"}
+        ).json()
+        replaced = alice.post(
+            "/v1/memories", json={"type": "fact", "content": "alice replaces", "supersedes": bobs["id"]}
+        )
+        assert replaced.status_code == 404, replaced.text
+        assert "5512" not in replaced.text
+        on_shared = alice.post(
+            "/v1/memories",
+            json={"type": "fact", "content": "alice replaces wifi", "supersedes": shared["id"]},
+        )
+        assert on_shared.status_code == 403, on_shared.text  # as her PATCH of it is
+        listed = {m["id"] for m in bob.get("/v1/memories?type=fact").json()["items"]}
+        assert bobs["id"] in listed  # still current in bob's list
+        assert agent.get(f"/v1/memories/{shared['id']}").json()["superseded_by"] is None
+        context = alice.post("/v1/sessions/s1/turns", json={"text": "what replaced what?"}).json()["context"]
+        assert "5512" not in context and "alice replaces" not in context
+        own = alice.post("/v1/memories", json={"type": "fact", "content": "Alice parks on level 2"}).json()
+        mine = alice.post(
+            "/v1/memories",
+            json={"type": "fact", "content": "Alice parks on level 3", "supersedes": own["id"]},
+        )
+        assert mine.status_code == 201 and mine.json()["status"] == "superseded", mine.text
+
+
+def test_f3_a_reply_cannot_link_another_users_decisions_or_facts(
+    served: tuple[LiveServer, dict[str, str]],  # noqa: F811
+) -> None:
+    server, keys = served
+    with _client(server, keys["alice"]) as alice, _client(server, keys["bob"]) as bob:
+        decision = bob.post("/v1/decisions", json={"content": "Sell the Quillon shares"}).json()["id"]
+        fact = bob.post("/v1/memories", json={"type": "fact", "content": "Bob's PIN is 4321"}).json()["id"]
+        assert alice.post("/v1/sessions/s2/turns", json={"text": "Plan my week"}).status_code == 200
+        for field, value in (("decision_ids", decision), ("fact_ids", fact)):
+            answer = alice.post("/v1/sessions/s2/reply", json={"text": "Done.", field: [value]})
+            assert answer.status_code == 404, answer.text
+            assert bob.get(f"/v1/memories/{value}/links").json() == []  # no part_of edge to alice's turn
+        own = alice.post("/v1/decisions", json={"content": "Book the Porto train"}).json()["id"]
+        linked = alice.post("/v1/sessions/s2/reply", json={"text": "Booked.", "decision_ids": [own]})
+        assert linked.status_code == 200, linked.text
