@@ -564,7 +564,7 @@ def register_organs(
         caller: who,
         limit: int = Query(default=50, ge=1, le=1000),
         cursor: Cursor = None,
-        user_id: str | None = Query(
+        user_id: Annotated[str | None, UserRef()] = Query(
             default=None, max_length=200, pattern=CLEAN, description="Act for this user (an agent's key)."
         ),
     ) -> dict[str, Any]:
@@ -572,7 +572,7 @@ def register_organs(
         an agent's key without ``user_id``: all of them): ``Nous.censors``."""
         offset = _offset(cursor)
         found = await nous_for(caller).censors(
-            limit=min(offset + limit + 1, WINDOW), user_id=caller.acting_user(user_id)
+            limit=min(offset + limit + 1, WINDOW), user_id=user_id
         )
         return _page([dump(c) for c in found], offset, limit)
 
