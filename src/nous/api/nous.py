@@ -834,7 +834,9 @@ class Nous:
         memory, and the events and ingest jobs about them. The agent's shared memories stay. The
         receipt (counts by table, no content) is kept in the agent's audit: ``history("user:ID")``."""
         if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > 200:
-            raise InvalidInputError("user_id must be a non-empty string of at most 200 characters", field="user_id")
+            raise InvalidInputError(
+                "user_id must be a non-empty string of at most 200 characters", field="user_id"
+            )
         receipt = ErasureReceipt(agent_id=self.agent_id, user_id=user_id)
         await self.store.apply([EraseUser(receipt, actor="api")])
         return receipt

@@ -54,6 +54,8 @@ PathId = Annotated[str, Path(pattern=SOLID, max_length=1000)]
 # A session id (the engine keeps up to 200 characters), in a path or a body.
 SessionPath = Annotated[str, Path(pattern=SOLID, max_length=200)]
 SessionId = Annotated[str, Field(pattern=SOLID, max_length=200)]
+# A user id in a path (the engine keeps up to 200 characters).
+UserPath = Annotated[str, Path(pattern=SOLID, max_length=200)]
 # A page cursor, as ``next_cursor`` gave it.
 Cursor = Annotated[
     str | None, Query(pattern=r"^[0-9]{1,9}$", description="`next_cursor` of the page before.")

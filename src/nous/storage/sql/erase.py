@@ -39,19 +39,24 @@ def erase_user(d: Dialect, op: EraseUser, rev: int | None) -> Plan[bool]:
     )
     job, ended = EventKind.INGEST_REQUESTED.value, EventKind.SESSION_ENDED.value
     event_params = (r.agent_id, ended, *user, job, r.user_id, ended, job, *user)
-    yield Stmt(f"DELETE FROM event_steps WHERE event_id IN (SELECT id FROM events WHERE {events})", event_params)
+    yield Stmt(
+        f"DELETE FROM event_steps WHERE event_id IN (SELECT id FROM events WHERE {events})", event_params
+    )
     r.events = (yield Stmt(f"DELETE FROM events WHERE {events}", event_params)).rowcount
 
-    # Audit rows of the user's memories, and of those purged before (whose rows outlive them).
+    # Audit rows of the user's memories, of those purged before (whose rows outlive them) and of
+    # their sessions' working memory (``working:<session id>``).
     marks = ", ".join("?" * len(_RECORDS_USER))
     purged = (
         f"SELECT memory_id FROM history WHERE agent_id = ? AND action IN ({marks}) "
         f"AND {d.json_text('new_value', 'user_id')} = ? AND memory_id NOT IN (SELECT id FROM memories)"
     )
+    working = "SELECT 'working:' || session_id FROM sessions WHERE agent_id = ? AND user_id = ?"
     r.history = (
         yield Stmt(
-            f"DELETE FROM history WHERE agent_id = ? AND (memory_id IN ({_MEMORIES}) OR memory_id IN ({purged}))",
-            (r.agent_id, *user, r.agent_id, *(a.value for a in _RECORDS_USER), r.user_id),
+            f"DELETE FROM history WHERE agent_id = ? AND (memory_id IN ({_MEMORIES}) "
+            f"OR memory_id IN ({purged}) OR memory_id IN ({working}))",
+            (r.agent_id, *user, r.agent_id, *(a.value for a in _RECORDS_USER), r.user_id, *user),
         )
     ).rowcount
     r.edges = (
@@ -62,7 +67,9 @@ def erase_user(d: Dialect, op: EraseUser, rev: int | None) -> Plan[bool]:
     ).rowcount
 
     sessions = f"agent_id = ? AND session_id IN ({_SESSIONS})"
-    r.working_memory = (yield Stmt(f"DELETE FROM working_memory WHERE {sessions}", (r.agent_id, *user))).rowcount
+    r.working_memory = (
+        yield Stmt(f"DELETE FROM working_memory WHERE {sessions}", (r.agent_id, *user))
+    ).rowcount
     yield Stmt(f"DELETE FROM session_tools WHERE {sessions}", (r.agent_id, *user))
     r.sessions = (yield Stmt("DELETE FROM sessions WHERE agent_id = ? AND user_id = ?", user)).rowcount
 
