@@ -169,6 +169,7 @@ async def test_forget_user_erases_every_row_of_theirs_and_nothing_else(nous: Nou
     ]
 
     # the receipt is in the agent's audit, with counts and no content; erasing again finds nothing
+    await nous.forget_user("alice2")  # a user whose id starts with this one's: history is exact
     again = await nous.forget_user("alice")
     assert (again.memories, again.sessions, again.events, again.history, again.edges) == (0, 0, 0, 0, 0)
     trail = await nous.history("user:alice")
