@@ -224,6 +224,14 @@ def test_rest_erases_a_user_with_the_agents_key_only(served: tuple[LiveServer, d
             "/v1/memories", json={"type": "fact", "content": f"The {SHARED_WORD} hall is open"}
         )
         assert shared.status_code == 201
+        # answers kept for retries: one of alice's key, one the agent's key got writing for her
+        kept = {"type": "fact", "content": "Alice's Quokkaberry lamp is brass", "user_id": "alice"}
+        for who, body in (
+            (alice, {"type": "fact", "content": "Alice's Quokkaberry rug is wool"}),
+            (agent, kept),
+        ):
+            written = who.post("/v1/memories", json=body, headers={"Idempotency-Key": "k1"})
+            assert written.status_code == 201, written.text
 
         for who in (alice, bob):  # a user-bound key may not erase anyone, itself included
             refused = who.delete("/v1/users/alice")
@@ -236,6 +244,7 @@ def test_rest_erases_a_user_with_the_agents_key_only(served: tuple[LiveServer, d
         receipt = ErasureReceipt.model_validate(erased.json())
         assert receipt.user_id == "alice" and set(receipt.memories_by_kind) == {"fact", "turn", "episode"}
         assert receipt.sessions == 1 and receipt.memories == sum(receipt.memories_by_kind.values())
+        assert receipt.idempotency_keys == 2
 
         assert alice.get("/v1/sessions/s1").status_code == 404
         assert not ALICE.search(alice.get("/v1/memories?limit=1000").text)
@@ -247,9 +256,12 @@ def test_rest_erases_a_user_with_the_agents_key_only(served: tuple[LiveServer, d
         assert bob.get("/v1/sessions/s1").status_code == 200
         assert SHARED_WORD in bob.get("/v1/memories?limit=1000").text
         assert agent.delete("/v1/users/%20").status_code == 422  # a blank user id
+        retried = agent.post("/v1/memories", json=kept, headers={"Idempotency-Key": "k1"})
+        assert retried.status_code == 201 and "Idempotent-Replayed" not in retried.headers  # run anew
 
     with Client(server.url, key=keys["a"]) as client:  # the Python client takes the same route
         assert client.forget_user("bob").memories_by_kind["fact"] == 1
+        assert client.forget_user("alice").memories_by_kind == {"fact": 1}  # the retry's
     with Client(server.url, key=keys["bob"]) as client, pytest.raises(PermissionDeniedError):
         client.forget_user("bob")
 

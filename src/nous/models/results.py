@@ -174,6 +174,7 @@ class ErasureReceipt(BaseModel):
     sessions: int = 0
     working_memory: int = 0
     events: int = Field(default=0, description="Outbox events and ingest jobs about them.")
+    idempotency_keys: int = Field(default=0, description="Kept answers of retried requests naming them.")
     at: datetime = Field(default_factory=utcnow)
 
     @field_validator("at")

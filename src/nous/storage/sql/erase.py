@@ -73,6 +73,15 @@ def erase_user(d: Dialect, op: EraseUser, rev: int | None) -> Plan[bool]:
     yield Stmt(f"DELETE FROM session_tools WHERE {sessions}", (r.agent_id, *user))
     r.sessions = (yield Stmt("DELETE FROM sessions WHERE agent_id = ? AND user_id = ?", user)).rowcount
 
+    # Kept answers of Idempotency-Keys: those of the user's own keys, and those an agent's key got
+    # that name one of the user's memories (a memory written for them).
+    r.idempotency_keys = (
+        yield Stmt(
+            "DELETE FROM idempotency_keys WHERE agent_id = ? AND (user_id = ? OR EXISTS (SELECT 1 FROM "
+            "memories m WHERE m.agent_id = ? AND m.user_id = ? AND idempotency_keys.body LIKE '%' || m.id || '%'))",
+            (*user, *user),
+        )
+    ).rowcount
     yield Stmt(f"DELETE FROM memory_chunks WHERE memory_id IN ({_MEMORIES})", user)
     if rev is not None:  # tells the in-process vector index to drop them
         yield Stmt(f"INSERT INTO purged (id, rev) SELECT id, ? FROM ({_MEMORIES}) mine", (rev, *user))
@@ -88,4 +97,4 @@ def erase_user(d: Dialect, op: EraseUser, rev: int | None) -> Plan[bool]:
     )
     audit = history_rows(d, [receipt])
     yield Stmt(audit.insert(), audit.rows[0])
-    return any((r.memories, r.sessions, r.events, r.history, r.edges, r.working_memory))
+    return any((r.memories, r.sessions, r.events, r.history, r.edges, r.working_memory, r.idempotency_keys))
