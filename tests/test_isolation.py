@@ -249,6 +249,8 @@ ROUTES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
     ],
     ("GET", "/v1/sessions"): lambda c: [(("GET", "/v1/sessions?limit=1000", None), clean)],
     ("GET", "/v1/sessions/{session_id}"): lambda c: [(("GET", "/v1/sessions/owner-session", None), hidden)],
+    # another agent erases its own "alice" (nothing of the owner's); a user-bound key erases no one
+    ("DELETE", "/v1/users/{user_id}"): lambda c: [(("DELETE", "/v1/users/alice", None), agent_view)],
 }
 NOT_AGENT_DATA = {("GET", "/health")}  # no key, no memory
 

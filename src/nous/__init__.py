@@ -51,7 +51,14 @@ from nous.models import (
 from nous.models.brain import Calibration
 from nous.models.events import Event, EventKind, EventStatus
 from nous.models.llm import LLMUsage
-from nous.models.results import Edge, EdgeRelation, HistoryEntry, MaintenanceReport, StoreStats
+from nous.models.results import (
+    Edge,
+    EdgeRelation,
+    ErasureReceipt,
+    HistoryEntry,
+    MaintenanceReport,
+    StoreStats,
+)
 from nous.models.session import IdentitySection, SessionState
 from nous.retrieval.weights import PRESETS, RetrievalWeights
 
@@ -78,6 +85,7 @@ __all__ = [
     "EmbeddingError",
     "Episode",
     "EpisodeOutcome",
+    "ErasureReceipt",
     "Event",
     "EventKind",
     "EventStatus",

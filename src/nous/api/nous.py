@@ -46,6 +46,7 @@ from nous.models import (
     Edge,
     EdgeRelation,
     Episode,
+    ErasureReceipt,
     HistoryEntry,
     LifecycleState,
     MaintenanceReport,
@@ -64,7 +65,7 @@ from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
 from nous.retrieval.query import validate_limit_and_window, validate_min_score
 from nous.storage import Store, create_store
-from nous.storage.base import PutEdge, RetryEvent
+from nous.storage.base import EraseUser, PutEdge, RetryEvent
 
 
 def parse_kinds(kinds: Sequence[str | MemoryKind] | str | MemoryKind | None) -> tuple[MemoryKind, ...] | None:
@@ -826,6 +827,19 @@ class Nous:
     async def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
         """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited)."""
         return await self._need().forget(memory_id, hard=hard)
+
+    async def forget_user(self, user_id: str) -> ErasureReceipt:
+        """Erase one of the agent's users for good, in one transaction: every memory of theirs
+        (all kinds, turns included) with its links and audit rows, their sessions and working
+        memory, and the events and ingest jobs about them. The agent's shared memories stay. The
+        receipt (counts by table, no content) is kept in the agent's audit: ``history("user:ID")``."""
+        if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > 200:
+            raise InvalidInputError(
+                "user_id must be a non-empty string of at most 200 characters", field="user_id"
+            )
+        receipt = ErasureReceipt(agent_id=self.agent_id, user_id=user_id)
+        await self.store.apply([EraseUser(receipt, actor="api")])
+        return receipt
 
     async def restore(self, memory_id: str) -> Memory:
         return await self._need().restore(memory_id)

@@ -8,11 +8,14 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+# typer (0.29+) carries its own copy of click: its usage error is this one.
+from typer._click import exceptions as click_errors
+
 from nous.api import Nous
 from nous.cli.output import console, day, err_console, plural, print_json, readable, short, table, when
 from nous.cli.runtime import fail, read_text_arg, with_nous
 from nous.memory.dedup import SimilarityCheck
-from nous.models import Decision, Episode, Fact, HistoryEntry, Memory, RecallHit, WriteResult
+from nous.models import Decision, Episode, ErasureReceipt, Fact, HistoryEntry, Memory, RecallHit, WriteResult
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 LimitOpt = Annotated[int, typer.Option("--limit", "-k", min=1, max=1000, help="How many to show.")]
@@ -416,18 +419,60 @@ def history(
     )
 
 
+def _one_target(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
+    """A memory id or --user, exactly one: checked while parsing, by whichever comes second."""
+    other = "user" if param.name == "memory_id" else "memory_id"
+    if other in ctx.params:
+        given = [v for v in (value, ctx.params[other]) if v is not None]
+        if len(given) != 1:
+            raise click_errors.UsageError(
+                "give a memory id or --user ID, not both" if given else "missing a memory id (or --user ID)",
+                ctx,
+            )
+    return value
+
+
 def forget(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(help="Id or 6+ char prefix.")],
+    memory_id: Annotated[
+        str | None, typer.Argument(help="Id or 6+ char prefix.", callback=_one_target, show_default=False)
+    ] = None,
     hard: Annotated[bool, typer.Option("--hard", help="Delete the row for good (still audited).")] = False,
+    user: Annotated[
+        str | None,
+        typer.Option(
+            "--user", help="Erase this user instead: everything of theirs, for good.", callback=_one_target
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Forget a memory: hidden from recall but restorable, or purged with --hard.
 
     Either way the change is audited: `nous history ID` shows it.
 
+    With --user ID, erase one of the agent's users for good: every memory of theirs (all kinds),
+    their sessions, working memory, events, links and audit rows, in one transaction. The agent's
+    shared memories stay. It prints the receipt (rows removed per table), which the agent's audit
+    keeps: `nous history user:ID`.
+
     Example: nous forget 3f2a9c1b --hard
+
+    Example: nous forget --user alice --json
     """
+    if user is not None:
+        receipt: ErasureReceipt = with_nous(ctx, lambda nous: nous.forget_user(user))
+        if as_json:
+            print_json(receipt.model_dump(mode="json"))
+            return
+        kinds = ", ".join(f"{n} {k}" for k, n in receipt.memories_by_kind.items())
+        console.print(
+            f"[yellow]erased[/yellow] user {escape(receipt.user_id)}: "
+            f"{plural(receipt.memories, 'memory', 'memories')}{f' ({kinds})' if kinds else ''}, "
+            f"{plural(receipt.sessions, 'session')}, {plural(receipt.events, 'event')}, "
+            f"{plural(receipt.edges, 'link')}, {plural(receipt.history, 'audit row')}"
+        )
+        return
+    assert memory_id is not None  # _one_target saw to it
     memory = with_nous(ctx, lambda nous: nous.forget(memory_id, hard=hard))
     status = "purged" if hard else "forgotten"
     if as_json:

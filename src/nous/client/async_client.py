@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+from urllib.parse import quote
 from uuid import uuid4
 
 import httpx
@@ -41,6 +42,7 @@ from nous.models import (
     Edge,
     EdgeRelation,
     Episode,
+    ErasureReceipt,
     HistoryEntry,
     LifecycleState,
     Memory,
@@ -700,6 +702,11 @@ class AsyncClient:
 
     async def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
         return _memory(await self._call("DELETE", f"/v1/memories/{memory_id}", params={"hard": hard}))
+
+    async def forget_user(self, user_id: str) -> ErasureReceipt:
+        """Erase one of the agent's users for good (an agent's key); the receipt counts what went."""
+        found = await self._call("DELETE", f"/v1/users/{quote(user_id, safe='')}")
+        return ErasureReceipt.model_validate(found)
 
     async def restore(self, memory_id: str) -> Memory:
         return _memory(await self._call("POST", f"/v1/memories/{memory_id}/restore"))

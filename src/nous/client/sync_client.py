@@ -25,6 +25,7 @@ from nous.models import (
     Edge,
     EdgeRelation,
     Episode,
+    ErasureReceipt,
     HistoryEntry,
     LifecycleState,
     Memory,
@@ -499,6 +500,10 @@ class Client:
 
     def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
         return self._runner.run(self.client.forget(memory_id, hard=hard))
+
+    def forget_user(self, user_id: str) -> ErasureReceipt:
+        """Erase one of the agent's users for good (an agent's key); the receipt counts what went."""
+        return self._runner.run(self.client.forget_user(user_id))
 
     def restore(self, memory_id: str) -> Memory:
         return self._runner.run(self.client.restore(memory_id))

@@ -418,8 +418,9 @@ class MemoryRepository:
             full = await self.resolve_id(memory_id)
         except NotFoundError:
             # the memory row is gone (purged) but its history rows remain: resolve against them
+            # (an exact id first: "user:bob" is not ambiguous beside "user:bob2")
             full = memory_id.strip()
-            if 6 <= len(full) < 36:
+            if 6 <= len(full) < 36 and not await self.store.history(self.agent_id, full):
                 matches = await self.store.resolve_history_prefix(self.agent_id, full)
                 if len(matches) > 1:
                     raise ConflictError(f"id prefix {full!r} is ambiguous; give more characters") from None

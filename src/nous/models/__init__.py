@@ -27,6 +27,7 @@ from nous.models.heart import (
 from nous.models.results import (
     Edge,
     EdgeRelation,
+    ErasureReceipt,
     HistoryAction,
     HistoryEntry,
     MaintenanceReport,
@@ -59,6 +60,7 @@ __all__ = [
     "EdgeRelation",
     "Episode",
     "EpisodeOutcome",
+    "ErasureReceipt",
     "Fact",
     "FactCategory",
     "HistoryAction",

@@ -88,6 +88,7 @@ class HistoryAction(StrEnum):
     LINK = "link"
     IMPORT = "import"
     LIFECYCLE = "lifecycle"
+    ERASE = "erase"  # a user's rows erased (``Nous.forget_user``): the receipt, on ``user:<id>``
 
 
 class HistoryEntry(BaseModel):
@@ -155,3 +156,28 @@ class StoreStats(BaseModel):
     history_rows: int
     missing_embeddings: int
     schema_version: int
+
+
+class ErasureReceipt(BaseModel):
+    """What ``Nous.forget_user`` removed: how many rows of each table held the user's data. It
+    names the user and counts rows, never their content; the agent's audit keeps it (a history
+    row on ``user:<user_id>``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str
+    user_id: str
+    memories: int = Field(default=0, description="Memories of every kind (turns included).")
+    memories_by_kind: dict[str, int] = Field(default_factory=dict)
+    edges: int = Field(default=0, description="Links touching one of them (a shared memory's included).")
+    history: int = Field(default=0, description="Audit rows of their memories (purged ones' too).")
+    sessions: int = 0
+    working_memory: int = 0
+    events: int = Field(default=0, description="Outbox events and ingest jobs about them.")
+    idempotency_keys: int = Field(default=0, description="Kept answers of retried requests naming them.")
+    at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return as_utc(value)

@@ -59,6 +59,8 @@ SessionId = Annotated[str, Field(pattern=SOLID, max_length=200)]
 # the acting user and builds the caller's stored session id before a handler sees them).
 ActingUser = Annotated[Clean | None, UserRef()]
 OwnSession = Annotated[SessionId | None, SessionRef()]
+# A user id in a path (the engine keeps up to 200 characters).
+UserPath = Annotated[str, Path(pattern=SOLID, max_length=200)]
 # A page cursor, as ``next_cursor`` gave it.
 Cursor = Annotated[
     str | None, Query(pattern=r"^[0-9]{1,9}$", description="`next_cursor` of the page before.")

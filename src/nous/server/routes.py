@@ -21,6 +21,7 @@ from nous.models import (
     DecisionCategory,
     Edge,
     EdgeRelation,
+    ErasureReceipt,
     FactCategory,
     HistoryEntry,
     LifecycleState,
@@ -43,6 +44,7 @@ from nous.server.bodies import (
     SessionId,
     SessionPath,
     StrictBody,
+    UserPath,
     _integral,
 )
 from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
@@ -453,6 +455,16 @@ def register(
         offset = _offset(cursor)
         found = await nous_for(caller).events(status=status, limit=min(offset + limit + 1, WINDOW))
         return _page([e.model_dump(mode="json") for e in found], offset, limit)
+
+    @app.delete(
+        "/v1/users/{user_id}", response_model=ErasureReceipt, tags=["memories"], responses=errors(*READ)
+    )
+    async def forget_user(user_id: UserPath, caller: who) -> ErasureReceipt:
+        """Erase one of the agent's users for good (every memory, session, working memory, event,
+        link and audit row of theirs; shared memories stay), with a receipt of counts that the
+        agent's audit keeps: ``Nous.forget_user``. For the agent's key."""
+        caller.require_agent_key("erasing a user")
+        return await nous_for(caller).forget_user(user_id)
 
 
 class ReviewRequest(StrictBody):

@@ -18,7 +18,16 @@ import numpy as np
 
 from nous._time import as_utc
 from nous.errors import InvalidInputError
-from nous.models import Edge, HistoryEntry, LifecycleState, Memory, MemoryKind, StoreStats, WorkingMemory
+from nous.models import (
+    Edge,
+    ErasureReceipt,
+    HistoryEntry,
+    LifecycleState,
+    Memory,
+    MemoryKind,
+    StoreStats,
+    WorkingMemory,
+)
 from nous.models.events import Event, EventStatus
 from nous.models.keys import ApiKey
 from nous.models.llm import LLMCall, LLMUsage
@@ -313,6 +322,18 @@ class EventStep:
 
 
 @dataclass(slots=True)
+class EraseUser:
+    """Delete every row of one user of an agent: their memories of every kind (with chunks,
+    edges at either end and audit rows, those of memories purged before included), their
+    sessions (tools, working memory), and the events and ingest jobs about them. The agent's
+    shared memories (no user) stay. ``apply`` fills in ``receipt``'s counts and adds it to the
+    audit (history row on ``user:<user_id>``, counts only) in the same transaction."""
+
+    receipt: ErasureReceipt
+    actor: str
+
+
+@dataclass(slots=True)
 class RecordLLMCall:
     """Append a language-model usage row."""
 
@@ -353,14 +374,15 @@ SessionOp = (
 EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent | RecordLLMCall | EventStep
 KeyOp = PutApiKey | RevokeApiKey
 IdempotencyOp = ClaimIdempotencyKey | GuardIdempotencyKey | AnswerIdempotencyKey | ReleaseIdempotencyKey
-WriteOp = MemoryOp | SessionOp | EventOp | KeyOp | IdempotencyOp
+UserOp = EraseUser
+WriteOp = MemoryOp | SessionOp | EventOp | KeyOp | IdempotencyOp | UserOp
 # Ops applied with every write transaction of the current context, after its own ops (the
 # server's request that holds an Idempotency-Key sets its ``GuardIdempotencyKey`` here, so the
 # key is marked written in the same transaction as what the request stores).
 write_riders: ContextVar[tuple[WriteOp, ...]] = ContextVar("write_riders", default=())
 # Ops that change what a search index holds (a memory's text, its vectors or whether it exists);
 # every other op leaves the indexes as they were.
-INDEX_OPS = (PutMemory, PurgeMemory, SetEmbedding)
+INDEX_OPS = (PutMemory, PurgeMemory, SetEmbedding, EraseUser)
 
 
 def unencodable(exc: UnicodeEncodeError) -> InvalidInputError:

@@ -86,6 +86,11 @@ class Dialect:
     def read_json(self, value: Any) -> Any:
         return value
 
+    def json_text(self, column: str, key: str) -> str:
+        """The SQL for the text at ``key`` of a JSON object column (NULL if absent); ``key`` is
+        the code's own, never a client's."""
+        return f"{column} ->> '{key}'"
+
     def vector(self, value: np.ndarray) -> Any:
         return np.asarray(value, np.float32)
 

@@ -15,9 +15,11 @@ from nous.storage.base import (
     PutMemory,
     SessionOp,
     Store,
+    UserOp,
     WriteOp,
     write_riders,
 )
+from nous.storage.sql.erase import erase_user
 from nous.storage.sql.events import SQLOutbox, apply_event_op, event_rows
 from nous.storage.sql.idempotency import SQLIdempotency, apply_idempotency_op
 from nous.storage.sql.keys import SQLKeys, apply_key_op
@@ -38,6 +40,8 @@ def apply_op(d: Dialect, op: WriteOp, rev: int | None, previous_changed: bool) -
         return (yield from apply_key_op(d, op))
     if isinstance(op, IdempotencyOp):
         return (yield from apply_idempotency_op(d, op))
+    if isinstance(op, UserOp):
+        return (yield from erase_user(d, op, rev))
     assert_never(op)
 
 

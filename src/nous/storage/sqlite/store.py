@@ -63,6 +63,9 @@ class SQLiteDialect(Dialect):
     def read_json(self, value: Any) -> Any:
         return None if value is None else json.loads(value)
 
+    def json_text(self, column: str, key: str) -> str:
+        return f"json_extract({column}, '$.{key}')"
+
     def vector(self, value: np.ndarray) -> Any:
         return np.asarray(value, np.float32).tobytes()
 
