@@ -33,12 +33,14 @@ NAMES_AN_ID = re.compile(r"(^|_)ids?$|session|^user|^supersedes$|^by$|^target")
 SAYS_IDS = re.compile(r"\bids?\b", re.IGNORECASE)
 # Request bodies that are not models, and why the generator has no row for them.
 NOT_MODELS = {
-    ("POST", "/v1/ingest"): "a conversation in any format nous ingest reads: tests/test_isolation.py",
+    ("POST", "/v1/ingest"): "a conversation in any format nous ingest reads: tests/test_isolation.py, "
+    "and ids spelling another user's session key: tests/test_ingest_users.py",
     ("POST", "/v1/import"): "an export's JSONL, agent key only: tests/test_isolation.py",
 }
 # Query parameters still resolved in their handler, and why (path ids are all checked there).
 QUERY_BY_HAND = {
-    ("POST", "/v1/ingest", "user_id"): "with the conversation's session keys: tests/test_isolation.py",
+    ("POST", "/v1/ingest", "user_id"): "with the conversation's session keys: tests/test_isolation.py, "
+    "tests/test_ingest_users.py",
 }
 # Words only bob's memories hold (the agent's shared ones are alice's to read).
 MARK = re.compile(r"zorblax|quillon", re.IGNORECASE)
