@@ -583,9 +583,7 @@ def register_organs(
         """The active censors that bind the caller's user (its own and the agent's shared ones;
         an agent's key without ``user_id``: all of them): ``Nous.censors``."""
         offset = _offset(cursor)
-        found = await nous_for(caller).censors(
-            limit=min(offset + limit + 1, WINDOW), user_id=user_id
-        )
+        found = await nous_for(caller).censors(limit=min(offset + limit + 1, WINDOW), user_id=user_id)
         return _page([dump(c) for c in found], offset, limit)
 
     @app.patch(
