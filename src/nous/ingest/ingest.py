@@ -186,7 +186,18 @@ async def ingest_conversation(
     # neither is skipped as a re-run of the other's (the ids of the agent's own are unchanged).
     scope = (agent, f"user\x1e{user_id}") if user_id is not None else (agent,)
     episode_ids = [_id(*scope, conversation.id, s.id) for s in conversation.sessions]
-    existing = await repo.store.get_many(agent, episode_ids)
+    # A session merged into an earlier, near-identical episode stores no episode of its own: its
+    # first turn tells that it was stored, so a re-run skips it too.
+    first_turns = [
+        _id(*scope, conversation.id, s.id, s.messages[0].id) if s.messages else None
+        for s in conversation.sessions
+    ]
+    found = await repo.store.get_many(agent, [*episode_ids, *filter(None, first_turns)])
+    existing = {
+        episode_id
+        for episode_id, first in zip(episode_ids, first_turns, strict=True)
+        if episode_id in found or first in found
+    }
     stored_sessions = stored_turns = skipped = merged = trivial = 0
     discarded: list[str] = []
     base_time = utcnow()
