@@ -234,7 +234,8 @@ def run(base: str, keys: dict[str, str]) -> list[Attack]:
         r = agent.delete("/v1/users/bob")
         left = agent.get("/v1/memories", params={"user_id": "bob"}).json()
         items = left.get("items", left if isinstance(left, list) else [])
-        return r.status_code == 200 and not items, _brief(r)
+        bobs = [m for m in items if m.get("user_id") == "bob"]  # the shared ones are listed too
+        return r.status_code == 200 and not bobs, _brief(r)
 
     attack("Erase a user", erase)
     return found
