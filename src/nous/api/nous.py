@@ -824,11 +824,11 @@ class Nous:
             raise InvalidInputError("nothing to update")
         return await self._need().update(memory_id, changes)
 
-    async def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
-        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited)."""
-        return await self._need().forget(memory_id, hard=hard)
+    async def forget(self, memory_id: str, *, hard: bool = False, actor: str = "api") -> Memory:
+        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``)."""
+        return await self._need().forget(memory_id, hard=hard, actor=actor)
 
-    async def forget_user(self, user_id: str) -> ErasureReceipt:
+    async def forget_user(self, user_id: str, *, actor: str = "api") -> ErasureReceipt:
         """Erase one of the agent's users for good, in one transaction: every memory of theirs
         (all kinds, turns included) with its links and audit rows, their sessions and working
         memory, and the events and ingest jobs about them. The agent's shared memories stay. The
@@ -838,7 +838,7 @@ class Nous:
                 "user_id must be a non-empty string of at most 200 characters", field="user_id"
             )
         receipt = ErasureReceipt(agent_id=self.agent_id, user_id=user_id)
-        await self.store.apply([EraseUser(receipt, actor="api")])
+        await self.store.apply([EraseUser(receipt, actor=actor)])
         return receipt
 
     async def restore(self, memory_id: str) -> Memory:

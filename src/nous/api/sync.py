@@ -615,16 +615,16 @@ class SyncNous:
         """Change fields of a memory (audited)."""
         return self._runner.run(self.nous.update(memory_id, **changes))
 
-    def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
-        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited)."""
-        return self._runner.run(self.nous.forget(memory_id, hard=hard))
+    def forget(self, memory_id: str, *, hard: bool = False, actor: str = "api") -> Memory:
+        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``)."""
+        return self._runner.run(self.nous.forget(memory_id, hard=hard, actor=actor))
 
-    def forget_user(self, user_id: str) -> ErasureReceipt:
+    def forget_user(self, user_id: str, *, actor: str = "api") -> ErasureReceipt:
         """Erase one of the agent's users for good, in one transaction: every memory of theirs
         (all kinds, turns included) with its links and audit rows, their sessions and working
         memory, and the events and ingest jobs about them. The agent's shared memories stay. The
         receipt (counts by table, no content) is kept in the agent's audit: ``history("user:ID")``."""
-        return self._runner.run(self.nous.forget_user(user_id))
+        return self._runner.run(self.nous.forget_user(user_id, actor=actor))
 
     def restore(self, memory_id: str) -> Memory:
         return self._runner.run(self.nous.restore(memory_id))

@@ -82,6 +82,10 @@ def learn(
     dedup: Annotated[
         bool, typer.Option("--dedup/--no-dedup", help="Check for duplicates before storing.")
     ] = True,
+    user: Annotated[
+        str | None,
+        typer.Option("--user", help="The user it belongs to (default: the agent's shared memory)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remember a fact, checking first for what is already known.
@@ -103,6 +107,7 @@ def learn(
             confidence=confidence,
             supersedes=supersedes,
             dedup=dedup,
+            user_id=user,
             actor="cli",
         )
 
@@ -460,7 +465,7 @@ def forget(
     Example: nous forget --user alice --json
     """
     if user is not None:
-        receipt: ErasureReceipt = with_nous(ctx, lambda nous: nous.forget_user(user))
+        receipt: ErasureReceipt = with_nous(ctx, lambda nous: nous.forget_user(user, actor="cli"))
         if as_json:
             print_json(receipt.model_dump(mode="json"))
             return
@@ -473,7 +478,7 @@ def forget(
         )
         return
     assert memory_id is not None  # _one_target saw to it
-    memory = with_nous(ctx, lambda nous: nous.forget(memory_id, hard=hard))
+    memory = with_nous(ctx, lambda nous: nous.forget(memory_id, hard=hard, actor="cli"))
     status = "purged" if hard else "forgotten"
     if as_json:
         print_json({"id": memory.id, "status": status})
