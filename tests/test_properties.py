@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 
 from nous import InvalidInputError, Nous, NousError, Settings
 from nous.errors import EmbeddingError, GuardrailError, LLMError, NotFoundError, StorageError
+from nous.ingest import ingested_session_key
 from nous.models import Decision, Episode, Fact, MemoryKind, WriteStatus
 
 T = TypeVar("T")
@@ -970,7 +971,7 @@ async def test_conversation_files_are_stored_whole_or_not_at_all(
         for session_id, contents in expected_turns.items():
             turns = await nous.recall_recent(  # since the beginning: the file's times are any
                 kinds=["turn"],
-                session_id=f"{conversation_id}:{session_id}",
+                session_id=ingested_session_key(None, conversation_id, session_id),
                 limit=1000,
                 since=datetime(1, 1, 1, tzinfo=UTC),
             )

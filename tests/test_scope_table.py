@@ -54,12 +54,14 @@ NAMES_AN_ID = re.compile(r"(^|_)ids?$|session|^user|^supersedes$|^by$|^target")
 SAYS_IDS = re.compile(r"\bids?\b", re.IGNORECASE)
 # Request bodies that are not models, and why the generator has no row for them.
 NOT_MODELS = {
-    ("POST", "/v1/ingest"): "a conversation in any format nous ingest reads: tests/test_isolation.py",
+    ("POST", "/v1/ingest"): "a conversation in any format nous ingest reads: tests/test_isolation.py, "
+    "and ids spelling another user's session key: tests/test_ingest_users.py",
     ("POST", "/v1/import"): "an export's JSONL, agent key only: tests/test_isolation.py",
 }
 # Query and path parameters still resolved in their handler, and why.
 BY_HAND_PARAMETERS = {
-    ("POST", "/v1/ingest", "user_id"): "with the conversation's session keys: tests/test_isolation.py",
+    ("POST", "/v1/ingest", "user_id"): "with the conversation's session keys: tests/test_isolation.py, "
+    "tests/test_ingest_users.py",
     ("GET", "/v1/jobs/{job_id}", "job_id"): "a job, not a memory: its user is checked in get_job "
     "(tests/test_isolation.py)",
     ("DELETE", "/v1/users/{user_id}", "user_id"): "the route is for the agent's key (AgentKey), which "
@@ -72,7 +74,7 @@ SCOPE_FUNCTIONS = {"visible", "owned", "session_key", "session_keys", "acting_us
 # (module under nous/server, function) -> why that module still calls it itself.
 SCOPED_BY_HAND = {
     ("aggregates.py", "acting_user"): "POST /v1/ingest: the conversation's session keys are built "
-    "with the acting user inside the ingest route (tests/test_isolation.py rows ingest)",
+    "with the acting user inside the ingest route (tests/test_isolation.py, tests/test_ingest_users.py)",
 }
 # Words only bob's memories hold (the agent's shared ones are alice's to read).
 MARK = re.compile(r"zorblax|quillon", re.IGNORECASE)

@@ -18,7 +18,7 @@ from nous.embeddings.base import EmbeddingProvider
 from nous.events.extraction import PER_SESSION
 from nous.events.summary import decision_context
 from nous.events.transcript import OMITTED, truncate_transcript
-from nous.ingest import parse_conversation
+from nous.ingest import ingested_session_key, parse_conversation
 from nous.llm import create_llm_provider
 from nous.models import Decision, Episode, Fact
 from tests.llm_servers import ChatServer, Reply
@@ -317,7 +317,11 @@ async def test_offline_summaries_and_facts_on_real_locomo_sessions(
         assert all(len(v) <= PER_SESSION for v in by_session.values())
         # The annotated event of session 1 is found by a fact about its speaker.
         (event,) = data["events_session_1"]["Caroline"]
-        session_1 = [f.content for f in by_session[f"{conversation.id}:session_1"] if f.subject == "Caroline"]
+        session_1 = [
+            f.content
+            for f in by_session[ingested_session_key(None, conversation.id, "session_1")]
+            if f.subject == "Caroline"
+        ]
         vectors = provider.embed([event, *session_1])
         assert float(np.max(vectors[1:] @ vectors[0])) >= 0.6
         # "yesterday" in the 8 May 2023 session became a date.

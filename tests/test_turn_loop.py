@@ -17,6 +17,7 @@ from nous import Nous, Settings
 from nous.cognitive import TurnResult
 from nous.embeddings.base import EmbeddingProvider
 from nous.errors import ConflictError, InvalidInputError, NotFoundError
+from nous.ingest import ingested_session_key
 
 T0 = datetime(2026, 2, 28, 12, 0, tzinfo=UTC)
 HELLO = "Hello / what can you do?"
@@ -326,10 +327,11 @@ async def test_ingest_ends_each_session_as_a_live_session_ends(nous: Nous, tmp_p
     path.write_text(json.dumps(conversation))
     await nous.ingest(path)
     ended = await nous.sessions(ended=True)
-    assert {s.session_id for s in ended} == {"c1:s1", "c1:s2"}
-    first = next(s for s in ended if s.session_id == "c1:s1")
+    s1, s2 = (ingested_session_key(None, "c1", s) for s in ("s1", "s2"))
+    assert {s.session_id for s in ended} == {s1, s2}
+    first = next(s for s in ended if s.session_id == s1)
     assert first.turn_count == 1 and first.remember and first.episode_id is not None
-    second = next(s for s in ended if s.session_id == "c1:s2")
+    second = next(s for s in ended if s.session_id == s2)
     assert second.is_trivial() and second.episode_id is not None
     assert (await nous.get(second.episode_id)).active is False
     assert await nous.sessions(ended=False) == []

@@ -327,7 +327,8 @@ def _score_locomo(
 
 
 def _session_key(session_id: str | None) -> str:
-    """'conv-26:session_3' -> 'session_3' (ingest names sessions '<conversation>:<session>')."""
+    """'@0::7:conv-26:session_3' -> 'session_3' (an ingested session's stored id ends in
+    ':<session>', ``ingested_session_key``)."""
     return (session_id or "").rsplit(":", 1)[-1]
 
 

@@ -9,6 +9,7 @@ from nous.events.context import Handler, PipelineContext
 from nous.events.ingest_job import run_ingest
 from nous.events.reviewer import review_pending_decisions
 from nous.events.summarize import store_candidate_facts, summarize_episode
+from nous.events.summary import of_episode_user
 from nous.memory import MemoryRepository
 from nous.models import Decision, Edge, EdgeRelation, Episode, HistoryAction, MemoryKind
 from nous.models.events import Event, EventKind
@@ -18,7 +19,8 @@ from nous.storage.codec import content_hash
 
 
 async def link_decision_to_episode(event: Event, ctx: PipelineContext) -> list[WriteOp]:
-    """A decision recorded during a session is part of that session's episode (if it has one)."""
+    """A decision recorded during a session is part of that session's episode (if it has one and
+    the session is the decision's user's, or the decision is the agent's shared one)."""
     repo = ctx.repo
     decision = (await repo.store.get_many(repo.agent_id, [event.subject_id or ""])).get(
         event.subject_id or ""
@@ -26,8 +28,8 @@ async def link_decision_to_episode(event: Event, ctx: PipelineContext) -> list[W
     if not isinstance(decision, Decision) or not decision.session_id:
         return []
     session = await repo.store.session(repo.agent_id, decision.session_id)
-    if session is None or session.episode_id is None:
-        return []
+    if session is None or session.episode_id is None or decision.user_id not in (None, session.user_id):
+        return []  # no episode, or another user's session: a decision joins only its user's
     return [
         _part_of(repo.agent_id, decision.id, session.episode_id),
         *_set_episode(repo, decision, session.episode_id),
@@ -35,7 +37,8 @@ async def link_decision_to_episode(event: Event, ctx: PipelineContext) -> list[W
 
 
 async def link_episode_decisions(event: Event, ctx: PipelineContext) -> list[WriteOp]:
-    """A closed episode gathers the decisions recorded in its session (its summary's context)."""
+    """A closed episode gathers the decisions recorded in its session by its user or for the whole
+    agent (its summary's context)."""
     repo = ctx.repo
     episode = (await repo.store.get_many(repo.agent_id, [event.subject_id or ""])).get(event.subject_id or "")
     if not isinstance(episode, Episode) or not episode.session_id:
@@ -50,7 +53,7 @@ async def link_episode_decisions(event: Event, ctx: PipelineContext) -> list[Wri
         )
     )
     ops: list[WriteOp] = []
-    for d in decisions:
+    for d in (d for d in decisions if of_episode_user(d, episode)):
         ops.append(_part_of(repo.agent_id, d.id, episode.id))
         if isinstance(d, Decision):
             ops += _set_episode(repo, d, episode.id)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from nous.events.context import PipelineContext
 from nous.events.transcript import truncate_transcript
 from nous.llm import ChatMessage, complete_structured
-from nous.models import Decision, EdgeRelation, Episode, MemoryKind, Turn
+from nous.models import Decision, EdgeRelation, Episode, Memory, MemoryKind, Turn
 from nous.storage import MemoryQuery
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ async def decision_context(ctx: PipelineContext, episode: Episode) -> str:
         edges = await repo.store.edges(repo.agent_id, [episode.id])
         ids = [e.source_id for e in edges if e.relation == EdgeRelation.PART_OF and e.target_id == episode.id]
         found = await repo.store.get_many(repo.agent_id, ids)
-        decisions = [d for d in found.values() if isinstance(d, Decision)]
+        decisions = [d for d in found.values() if isinstance(d, Decision) and of_episode_user(d, episode)]
         if episode.session_id:
             in_session = await repo.store.query(
                 MemoryQuery(
@@ -94,7 +94,11 @@ async def decision_context(ctx: PipelineContext, episode: Episode) -> str:
                 )
             )
             seen = {d.id for d in decisions}
-            decisions += [d for d in in_session if isinstance(d, Decision) and d.id not in seen]
+            decisions += [
+                d
+                for d in in_session
+                if isinstance(d, Decision) and of_episode_user(d, episode) and d.id not in seen
+            ]
     except Exception as exc:
         log.warning("decision context for episode %s unavailable: %s", episode.id, exc)
         return ""
@@ -108,12 +112,20 @@ async def decision_context(ctx: PipelineContext, episode: Episode) -> str:
     return "Decisions made during this episode:\n" + "\n".join(lines)
 
 
+def of_episode_user(memory: Memory, episode: Episode) -> bool:
+    """Whether ``memory`` may go into ``episode``'s summary: its user's, or the agent's shared.
+    What is gathered by session id is checked by user too, so one user's words never reach another
+    user's summary, whatever session id they were stored under."""
+    return memory.user_id in (None, episode.user_id)
+
+
 def transcript_of(turns: list[Turn]) -> str:
     return "\n\n".join(t.content for t in turns)
 
 
 async def session_turns(ctx: PipelineContext, episode: Episode) -> list[Turn]:
-    """The episode's turns (those of its session), in order; none for an episode of no session."""
+    """The episode's turns (those of its session, its user's or shared), in order; none for an
+    episode of no session."""
     if not episode.session_id:
         return []
     repo = ctx.repo
@@ -126,7 +138,8 @@ async def session_turns(ctx: PipelineContext, episode: Episode) -> list[Turn]:
             include_inactive=True,
         )
     )
-    return sorted((t for t in found if isinstance(t, Turn)), key=lambda t: t.occurred_at)
+    turns = (t for t in found if isinstance(t, Turn) and of_episode_user(t, episode))
+    return sorted(turns, key=lambda t: t.occurred_at)
 
 
 async def summarize_with_llm(ctx: PipelineContext, episode: Episode, turns: list[Turn]) -> EpisodeSummary:

@@ -1,7 +1,7 @@
 """Conversation ingestion: parse multi-session conversations and store them as episodes and turns."""
 
 from nous.ingest.formats import Conversation, ConversationMessage, ConversationSession, parse_conversation
-from nous.ingest.ingest import IngestReport, ingest_conversation
+from nous.ingest.ingest import IngestReport, ingest_conversation, ingested_session_key
 
 __all__ = [
     "Conversation",
@@ -9,5 +9,6 @@ __all__ = [
     "ConversationSession",
     "IngestReport",
     "ingest_conversation",
+    "ingested_session_key",
     "parse_conversation",
 ]

@@ -1,7 +1,8 @@
 """Store a parsed conversation: one episode per session, one turn memory per message.
 
 Ids are derived from the conversation, session and message ids, so ingesting the
-same file again skips what is already stored and resumes an interrupted run.
+same file again skips what is already stored and resumes an interrupted run. A session's
+stored id is built from its user as well (``ingested_session_key``): it is that user's alone.
 Each session is one transaction (episode, turns and their edges together).
 
 Episodes go through the same rules as live sessions (``nous.heart.sessions``): a session
@@ -12,6 +13,7 @@ to the existing one. Turns are always stored: they are the memories.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -72,6 +74,25 @@ def _id(agent_id: str, *parts: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, "\x1f".join((agent_id, *parts))))
 
 
+SESSION_KEY_CHARS = 200  # a stored session id is at most this long (``Memory.session_id``)
+
+
+def ingested_session_key(user_id: str | None, conversation_id: str, session_id: str) -> str:
+    """The stored session id of an ingested session: ``@<len>:<user>:<len>:<conversation>:<session>``
+    (the user empty for the agent's own ingest).
+
+    The lengths make it one-to-one in (user, conversation, session), so no conversation or session
+    id spells another user's ingested session; and it starts with ``@`` where a user-bound key's
+    live session starts with ``~`` (``Caller.session_key``), so no ingest reaches a live session
+    of any user. One too long to store is named by a digest instead (``@#<sha256>``, which no
+    readable key spells: those have a digit after the ``@``)."""
+    user = user_id or ""
+    key = f"@{len(user)}:{user}:{len(conversation_id)}:{conversation_id}:{session_id}"
+    if len(key) <= SESSION_KEY_CHARS:
+        return key
+    return "@#" + hashlib.sha256(key.encode()).hexdigest()
+
+
 def _session_memories(
     repo: MemoryRepository,
     conversation: Conversation,
@@ -85,7 +106,7 @@ def _session_memories(
     """A session's episode and turns (linked to ``link_to``) and the edges between them; an
     InvalidInputError names a field no memory may hold."""
     agent = repo.agent_id
-    session_key = f"{conversation.id}:{session.id}"
+    session_key = ingested_session_key(user_id, conversation.id, session.id)
     try:
         speakers = list(dict.fromkeys(m.name or m.role for m in session.messages))
         turns: list[Turn] = []
@@ -165,7 +186,18 @@ async def ingest_conversation(
     # neither is skipped as a re-run of the other's (the ids of the agent's own are unchanged).
     scope = (agent, f"user\x1e{user_id}") if user_id is not None else (agent,)
     episode_ids = [_id(*scope, conversation.id, s.id) for s in conversation.sessions]
-    existing = await repo.store.get_many(agent, episode_ids)
+    # A session merged into an earlier, near-identical episode stores no episode of its own: its
+    # first turn tells that it was stored, so a re-run skips it too.
+    first_turns = [
+        _id(*scope, conversation.id, s.id, s.messages[0].id) if s.messages else None
+        for s in conversation.sessions
+    ]
+    found = await repo.store.get_many(agent, [*episode_ids, *filter(None, first_turns)])
+    existing = {
+        episode_id
+        for episode_id, first in zip(episode_ids, first_turns, strict=True)
+        if episode_id in found or first in found
+    }
     stored_sessions = stored_turns = skipped = merged = trivial = 0
     discarded: list[str] = []
     base_time = utcnow()
@@ -186,7 +218,7 @@ async def ingest_conversation(
                 progress(len(session.messages))
             continue
         started = session.started_at or base_time
-        session_key = f"{conversation.id}:{session.id}"
+        session_key = ingested_session_key(user_id, conversation.id, session.id)
         opening = session.messages[0].content if session.messages else ""
         duplicate = (
             await sessions.find_duplicate_episode(opening, around=started, user_id=user_id)

@@ -172,7 +172,9 @@ class EndSession:
 @dataclass(slots=True)
 class PutSession:
     """Write a whole session row as given (an ingested conversation's session, already ended); a
-    session that already exists is left as it is (result False)."""
+    session that already exists is left as it is (result False), and one that exists for another
+    user (or for the agent with no user, when ``state`` has one) is a ConflictError: a session is
+    never shared between users."""
 
     state: SessionState
 

@@ -97,6 +97,11 @@ def apply_session_op(d: Dialect, op: SessionOp) -> Plan[bool]:
                     d.time(st.ended_at),
                 ),
             )
+            if done.rowcount == 0:
+                owner = yield Stmt(f"SELECT user_id FROM sessions WHERE {_KEY}", (st.agent_id, st.session_id))
+                if owner.rows and owner.scalar() != st.user_id:
+                    # another user's session (or the agent's own): never taken over or joined
+                    raise ConflictError(f"session {st.session_id!r} belongs to another user")
             return done.rowcount > 0
         case PutWorkingMemory(working_memory=wm):
             guard, params = (
