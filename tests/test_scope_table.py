@@ -1,31 +1,52 @@
-"""The scope table, generated from the request models. Every field of a REST request body that
-names a memory, a session or a user declares its scope with a marker (``nous.server.scope``:
-``MemoryRef``, ``SessionRef``, ``UserRef``) that one dispatcher applies; a field that names one
-without a marker fails the first test. Each marked field is then tried, on a real server on both
-backends, with values of the other side: user-bound keys alice and bob of agent A (bob's memory and
-session, the agent's shared memory), and agent B's key (agent A's). Another's memory answers 404
-exactly as a missing id does (403 for the agent's shared memory where a user-bound key needs to
-own it), another user is 403, another's session is never reached, and after every request the
-owner's memories, links and session are as they were. The hand-written table in
-tests/test_isolation.py keeps what this cannot express (path ids, lists, pages, the MCP tools)."""
+"""The scope table, generated from the operations themselves. Every REST body field, query and
+path parameter, and MCP tool parameter that names a memory, a session or a user declares its scope
+with a marker (``nous.server.scope``: ``MemoryRef``, ``SessionRef``, ``UserRef``) that one
+dispatcher applies (``ScopedRoute`` for REST, ``nous.server.mcp.scoped`` for the tools); an
+agent-wide view declares ``AgentKey``. A parameter that names one without a marker fails the first
+test, and a server module that applies a scope by hand (calls ``visible``, ``owned``,
+``session_key``, ``session_keys`` or ``acting_user`` outside ``scope.py``) fails the second,
+unless the allow-list below says why. Each marked parameter is then tried, on a real server on
+both backends, with values of the other side: user-bound keys alice and bob of agent A (bob's
+memory and session, the agent's shared memory), and agent B's key (agent A's). Another's memory
+answers 404 exactly as a missing id does (403 for the agent's shared memory where a user-bound key
+needs to own it, and for any agent-wide view), another user is 403, another's session is never
+reached, and after every request the owner's memories, links and session are as they were. The
+hand-written table in tests/test_isolation.py keeps what this cannot express (lists, pages,
+ingest, import, jobs, the inspector)."""
 
 from __future__ import annotations
 
+import ast
+import asyncio
+import dataclasses
 import inspect
 import re
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, get_args, get_origin
 
 import httpx
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
+import nous.server
 from nous import Settings
 from nous.server import create_app
-from nous.server.scope import ScopeMarker, SessionRef, UserRef, parameter_scope, scope_of
-from tests.test_isolation import _client, served  # noqa: F401 - a fixture, used by name
+from nous.server.mcp import create_mcp_server
+from nous.server.scope import (
+    MemoryRef,
+    ScopeMarker,
+    SessionRef,
+    UserRef,
+    agent_key,
+    marked_parameters,
+    parameter_scope,
+    scope_of,
+)
+from tests.test_isolation import _client, _mcp_text, served  # noqa: F401 - a fixture, used by name
 from tests.test_server import LiveServer
 
 # A field names an id, a session or a user by its name, or by saying so in its description.
@@ -37,10 +58,23 @@ NOT_MODELS = {
     "and ids spelling another user's session key: tests/test_ingest_users.py",
     ("POST", "/v1/import"): "an export's JSONL, agent key only: tests/test_isolation.py",
 }
-# Query parameters still resolved in their handler, and why (path ids are all checked there).
-QUERY_BY_HAND = {
+# Query and path parameters still resolved in their handler, and why.
+BY_HAND_PARAMETERS = {
     ("POST", "/v1/ingest", "user_id"): "with the conversation's session keys: tests/test_isolation.py, "
     "tests/test_ingest_users.py",
+    ("GET", "/v1/jobs/{job_id}", "job_id"): "a job, not a memory: its user is checked in get_job "
+    "(tests/test_isolation.py)",
+    ("DELETE", "/v1/users/{user_id}", "user_id"): "the route is for the agent's key (AgentKey), which "
+    "erases any of its users",
+}
+# MCP tool parameters whose names look like an id's but are not one.
+NOT_IDS = {("context", "user_text"): "the user's message, verbatim"}
+# The functions that apply a scope, which only nous/server/scope.py may call.
+SCOPE_FUNCTIONS = {"visible", "owned", "session_key", "session_keys", "acting_user"}
+# (module under nous/server, function) -> why that module still calls it itself.
+SCOPED_BY_HAND = {
+    ("aggregates.py", "acting_user"): "POST /v1/ingest: the conversation's session keys are built "
+    "with the acting user inside the ingest route (tests/test_isolation.py, tests/test_ingest_users.py)",
 }
 # Words only bob's memories hold (the agent's shared ones are alice's to read).
 MARK = re.compile(r"zorblax|quillon", re.IGNORECASE)
@@ -62,11 +96,13 @@ Route = tuple[str, str]  # method, path
 
 @dataclass(frozen=True)
 class Scoped:
-    """A marked field of an operation: its marker, whether it takes a list, where it is sent."""
+    """A marked field of an operation: its marker, whether it takes a list, where it is sent, and
+    whether the operation is for the agent's key (``AgentKey``)."""
 
     marker: ScopeMarker
     many: bool
-    where: str  # "body" or "query"
+    where: str  # "body", "query" or "path"
+    agent_only: bool = False
 
 
 def _routes() -> Iterator[tuple[Route, APIRoute]]:
@@ -98,10 +134,12 @@ def _scoped() -> dict[Route, dict[str, Scoped]]:
             if (marker := scope_of(field)) is not None:
                 found.setdefault(key, {})[name] = Scoped(marker, _takes_list(field.annotation), "body")
     for key, route in _routes():
-        for param in route.dependant.query_params:
-            if (marker := parameter_scope(_parameter(route, param.name))) is not None:
-                many = _takes_list(param.field_info.annotation)
-                found.setdefault(key, {})[param.alias] = Scoped(marker, many, "query")
+        for where, params in (("query", route.dependant.query_params), ("path", route.dependant.path_params)):
+            for param in params:
+                if (marker := parameter_scope(_parameter(route, param.name))) is not None:
+                    many = _takes_list(param.field_info.annotation)
+                    only = agent_key(route.endpoint) is not None
+                    found.setdefault(key, {})[param.alias] = Scoped(marker, many, where, only)
     return found
 
 
@@ -122,12 +160,67 @@ def test_every_field_that_names_an_id_a_session_or_a_user_declares_its_scope() -
                 if named and scope_of(field) is None:
                     unmarked.append(f"{method} {path}: {model.__name__}.{name}")
     for (method, path), route in _routes():
-        for param in route.dependant.query_params:
+        for param in [*route.dependant.query_params, *route.dependant.path_params]:
             named = NAMES_AN_ID.search(param.alias) or SAYS_IDS.search(param.field_info.description or "")
             marked = parameter_scope(_parameter(route, param.name)) is not None
-            if named and not marked and (method, path, param.alias) not in QUERY_BY_HAND:
-                unmarked.append(f"{method} {path}: query {param.alias}")
+            if named and not marked and (method, path, param.alias) not in BY_HAND_PARAMETERS:
+                unmarked.append(f"{method} {path}: parameter {param.alias}")
+    for name, tool in _tools().items():
+        for param in inspect.signature(tool).parameters.values():
+            described = " ".join(getattr(m, "description", None) or "" for m in _metadata(param.annotation))
+            named = NAMES_AN_ID.search(param.name) or SAYS_IDS.search(described)
+            if named and parameter_scope(param.annotation) is None and (name, param.name) not in NOT_IDS:
+                unmarked.append(f"MCP tool {name}: {param.name}")
     assert not unmarked, "fields without a scope marker (nous.server.scope): " + ", ".join(unmarked)
+
+
+def _tools() -> dict[str, Callable[..., Any]]:
+    """Every MCP tool's function (as registered: the scope wrapper keeps the tool's signature)."""
+    server = create_mcp_server()  # never started: only its tools are read
+    return {tool.name: tool.fn for tool in server._tool_manager.list_tools()}
+
+
+def _metadata(annotation: Any) -> tuple[Any, ...]:
+    return tuple(getattr(annotation, "__metadata__", ()))
+
+
+def _scope_calls() -> Counter[tuple[str, str]]:
+    """(module, name) -> how often a server module other than scope.py names a function that
+    applies a scope (a call, a reference or an import)."""
+    root = Path(nous.server.__file__).parent
+    found: Counter[tuple[str, str]] = Counter()
+    for path in sorted(root.rglob("*.py")):
+        module = path.relative_to(root).as_posix()
+        if module == "scope.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Name):
+                names = [node.id]
+            elif isinstance(node, ast.Attribute):
+                names = [node.attr]
+            elif isinstance(node, ast.ImportFrom):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name in SCOPE_FUNCTIONS:
+                    found[(module, name)] += 1
+    return found
+
+
+def test_no_server_module_applies_a_scope_by_hand() -> None:
+    found = _scope_calls()
+    by_hand = sorted(
+        f"{module}: {name} x{n}"
+        for (module, name), n in found.items()
+        if (module, name) not in SCOPED_BY_HAND
+    )
+    assert not by_hand, "scope applied by hand (declare a marker instead, nous.server.scope): " + ", ".join(
+        by_hand
+    )
+    stale = sorted(set(SCOPED_BY_HAND) - set(found))
+    assert not stale, f"allow-list entries with nothing left to allow: {stale}"
+    print(f"scope applied by hand: {sum(found.values())}: {dict(found)}")
 
 
 # -- the probes ------------------------------------------------------------------------------------
@@ -147,21 +240,31 @@ SIDES = [
     Side("shared", "alice", "shared", user=None, session="owner-session"),
     Side("agent", "b", "bob", user=None, session="~3:bob:owner-session"),
 ]
-# Which planted memory a field is tried with (a fact unless its name says otherwise).
-KIND_OF_FIELD = {"decision_ids": "decision", "episode_id": "episode"}
+# Which planted memory a field is tried with (a fact unless its name says otherwise: a censor's
+# or a procedure's id is tried with a fact too, which the scope refuses before the kind is read).
+KIND_OF_FIELD = {"decision_ids": "decision", "decision_id": "decision", "episode_id": "episode"}
 
 
 @dataclass
 class Base:
-    """A request that is valid for the intruder: its path, its body, and what to do first."""
+    """A request that is valid for the intruder: its path (a template filled from ``params``),
+    its body, and what to do first."""
 
     path: str
-    body: dict[str, Any]
+    body: dict[str, Any] | None = None
     before: Callable[[httpx.Client], None] | None = None
+    params: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def url(self, **probed: str) -> str:
+        return self.path.format(**{**self.params, **probed})
 
 
 def _turn_first(client: httpx.Client) -> None:
     assert client.post("/v1/sessions/probe/turns", json={"text": "Is the harbor open?"}).status_code == 200
+
+
+def _path(path: str, body: dict[str, Any] | None = None, **params: str) -> Base:
+    return Base(path, body, params=params)
 
 
 BASES: dict[tuple[str, str], Callable[[str], Base]] = {  # route -> (the intruder's own fact) -> Base
@@ -177,15 +280,52 @@ BASES: dict[tuple[str, str], Callable[[str], Base]] = {  # route -> (the intrude
     ("POST", "/v1/recall/recent"): lambda own: Base(
         "/v1/recall/recent", {"types": ["fact", "turn", "episode", "decision"], "limit": 100}
     ),
-    ("POST", "/v1/sessions/{session_id}/turns"): lambda own: Base(
-        "/v1/sessions/probe/turns", {"text": "When is the launch?"}
+    ("POST", "/v1/sessions/{session_id}/turns"): lambda own: _path(
+        "/v1/sessions/{session_id}/turns", {"text": "When is the launch?"}, session_id="probe"
     ),
     ("POST", "/v1/sessions/{session_id}/reply"): lambda own: Base(
-        "/v1/sessions/probe/reply", {"text": "Noted."}, _turn_first
+        "/v1/sessions/{session_id}/reply", {"text": "Noted."}, _turn_first, {"session_id": "probe"}
     ),
     ("POST", "/v1/check-action"): lambda own: Base("/v1/check-action", {"action": "wipe the vault now"}),
-    ("POST", "/v1/memories/{memory_id}/links"): lambda own: Base(f"/v1/memories/{own}/links", {}),
-    ("POST", "/v1/memories/{memory_id}/supersede"): lambda own: Base(f"/v1/memories/{own}/supersede", {}),
+    ("POST", "/v1/memories/{memory_id}/links"): lambda own: _path(
+        "/v1/memories/{memory_id}/links", {"target_id": own}, memory_id=own
+    ),
+    ("POST", "/v1/memories/{memory_id}/supersede"): lambda own: _path(
+        "/v1/memories/{memory_id}/supersede", {"by": own}, memory_id=own
+    ),
+    # the routes whose marked parameter is in the path
+    ("GET", "/v1/memories/{memory_id}"): lambda own: _path("/v1/memories/{memory_id}"),
+    ("PATCH", "/v1/memories/{memory_id}"): lambda own: _path("/v1/memories/{memory_id}", {"tags": ["probe"]}),
+    ("DELETE", "/v1/memories/{memory_id}"): lambda own: _path("/v1/memories/{memory_id}"),
+    ("POST", "/v1/memories/{memory_id}/restore"): lambda own: _path("/v1/memories/{memory_id}/restore"),
+    ("GET", "/v1/memories/{memory_id}/history"): lambda own: _path("/v1/memories/{memory_id}/history"),
+    ("GET", "/v1/memories/{memory_id}/links"): lambda own: _path("/v1/memories/{memory_id}/links"),
+    ("GET", "/v1/decisions/{decision_id}"): lambda own: _path("/v1/decisions/{decision_id}"),
+    ("POST", "/v1/decisions/{decision_id}/review"): lambda own: _path(
+        "/v1/decisions/{decision_id}/review", {"outcome": "success"}
+    ),
+    ("POST", "/v1/proposals/{decision_id}/{verdict}"): lambda own: _path(
+        "/v1/proposals/{decision_id}/{verdict}", verdict="accept"
+    ),
+    ("GET", "/v1/episodes/{episode_id}"): lambda own: _path("/v1/episodes/{episode_id}"),
+    ("POST", "/v1/episodes/{episode_id}/end"): lambda own: _path(
+        "/v1/episodes/{episode_id}/end", {"summary": "probe"}
+    ),
+    ("POST", "/v1/procedures/{procedure_id}/use"): lambda own: _path(
+        "/v1/procedures/{procedure_id}/use", {"success": True}
+    ),
+    ("PATCH", "/v1/censors/{censor_id}"): lambda own: _path("/v1/censors/{censor_id}", {"reason": "probe"}),
+    ("POST", "/v1/censors/{censor_id}/false-positive"): lambda own: _path(
+        "/v1/censors/{censor_id}/false-positive", {"note": "probe"}
+    ),
+    ("POST", "/v1/censors/{censor_id}/retire"): lambda own: _path(
+        "/v1/censors/{censor_id}/retire", {"note": "probe"}
+    ),
+    ("GET", "/v1/sessions/{session_id}"): lambda own: _path("/v1/sessions/{session_id}"),
+    ("GET", "/v1/sessions/{session_id}/working-memory"): lambda own: _path(
+        "/v1/sessions/{session_id}/working-memory"
+    ),
+    ("POST", "/v1/sessions/{session_id}/end"): lambda own: _path("/v1/sessions/{session_id}/end", {}),
     ("POST", "/v1/decisions"): lambda own: Base("/v1/decisions", {"content": "Keep the Porto ledger"}),
     ("POST", "/v1/episodes"): lambda own: Base("/v1/episodes", {"title": "Porto planning"}),
     ("POST", "/v1/preview"): lambda own: Base("/v1/preview", {"text": "When is the launch?"}),
@@ -250,8 +390,11 @@ def _value(marker: ScopeMarker, field: str, side: Side, ids: dict[str, dict[str,
     return ids["shared" if side.target == "shared" else "bob"][KIND_OF_FIELD.get(field, "fact")]
 
 
-def _expect(marker: ScopeMarker, side: Side) -> int | None:
+def _expect(scoped: Scoped, side: Side) -> int | None:
     """The status a probe must get (None: any answer, as long as nothing leaks or changes)."""
+    marker = scoped.marker
+    if scoped.agent_only and side.key != "b":  # an agent-wide view: a user-bound key is refused first
+        return 403
     if isinstance(marker, UserRef):
         return 403 if side.user else None
     if isinstance(marker, SessionRef) or marker.unknown == "drop":
@@ -263,9 +406,11 @@ def _send(
     client: httpx.Client, method: str, base: Base, field: str, scoped: Scoped, value: Any
 ) -> httpx.Response:
     sent = [value] if scoped.many else value
+    if scoped.where == "path":
+        return client.request(method, base.url(**{field: sent}), json=base.body)
     if scoped.where == "query":
-        return client.request(method, base.path, params={field: sent})
-    return client.request(method, base.path, json={**base.body, field: sent})
+        return client.request(method, base.url(), params={field: sent})
+    return client.request(method, base.url(), json={**(base.body or {}), field: sent})
 
 
 def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
@@ -296,7 +441,7 @@ def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
                         base.before(intruder)
                     answer = _send(intruder, method, base, field, scoped, value)
                     where = (side.name, method, route, field)
-                    expected = _expect(scoped.marker, side)
+                    expected = _expect(scoped, side)
                     if expected is not None:
                         assert answer.status_code == expected, (where, answer.text)
                     else:
@@ -316,6 +461,7 @@ def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
                         assert got == twin, (where, got, twin)
                     assert _state(clients["bob"], clients["a"], ids) == before, where
                     tried.add(where)
+        _probe_agent_views(clients["alice"], clients, ids, before)
     finally:
         for client in clients.values():
             client.close()
@@ -326,6 +472,122 @@ def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
     )
     marked = {(m, r, f) for (m, r), fs in operations.items() for f in fs}
     assert fields == marked, marked - fields  # every marked field tried on some side
+
+
+# The agent-wide views (``AgentKey``): a request a user-bound key sends to each (by the ids planted).
+AGENT_VIEWS: dict[tuple[str, str], Callable[[dict[str, dict[str, str]]], Base]] = {
+    ("GET", "/v1/stats"): lambda ids: _path("/v1/stats"),
+    ("GET", "/v1/events"): lambda ids: _path("/v1/events"),
+    ("GET", "/v1/calibration"): lambda ids: _path("/v1/calibration"),
+    ("GET", "/v1/proposals"): lambda ids: _path("/v1/proposals"),
+    ("POST", "/v1/proposals/{decision_id}/{verdict}"): lambda ids: _path(
+        "/v1/proposals/{decision_id}/{verdict}", decision_id=ids["shared"]["decision"], verdict="reject"
+    ),
+    ("DELETE", "/v1/users/{user_id}"): lambda ids: _path("/v1/users/{user_id}", user_id="bob"),
+    ("GET", "/v1/identity"): lambda ids: _path("/v1/identity"),
+    ("PUT", "/v1/identity/{section}"): lambda ids: _path(
+        "/v1/identity/{section}", {"content": "Keeper of Porto"}, section="character"
+    ),
+    ("GET", "/v1/export"): lambda ids: _path("/v1/export"),
+    ("POST", "/v1/import"): lambda ids: _path("/v1/import", {}),
+}
+
+
+def _probe_agent_views(
+    intruder: httpx.Client,
+    clients: dict[str, httpx.Client],
+    ids: dict[str, dict[str, str]],
+    before: dict[str, Any],
+) -> None:
+    """Every route that declares ``AgentKey`` refuses a user-bound key (403) and changes nothing."""
+    views = {key for key, route in _routes() if agent_key(route.endpoint) is not None}
+    assert views == set(AGENT_VIEWS), "an agent-wide view with no request here"
+    for (method, _), base in sorted(AGENT_VIEWS.items()):
+        request = base(ids)
+        answer = intruder.request(method, request.url(), json=request.body)
+        assert answer.status_code == 403, (method, request.url(), answer.text)
+        assert not MARK.search(answer.text), answer.text
+        assert _state(clients["bob"], clients["a"], ids) == before, (method, request.url())
+
+
+# -- the MCP tools' parameters -------------------------------------------------------------------
+# tool -> its arguments for the intruder (a session is "probe", started by `context` first)
+MCP_BASES: dict[str, dict[str, Any]] = {
+    "context": {"session_id": "probe", "user_text": "When is the launch?"},
+    "reply": {"session_id": "probe", "text": "Noted."},
+    "end_session": {"session_id": "probe"},
+    "remember": {"content": "Porto has good coffee"},
+    "recall": {"query": "what is the vault combination?", "limit": 50},
+    "recall_recent": {"limit": 100, "hours": 48},
+    "record_decision": {"description": "Use the Porto venue", "confidence": 0.6},
+    "check_similar": {"content": "Where is the ledger moving?"},
+    "check_action": {"action": "wipe the vault now"},
+    "forget": {},  # its one parameter is the memory it forgets
+}
+
+
+def _mcp_scoped() -> dict[str, dict[str, Scoped]]:
+    """Every MCP tool's marked parameters."""
+    found: dict[str, dict[str, Scoped]] = {}
+    for name, tool in _tools().items():
+        for param, marker in marked_parameters(tool).items():
+            many = _takes_list(inspect.signature(tool).parameters[param].annotation)
+            found.setdefault(name, {})[param] = Scoped(marker, many, "tool")
+    return found
+
+
+async def test_every_marked_tool_parameter_refuses_the_other_sides_memory_session_and_user(
+    served: tuple[LiveServer, dict[str, str]],  # noqa: F811
+) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    server, keys = served
+    tools = _mcp_scoped()
+    assert set(tools) == set(MCP_BASES), "a tool with scoped parameters and no base arguments here"
+    clients = {name: _client(server, keys[name]) for name in ("a", "bob")}
+    tried: set[tuple[str, str, str]] = set()
+    try:
+        ids = await asyncio.to_thread(_plant, clients["bob"], clients["a"])
+        before = await asyncio.to_thread(_state, clients["bob"], clients["a"], ids)
+        for side in SIDES:
+            unseen = {
+                i for owner, got in ids.items() for i in got.values() if owner == "bob" or side.key == "b"
+            }
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {keys[side.key]}"}, timeout=120)
+            async with Client(streamable_http_client(f"{server.url}/mcp/", http_client=http)) as intruder:
+                for tool, params in sorted(tools.items()):
+                    for param, scoped in params.items():
+                        value = _value(scoped.marker, param, side, ids)
+                        if value is None:
+                            continue
+                        if tool in ("reply", "end_session"):  # a conversation of the intruder's own
+                            assert not (await intruder.call_tool("context", MCP_BASES["context"])).is_error
+                        sent = [value] if scoped.many else value
+                        result = await intruder.call_tool(tool, {**MCP_BASES[tool], param: sent})
+                        text, where = _mcp_text(result), (side.name, tool, param)
+                        assert not MARK.search(text), (where, text)
+                        if _expect(scoped, side) is None:  # answered, naming nothing of the owner's
+                            assert not any(i in text for i in unseen), (where, text)
+                        else:
+                            assert result.is_error, (where, text)
+                        if isinstance(scoped.marker, MemoryRef) and side.target != "shared":
+                            # the owner's id fails exactly as a missing one does
+                            missing = str(uuid.uuid4())
+                            again = [missing] if scoped.many else missing
+                            twin = await intruder.call_tool(tool, {**MCP_BASES[tool], param: again})
+                            assert twin.is_error, (where, _mcp_text(twin))
+                            assert text.replace(str(value), "ID") == _mcp_text(twin).replace(missing, "ID")
+                        state = await asyncio.to_thread(_state, clients["bob"], clients["a"], ids)
+                        assert state == before, where
+                        tried.add(where)
+    finally:
+        for client in clients.values():
+            client.close()
+    marked = {(t, p) for t, ps in tools.items() for p in ps}
+    assert {(t, p) for _, t, p in tried} == marked  # every marked parameter tried on some side
+    print(f"MCP scope table: {len(tools)} tools x {len(marked)} parameters: {len(tried)} probes")
 
 
 # -- the findings, as reported -------------------------------------------------------------------

@@ -27,11 +27,13 @@ from nous.server.bodies import (
     Clean,
     Cursor,
     IsoDatetime,
+    OwnedId,
     OwnSession,
+    OwnSessionPath,
     PathId,
     ReasonIn,
-    SessionPath,
     StrictBody,
+    VisibleId,
 )
 from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
 from nous.server.routes import WINDOW, _cursor, _offset, _page
@@ -44,7 +46,7 @@ from nous.server.schemas import (
     SessionPage,
     dump,
 )
-from nous.server.scope import Caller, MemoryRef, owned, visible
+from nous.server.scope import Caller, MemoryRef
 from nous.storage.base import EmitEvent
 
 
@@ -198,9 +200,9 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         tags=["decisions"],
         responses=errors(*READ_ID),
     )
-    async def get_decision(decision_id: PathId, caller: who) -> dict[str, Any]:
+    async def get_decision(decision_id: VisibleId, caller: who) -> dict[str, Any]:
         """One decision: ``Nous.get`` (404 if the id is not a decision)."""
-        memory = await visible(nous_for(caller), caller, decision_id)
+        memory = await nous_for(caller).get(decision_id)
         if memory.kind != MemoryKind.DECISION:
             raise NotFoundError(f"no decision with id {decision_id!r}")
         return dump(memory)
@@ -238,9 +240,9 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
     @app.get(
         "/v1/episodes/{episode_id}", response_model=EpisodeOut, tags=["episodes"], responses=errors(*READ_ID)
     )
-    async def get_episode(episode_id: PathId, caller: who) -> dict[str, Any]:
+    async def get_episode(episode_id: VisibleId, caller: who) -> dict[str, Any]:
         """One episode: ``Nous.get`` (404 if the id is not an episode)."""
-        memory = await visible(nous_for(caller), caller, episode_id)
+        memory = await nous_for(caller).get(episode_id)
         if memory.kind != MemoryKind.EPISODE:
             raise NotFoundError(f"no episode with id {episode_id!r}")
         return dump(memory)
@@ -251,10 +253,10 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         tags=["episodes"],
         responses=errors(*WRITE_ID),
     )
-    async def end_episode(episode_id: PathId, body: EndEpisode, caller: who) -> dict[str, Any]:
+    async def end_episode(episode_id: OwnedId, body: EndEpisode, caller: who) -> dict[str, Any]:
         """Close an episode with its summary, outcome and lessons: ``Nous.end_episode``."""
         nous = nous_for(caller)
-        memory = await owned(nous, caller, episode_id)
+        memory = await nous.get(episode_id)
         if memory.kind != MemoryKind.EPISODE:
             raise NotFoundError(f"no episode with id {episode_id!r}")
         ended = await nous.end_episode(
@@ -286,10 +288,10 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         tags=["sessions"],
         responses=errors(*READ_ID),
     )
-    async def get_session(session_id: SessionPath, caller: who) -> dict[str, Any]:
+    async def get_session(session_id: OwnSessionPath, caller: who) -> dict[str, Any]:
         """A session's state: ``Nous.session``."""
-        state = await nous_for(caller).session(caller.session_key(session_id))
-        return caller.outside(state.model_dump(mode="json"), session_id)
+        state = await nous_for(caller).session(session_id)
+        return caller.outside(state.model_dump(mode="json"))
 
     @app.post("/v1/preview", response_model=Context, tags=["sessions"], responses=errors(*WRITE))
     async def preview_turn(body: PreviewRequest, caller: who) -> dict[str, Any]:
@@ -304,9 +306,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
                 at=body.at,
                 as_of=body.as_of,
             )
-        answer = context.model_dump(mode="json")
-        own = caller.own_session_id(body.session_id)  # the session id as the caller sent it
-        return caller.outside(answer, own) if own else answer
+        return caller.outside(context.model_dump(mode="json"))
 
     @app.post(
         "/v1/ingest",

@@ -43,9 +43,9 @@ from nous.server.bodies import (
     Clean,
     IsoDatetime,
     OwnSession,
-    PathId,
     ReasonIn,
     StrictBody,
+    VisibleId,
     _integral,
 )
 from nous.server.guards import BodyTimeout
@@ -55,7 +55,7 @@ from nous.server.mcp import create_mcp_server
 from nous.server.problems import PROBLEM, READ_ID, WRITE, errors, problem, sent_as, title
 from nous.server.request_ids import RequestIds, client_message, public_message
 from nous.server.schemas import AnyMemory, CreatedMemory, FrameName, PresetName, created, dump, written
-from nous.server.scope import Caller, MemoryRef, scoped_route, visible
+from nous.server.scope import Caller, MemoryRef, scoped_route
 
 log = logging.getLogger(__name__)
 __all__ = ["MAX_BODY_BYTES", "create_app"]
@@ -520,10 +520,9 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         tags=["memories"],
         responses=extra_routes.links(200, "UpdateMemory", "ForgetMemory", "MemoryHistory") | errors(*READ_ID),
     )
-    async def get_memory(memory_id: PathId, who: Who) -> dict[str, Any]:
+    async def get_memory(memory_id: VisibleId, who: Who) -> dict[str, Any]:
         """One memory: ``Nous.get``."""
-        memory = await visible(nous_for(who), who, memory_id)
-        return dump(memory)
+        return dump(await nous_for(who).get(memory_id))
 
     @app.post("/v1/recall", response_model=RecallResponse, tags=["recall"], responses=errors(*WRITE))
     async def recall(body: RecallRequest, who: Who) -> RecallResponse:

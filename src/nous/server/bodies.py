@@ -8,7 +8,7 @@ from fastapi import Path, Query
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from nous.models import ReasonType
-from nous.server.scope import SessionRef, UserRef
+from nous.server.scope import MemoryRef, SessionRef, UserRef
 
 ISO_DATE = re.compile(r"\s*\d{4}-\d{2}-\d{2}")
 
@@ -59,6 +59,12 @@ SessionId = Annotated[str, Field(pattern=SOLID, max_length=200)]
 # the acting user and builds the caller's stored session id before a handler sees them).
 ActingUser = Annotated[Clean | None, UserRef()]
 OwnSession = Annotated[SessionId | None, SessionRef()]
+# A path's memory id, with its scope: one the caller sees, or one it may change (404 for another
+# agent's or user's, 403 for a user-bound key and the agent's shared memory), checked before the
+# handler runs; and a path's session id, which becomes the caller's stored one.
+VisibleId = Annotated[PathId, MemoryRef("visible")]
+OwnedId = Annotated[PathId, MemoryRef("owned")]
+OwnSessionPath = Annotated[SessionPath, SessionRef()]
 # A user id in a path (the engine keeps up to 200 characters).
 UserPath = Annotated[str, Path(pattern=SOLID, max_length=200)]
 # A page cursor, as ``next_cursor`` gave it.

@@ -7,9 +7,14 @@ so a conversation becomes a summarised episode), ``remember``, ``recall``, ``rec
 the agent's identity, its recent episodes and the active censors that bind the caller. A refused
 or invalid call is a tool error with the reason, never a crash of the server. Inside `nous
 serve`, each call speaks for its API key: a user-bound key's tools see and change only what that
-key may over REST (``nous.server.scope``).
+key may over REST. A tool declares the scope of its parameters as a REST route does (a
+``MemoryRef``, ``SessionRef`` or ``UserRef`` in the parameter's ``Annotated`` metadata, which its
+schema does not show), and ``scoped`` applies it before the tool's body runs
+(``nous.server.scope``).
 """
 
+import functools
+import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -19,6 +24,7 @@ from typing import Any, TypeVar
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import AnyUrl, ValidationError
 
@@ -28,9 +34,10 @@ from nous.models import Episode
 from nous.server.mcp_schema import iso
 from nous.server.mcp_tools import add_tools
 from nous.server.request_ids import client_message
-from nous.server.scope import Caller
+from nous.server.scope import Caller, SessionRef, UserRef, apply_parameters, marked_parameters, scoped_value
 
 T = TypeVar("T")
+Tool = TypeVar("Tool", bound=Callable[..., Awaitable[Any]])
 INSTRUCTIONS = """Long-term memory for this conversation and the ones before it.
 Each turn: call `context` with the user's message before you answer (it returns what you should
 know: identity, rules, relevant memories, recent conversations), then `reply` with your answer
@@ -41,6 +48,10 @@ When useful: `remember` a lasting fact (a preference, a person, a plan); `recall
 with your confidence and typed reasons."""
 
 Resolver = Callable[[Context], Awaitable[tuple[Nous, Caller]]]
+
+# The caller a scoped tool's body runs for (resolved once, when its parameters were scoped), so the
+# body's own calls do not look its key up again.
+_scoped_for: ContextVar[tuple[Nous, Caller] | None] = ContextVar("nous_mcp_scoped_for", default=None)
 
 # The request a resource is being read for. A static resource's function takes no arguments in
 # the SDK, so the server sets this around each read for the function to find whose key is asking.
@@ -105,12 +116,15 @@ def create_mcp_server(
 
     async def call(ctx: Context, fn: Callable[[Nous, Caller], Awaitable[T]]) -> T:
         try:
-            nous, who = await caller(ctx)
+            nous, who = _scoped_for.get() or await caller(ctx)
             return await fn(nous, who)
         except NousError as exc:  # a tool error with the reason, as the REST API's 4xx
             raise ToolError(client_message(exc)) from None
 
-    add_tools(server, call)
+    def scope(tool: Tool) -> Tool:
+        return scoped(call, tool)
+
+    add_tools(server, call, scope)
     _add_resources(server, caller)
     return server
 
@@ -196,10 +210,42 @@ def _add_resources(server: MCPServer[Any], caller: Resolver) -> None:
                     "reason": c.reason,
                     "at": c.occurred_at.isoformat(),
                 }
-                for c in await nous.censors(limit=1000, user_id=who.acting_user(None))
+                for c in await nous.censors(
+                    limit=1000, user_id=await scoped_value(nous, who, UserRef(), None)
+                )
             ]
 
         return await read(active)
+
+
+def scoped(call: Callable[..., Awaitable[Any]], tool: Tool) -> Tool:
+    """``tool`` with the scope its parameters declare applied before its body runs (as
+    ``ScopedRoute`` does for a REST route): memory ids checked, session ids made the caller's
+    stored ones, the acting user resolved; a refusal is the tool error ``call`` makes of it. An
+    answer naming a scoped session names it as the caller sent it. The signature (and so the
+    tool's schema) is ``tool``'s own."""
+    marked = marked_parameters(tool)
+    context = find_context_parameter(tool)
+    if not marked:
+        return tool
+    if context is None or not inspect.iscoroutinefunction(tool):
+        raise TypeError(f"{tool.__name__}: a scoped tool is async and takes the request's Context")
+    names_session = any(isinstance(m, SessionRef) for m in marked.values())
+
+    @functools.wraps(tool)
+    async def run(**kwargs: Any) -> Any:
+        async def scope(nous: Nous, who: Caller) -> tuple[dict[str, Any], Nous, Caller]:
+            return await apply_parameters(nous, who, marked, kwargs), nous, who
+
+        arguments, nous, who = await call(kwargs[context], scope)
+        token = _scoped_for.set((nous, who))
+        try:
+            answer = await tool(**arguments)
+        finally:
+            _scoped_for.reset(token)
+        return who.outside(answer) if names_session and isinstance(answer, dict) else answer
+
+    return run  # type: ignore[return-value]  # the same signature as ``tool``
 
 
 def _problem(error: Any) -> str:

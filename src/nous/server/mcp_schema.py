@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from nous.models import Memory
+from nous.server.scope import SessionRef, UserRef
 
 # -- closed value sets (mirrors of nous.models enums) ---------------------------------------------
 FactCategoryName = Literal[
@@ -53,6 +54,8 @@ class ReasonIn(BaseModel):
 
 
 # -- parameters shared by several tools -----------------------------------------------------------
+# A session and a user carry their scope (``SessionRef``, ``UserRef``): ``nous.server.mcp.scoped``
+# makes the session id the caller's stored one and resolves the acting user before a tool runs.
 SessionId = Annotated[
     str,
     Field(
@@ -61,6 +64,7 @@ SessionId = Annotated[
         description="The conversation's id, chosen by you and the same for every call of one "
         "conversation (e.g. a UUID).",
     ),
+    SessionRef(),
 ]
 OptionalSessionId = Annotated[
     str | None,
@@ -69,6 +73,7 @@ OptionalSessionId = Annotated[
         description="The conversation this happens in (the session_id given to `context`), so the "
         "memory is tied to it; omit outside a conversation.",
     ),
+    SessionRef(),
 ]
 UserId = Annotated[
     str | None,
@@ -77,6 +82,7 @@ UserId = Annotated[
         description="The user this concerns: their memories and the agent's shared ones. Omit to use "
         "the user of the API key (a key made for one user acts only as that user).",
     ),
+    UserRef(),
 ]
 Limit = Annotated[
     int, Field(ge=1, le=MAX_RESULTS, description=f"How many results at most (1-{MAX_RESULTS}).")

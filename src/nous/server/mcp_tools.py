@@ -1,14 +1,17 @@
 """The MCP tools. Each one states what it reads or changes in its annotations (read-only,
 destructive, idempotent; never open-world: it touches only this store), describes every parameter
-and names only MCP tool names in its text, so a model can use it from the schema alone."""
+and names only MCP tool names in its text, so a model can use it from the schema alone. A
+parameter that names a memory, a session or a user declares its scope (``nous.server.scope``),
+which ``scoped`` applies before the body runs: a body sees only checked ids, the caller's stored
+session id and the acting user."""
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from nous.api import Nous
 from nous.cognitive import TurnResult
@@ -27,10 +30,18 @@ from nous.server.mcp_schema import (
     dated,
     iso,
 )
-from nous.server.scope import Caller, MemoryRef, scoped_value
+from nous.server.scope import Caller, MemoryRef, SessionRef
 
 T = TypeVar("T")
 Call = Callable[[Context, Callable[[Nous, Caller], Awaitable[T]]], Awaitable[T]]
+Tool = TypeVar("Tool", bound=Callable[..., Awaitable[Any]])
+
+
+class Scoped(Protocol):
+    """A tool with its declared scope applied before its body (``nous.server.mcp.scoped``)."""
+
+    def __call__(self, tool: Tool, /) -> Tool: ...
+
 
 # Recall strengthens what it returns (a memory that is used fades more slowly), which is the
 # store's own bookkeeping, not a change the caller asked for: to a client, searching is reading.
@@ -48,8 +59,13 @@ REMOVE = ToolAnnotations(
 )
 
 
-def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
-    """Register every tool on ``server``; ``call`` runs a tool body for the request's caller."""
+def _blank_is_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
+def add_tools(server: MCPServer[Any], call: Call[Any], scoped: Scoped) -> None:
+    """Register every tool on ``server``; ``call`` runs a tool body for the request's caller,
+    ``scoped`` applies a tool's declared scope before its body."""
 
     @server.tool(
         title="Context for this turn",
@@ -60,6 +76,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         "recent conversations) within a token budget, and records the message. The first call "
         "with a new session_id starts a conversation; after answering, call `reply`.",
     )
+    @scoped
     async def turn_context(
         ctx: Context,
         session_id: SessionId,
@@ -74,9 +91,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
     ) -> dict[str, Any]:
         turn = await call(
             ctx,
-            lambda n, who: n.pre_turn(
-                who.session_key(session_id), user_text, user_id=who.acting_user(user_id), budget=budget
-            ),
+            lambda n, who: n.pre_turn(session_id, user_text, user_id=user_id, budget=budget),
         )
         return {
             "session_id": session_id,
@@ -102,6 +117,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         "Stores the exchange in the conversation, so it is remembered and summarised; list the "
         "tools you used and the ids of decisions and facts you stored during the turn.",
     )
+    @scoped
     async def reply(
         ctx: Context,
         session_id: SessionId,
@@ -112,22 +128,23 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
             list[Annotated[str, Field(min_length=1, max_length=200)]],
             Field(max_length=100, description="Names of the tools you used in this turn."),
         ] = [],  # noqa: B006 - the SDK copies defaults into the schema and never mutates them
+        # Only memories the caller sees are linked to its conversation; another agent's or user's
+        # id answers as a missing one (the scope of REST's reply fields).
         decision_ids: Annotated[
             list[str],
             Field(max_length=100, description="Ids `record_decision` returned during this turn."),
+            MemoryRef(),
         ] = [],  # noqa: B006
         fact_ids: Annotated[
-            list[str], Field(max_length=100, description="Ids `remember` returned during this turn.")
+            list[str],
+            Field(max_length=100, description="Ids `remember` returned during this turn."),
+            MemoryRef(),
         ] = [],  # noqa: B006
     ) -> dict[str, Any]:
         async def post(n: Nous, who: Caller) -> dict[str, Any]:
-            # Only memories the caller sees are linked to its conversation; another agent's or
-            # user's id answers as a missing one (the scope of REST's reply fields).
-            decisions = await scoped_value(n, who, MemoryRef(), decision_ids)
-            facts = await scoped_value(n, who, MemoryRef(), fact_ids)
             state = await n.post_turn(
-                who.session_key(session_id),
-                TurnResult(reply=text, tools_used=tools_used, decision_ids=decisions, fact_ids=facts),
+                session_id,
+                TurnResult(reply=text, tools_used=tools_used, decision_ids=decision_ids, fact_ids=fact_ids),
             )
             return {
                 "session_id": session_id,
@@ -146,6 +163,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         "recalled later (a single short exchange is not kept: its episode comes back with active "
         "false); each line of reflection is kept as a lesson. Ending twice changes nothing.",
     )
+    @scoped
     async def end_session(
         ctx: Context,
         session_id: SessionId,
@@ -157,9 +175,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
             ),
         ] = None,
     ) -> dict[str, Any]:
-        done = await call(
-            ctx, lambda n, who: n.end_session(who.session_key(session_id), reflection=reflection)
-        )
+        done = await call(ctx, lambda n, who: n.end_session(session_id, reflection=reflection))
         episode = done.episode
         return {
             "session_id": session_id,
@@ -185,6 +201,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         "It is checked first: a duplicate confirms the existing fact (status duplicate, existing_id), "
         "a changed fact replaces the old one.",
     )
+    @scoped
     async def remember(
         ctx: Context,
         content: Annotated[
@@ -204,8 +221,8 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 content,
                 subject=subject,
                 category=category,
-                user_id=who.acting_user(user_id),
-                session_id=who.session_keys(session_id),
+                user_id=user_id,
+                session_id=session_id,
             ),
         )
         return {
@@ -224,6 +241,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         "is current (false: a newer memory replaced it). Results below min_score are left out, so "
         "a question nothing answers gets an empty list.",
     )
+    @scoped
     async def recall(
         ctx: Context,
         query: Annotated[
@@ -250,6 +268,8 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 description="The conversation asking (the session_id given to `context`), to rank by "
                 "what it is about; omit outside a conversation.",
             ),
+            BeforeValidator(_blank_is_none),  # "" is no conversation
+            SessionRef(),
         ] = None,
         since: Annotated[
             datetime | None,
@@ -267,11 +287,11 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 query,
                 limit=limit,
                 kinds=types,
-                user_id=who.acting_user(user_id),
+                user_id=user_id,
                 min_score=min_score,
                 since=since,
                 until=until,
-                in_session=who.session_key(session_id) if session_id else None,
+                in_session=session_id,
             ),
         )
         return [h.brief() for h in hits]
@@ -282,6 +302,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         description="The most recent memories by time, whatever their topic: by default the "
         "conversations (episodes) of the last 48 hours, newest first.",
     )
+    @scoped
     async def recall_recent(
         ctx: Context,
         limit: Limit = 10,
@@ -301,7 +322,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 limit=limit,
                 hours=hours,
                 kinds=types or ("episode",),
-                user_id=who.acting_user(user_id),
+                user_id=user_id,
             ),
         )
         return [
@@ -316,6 +337,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         "so its outcome can be reviewed and your confidence calibrated later. A decision the "
         "guardrails refuse (e.g. high stakes with no reason) is a tool error and is not stored.",
     )
+    @scoped
     async def record_decision(
         ctx: Context,
         description: Annotated[
@@ -346,8 +368,8 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
                 stakes=stakes,
                 context=context,
                 reasons=[r.model_dump() for r in reasons],
-                user_id=who.acting_user(user_id),
-                session_id=who.session_keys(session_id),
+                user_id=user_id,
+                session_id=session_id,
             ),
         )
         return {
@@ -367,6 +389,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         "memories (type, date, similarity, tier) and a recommendation (duplicate_found, "
         "similar_found or unique). Use before `remember` when unsure whether it is known.",
     )
+    @scoped
     async def check_similar(
         ctx: Context,
         content: Annotated[str, Field(min_length=1, max_length=100_000, description="The text to compare.")],
@@ -376,7 +399,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         user_id: UserId = None,
     ) -> dict[str, Any]:
         async def check(n: Nous, who: Caller) -> dict[str, Any]:
-            found = await n.check_similar(content, type, user_id=who.acting_user(user_id))
+            found = await n.check_similar(content, type, user_id=user_id)
             matches = []
             for m in found.matches:
                 memory = await n.get(m.id)
@@ -401,6 +424,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         "censors that fired and why. Do not take a blocked action. Each firing is counted, and a "
         "warning is shown in the conversation's next `context`.",
     )
+    @scoped
     async def check_action(
         ctx: Context,
         action: Annotated[
@@ -416,9 +440,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
     ) -> dict[str, Any]:
         verdict = await call(
             ctx,
-            lambda n, who: n.check_action(
-                action, session_id=who.session_keys(session_id), user_id=who.acting_user(user_id)
-            ),
+            lambda n, who: n.check_action(action, session_id=session_id, user_id=user_id),
         )
         return {
             "decision": verdict.decision.value,
@@ -444,6 +466,7 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         "about or blocked by `check_action` from now on. Use when the user says never to do "
         "something, or after a mistake that must not happen again. For the agent's key.",
     )
+    @scoped
     async def create_censor(
         ctx: Context,
         pattern: Annotated[
@@ -483,12 +506,12 @@ def add_tools(server: MCPServer[Any], call: Call[Any]) -> None:
         description="Forget a memory by its id (from `recall` or `remember`): it is no longer "
         "recalled. Nothing is deleted for good; the store's owner can restore it.",
     )
+    @scoped
     async def forget(
         ctx: Context,
-        memory_id: Annotated[str, Field(min_length=1, max_length=200, description="The memory's id.")],
+        memory_id: Annotated[
+            str, Field(min_length=1, max_length=200, description="The memory's id."), MemoryRef("owned")
+        ],
     ) -> dict[str, Any]:
-        async def forget_owned(n: Nous, who: Caller) -> Any:
-            return await n.forget(await scoped_value(n, who, MemoryRef("owned"), memory_id))
-
-        memory = await call(ctx, forget_owned)
+        memory = await call(ctx, lambda n, who: n.forget(memory_id))
         return {**dated(memory), "active": memory.active}

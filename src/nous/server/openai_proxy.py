@@ -33,7 +33,7 @@ from nous.errors import InvalidInputError, NousError
 from nous.heart import ActionDecision
 from nous.llm.upstream import Upstream, UpstreamError, error_body, text_of
 from nous.server.request_ids import client_message
-from nous.server.scope import Caller
+from nous.server.scope import Caller, SessionRef, UserRef, scoped_value
 
 log = logging.getLogger(__name__)
 SESSION_HEADER = "X-Nous-Session"
@@ -92,13 +92,15 @@ def register(
             who, upstream = await ready(request)
             body = await _request_body(request)
             nous = nous_for(who)
-            user = who.acting_user(request.headers.get(USER_HEADER) or _text_field(body, "user"))
+            # the user and the session are scoped as a REST request's are (``nous.server.scope``)
+            sent_user = request.headers.get(USER_HEADER) or _text_field(body, "user")
+            user = await scoped_value(nous, who, UserRef(), sent_user)
             name = request.headers.get(SESSION_HEADER) or f"chat-{user or 'default'}"
             if not NAME.match(name):
                 raise ProxyError(
                     400, f"{SESSION_HEADER} must be 1 to 200 printable characters", "invalid_request_error"
                 )
-            session = who.session_key(name)
+            session = await scoped_value(nous, who, SessionRef(), name)
             asked, continuing = _last_user_message(body["messages"])
             if continuing:
                 context = await nous.preview_turn(asked, session_id=session, user_id=user)

@@ -39,12 +39,13 @@ from nous.server.bodies import (
     Clean,
     Cursor,
     IsoDatetime,
+    OwnedId,
     OwnSession,
-    PathId,
+    OwnSessionPath,
     SessionId,
-    SessionPath,
     StrictBody,
     UserPath,
+    VisibleId,
     _integral,
 )
 from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
@@ -67,7 +68,7 @@ from nous.server.schemas import (
     dump,
     written,
 )
-from nous.server.scope import MemoryRef, SessionRef, UserRef, linked, owned, visible
+from nous.server.scope import AgentKey, MemoryRef, SessionRef, UserRef, linked
 
 Verdict = Literal["accept", "reject"]
 EXPORT_BODY: dict[int | str, dict[str, Any]] = {
@@ -292,12 +293,10 @@ def register(
         tags=["memories"],
         responses=links(200, "GetMemory", "ForgetMemory", "MemoryHistory") | errors(*WRITE_ID),
     )
-    async def update_memory(memory_id: PathId, body: UpdateMemory, caller: who) -> dict[str, Any]:
+    async def update_memory(memory_id: OwnedId, body: UpdateMemory, caller: who) -> dict[str, Any]:
         """Change a memory's fields: ``Nous.update``."""
-        nous = nous_for(caller)
-        memory = await owned(nous, caller, memory_id)
         changes = body.model_dump(exclude_none=True, mode="json")
-        return dump(await nous.update(memory.id, **changes))
+        return dump(await nous_for(caller).update(memory_id, **changes))
 
     @app.delete(
         "/v1/memories/{memory_id}",
@@ -305,11 +304,9 @@ def register(
         tags=["memories"],
         responses=links(200, "RestoreMemory", "GetMemory", "MemoryHistory") | errors(*READ_ID),
     )
-    async def forget_memory(memory_id: PathId, caller: who, hard: bool = False) -> dict[str, Any]:
+    async def forget_memory(memory_id: OwnedId, caller: who, hard: bool = False) -> dict[str, Any]:
         """Forget a memory (``hard``: delete it for good): ``Nous.forget``."""
-        nous = nous_for(caller)
-        memory = await owned(nous, caller, memory_id)
-        return dump(await nous.forget(memory.id, hard=hard))
+        return dump(await nous_for(caller).forget(memory_id, hard=hard))
 
     @app.post(
         "/v1/memories/{memory_id}/restore",
@@ -317,11 +314,9 @@ def register(
         tags=["memories"],
         responses=links(200, "GetMemory", "UpdateMemory", "ForgetMemory", "MemoryHistory") | errors(*READ_ID),
     )
-    async def restore_memory(memory_id: PathId, caller: who) -> dict[str, Any]:
+    async def restore_memory(memory_id: OwnedId, caller: who) -> dict[str, Any]:
         """Bring a forgotten memory back: ``Nous.restore``."""
-        nous = nous_for(caller)
-        memory = await owned(nous, caller, memory_id)
-        return dump(await nous.restore(memory.id))
+        return dump(await nous_for(caller).restore(memory_id))
 
     @app.get(
         "/v1/memories/{memory_id}/history",
@@ -329,11 +324,9 @@ def register(
         tags=["memories"],
         responses=errors(*READ_ID),
     )
-    async def memory_history(memory_id: PathId, caller: who) -> list[HistoryEntry]:
+    async def memory_history(memory_id: VisibleId, caller: who) -> list[HistoryEntry]:
         """A memory's audit rows, oldest first: ``Nous.history``."""
-        nous = nous_for(caller)
-        memory = await visible(nous, caller, memory_id)
-        return await nous.history(memory.id)
+        return await nous_for(caller).history(memory_id)
 
     @app.post(
         "/v1/memories/check-similar",
@@ -371,11 +364,11 @@ def register(
         tags=["sessions"],
         responses=errors(*WRITE, 409),
     )
-    async def pre_turn(session_id: SessionPath, body: TurnRequest, caller: who) -> dict[str, Any]:
+    async def pre_turn(session_id: OwnSessionPath, body: TurnRequest, caller: who) -> dict[str, Any]:
         """Before the agent answers: record the user's message, get the context: ``Nous.pre_turn``."""
         with sent_as(user_text="text"):
             turn = await nous_for(caller).pre_turn(
-                caller.session_key(session_id),
+                session_id,
                 body.text,
                 user_id=body.user_id,
                 budget=body.budget,
@@ -383,7 +376,7 @@ def register(
                 at=body.at,
             )
         answer = {"context": turn.text, **turn.model_dump(mode="json", exclude={"text"})}
-        return caller.outside(answer, session_id)
+        return caller.outside(answer)
 
     @app.post(
         "/v1/sessions/{session_id}/reply",
@@ -391,7 +384,7 @@ def register(
         tags=["sessions"],
         responses=errors(*WRITE_ID, 409),
     )
-    async def post_turn(session_id: SessionPath, body: ReplyRequest, caller: who) -> dict[str, Any]:
+    async def post_turn(session_id: OwnSessionPath, body: ReplyRequest, caller: who) -> dict[str, Any]:
         """After the agent answered: record its reply: ``Nous.post_turn``."""
         from nous.cognitive import TurnResult
 
@@ -402,8 +395,8 @@ def register(
             fact_ids=body.fact_ids,
         )
         with sent_as(reply="reply" if body.text is None else "text"):
-            state = await nous_for(caller).post_turn(caller.session_key(session_id), result, at=body.at)
-        return caller.outside(state.model_dump(mode="json"), session_id)
+            state = await nous_for(caller).post_turn(session_id, result, at=body.at)
+        return caller.outside(state.model_dump(mode="json"))
 
     @app.post(
         "/v1/sessions/{session_id}/end",
@@ -411,13 +404,11 @@ def register(
         tags=["sessions"],
         responses=errors(*WRITE_ID),
     )
-    async def end_session(session_id: SessionPath, body: EndRequest, caller: who) -> dict[str, Any]:
+    async def end_session(session_id: OwnSessionPath, body: EndRequest, caller: who) -> dict[str, Any]:
         """End a session: close its episode, learn its reflection: ``Nous.end_session``."""
-        done = await nous_for(caller).end_session(
-            caller.session_key(session_id), reflection=body.reflection, at=body.at
-        )
+        done = await nous_for(caller).end_session(session_id, reflection=body.reflection, at=body.at)
         answer = {
-            "session": caller.outside(done.session.model_dump(mode="json"), session_id),
+            "session": caller.outside(done.session.model_dump(mode="json")),
             "episode": None if done.episode is None else dump(done.episode),
             "facts": [written(f) for f in done.facts],
             "ended_now": done.ended_now,
@@ -433,9 +424,8 @@ def register(
             )
 
     @app.get("/v1/stats", response_model=Stats, tags=["service"], responses=errors(401, 403, 503))
-    async def get_stats(caller: who) -> dict[str, Any]:
+    async def get_stats(caller: Annotated[who, AgentKey("stats")]) -> dict[str, Any]:
         """The store's counts for this agent and its event queue: ``Nous.stats`` and ``Nous.event_counts``."""
-        caller.require_agent_key("stats")
         nous = nous_for(caller)
         counts = await nous.event_counts()
         return {
@@ -445,13 +435,12 @@ def register(
 
     @app.get("/v1/events", response_model=EventPage, tags=["service"], responses=errors(*READ))
     async def list_events(
-        caller: who,
+        caller: Annotated[who, AgentKey("the event queue")],
         status: EventStatus | None = None,
         limit: int = Query(default=50, ge=1, le=1000),
         cursor: Cursor = None,
     ) -> dict[str, Any]:
         """The agent's outbox events, newest first: ``Nous.events``."""
-        caller.require_agent_key("the event queue")
         offset = _offset(cursor)
         found = await nous_for(caller).events(status=status, limit=min(offset + limit + 1, WINDOW))
         return _page([e.model_dump(mode="json") for e in found], offset, limit)
@@ -459,11 +448,12 @@ def register(
     @app.delete(
         "/v1/users/{user_id}", response_model=ErasureReceipt, tags=["memories"], responses=errors(*READ)
     )
-    async def forget_user(user_id: UserPath, caller: who) -> ErasureReceipt:
+    async def forget_user(
+        user_id: UserPath, caller: Annotated[who, AgentKey("erasing a user")]
+    ) -> ErasureReceipt:
         """Erase one of the agent's users for good (every memory, session, working memory, event,
         link and audit row of theirs; shared memories stay), with a receipt of counts that the
         agent's audit keeps: ``Nous.forget_user``. For the agent's key."""
-        caller.require_agent_key("erasing a user")
         return await nous_for(caller).forget_user(user_id)
 
 
@@ -519,26 +509,24 @@ def register_organs(
         tags=["decisions"],
         responses=errors(*WRITE_ID),
     )
-    async def review_decision(decision_id: PathId, body: ReviewRequest, caller: who) -> dict[str, Any]:
+    async def review_decision(decision_id: OwnedId, body: ReviewRequest, caller: who) -> dict[str, Any]:
         """Record how a decision turned out: ``Nous.review_decision``."""
-        nous = nous_for(caller)
-        memory = await owned(nous, caller, decision_id)
-        return dump(await nous.review_decision(memory.id, body.outcome, note=body.note))
+        return dump(await nous_for(caller).review_decision(decision_id, body.outcome, note=body.note))
 
     @app.get(
         "/v1/calibration", response_model=Calibration, tags=["decisions"], responses=errors(401, 403, 503)
     )
-    async def get_calibration(caller: who) -> Calibration:
+    async def get_calibration(caller: Annotated[who, AgentKey("calibration")]) -> Calibration:
         """How well the agent's confidence predicted outcomes: ``Nous.calibration``."""
-        caller.require_agent_key("calibration")
         return await nous_for(caller).calibration()
 
     @app.get("/v1/proposals", response_model=DecisionPage, tags=["decisions"], responses=errors(*READ))
     async def list_proposals(
-        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
+        caller: Annotated[who, AgentKey("outcome proposals")],
+        limit: int = Query(default=50, ge=1, le=1000),
+        cursor: Cursor = None,
     ) -> dict[str, Any]:
         """Pending decisions with a proposed outcome: ``Nous.outcome_proposals``."""
-        caller.require_agent_key("outcome proposals")
         offset = _offset(cursor)
         found = await nous_for(caller).outcome_proposals(limit=min(offset + limit + 1, WINDOW))
         return _page([dump(d) for d in found], offset, limit)
@@ -549,13 +537,15 @@ def register_organs(
         tags=["decisions"],
         responses=errors(*READ_ID, 409),
     )
-    async def settle_proposal(decision_id: PathId, verdict: Verdict, caller: who) -> dict[str, Any]:
+    async def settle_proposal(
+        decision_id: VisibleId,
+        verdict: Verdict,
+        caller: Annotated[who, AgentKey("settling an outcome proposal")],
+    ) -> dict[str, Any]:
         """Accept or reject a proposed outcome: ``Nous.accept_proposal`` / ``Nous.reject_proposal``."""
-        caller.require_agent_key("settling an outcome proposal")
         nous = nous_for(caller)
-        memory = await visible(nous, caller, decision_id)
         settled = await (
-            nous.accept_proposal(memory.id) if verdict == "accept" else nous.reject_proposal(memory.id)
+            nous.accept_proposal(decision_id) if verdict == "accept" else nous.reject_proposal(decision_id)
         )
         return dump(settled)
 
@@ -565,11 +555,9 @@ def register_organs(
         tags=["procedures"],
         responses=errors(*WRITE_ID),
     )
-    async def use_procedure(procedure_id: PathId, body: UseRequest, caller: who) -> dict[str, Any]:
+    async def use_procedure(procedure_id: OwnedId, body: UseRequest, caller: who) -> dict[str, Any]:
         """Count a use of a procedure and whether it worked (``Procedures.record_use``)."""
-        nous = nous_for(caller)
-        memory = await owned(nous, caller, procedure_id)
-        return dump(await nous.heart.procedures.record_use(memory.id, success=body.success))
+        return dump(await nous_for(caller).heart.procedures.record_use(procedure_id, success=body.success))
 
     @app.get("/v1/censors", response_model=CensorPage, tags=["censors"], responses=errors(*READ))
     async def list_censors(
@@ -589,11 +577,10 @@ def register_organs(
     @app.patch(
         "/v1/censors/{censor_id}", response_model=CensorOut, tags=["censors"], responses=errors(*WRITE_ID)
     )
-    async def edit_censor(censor_id: PathId, body: CensorEdit, caller: who) -> dict[str, Any]:
+    async def edit_censor(censor_id: OwnedId, body: CensorEdit, caller: who) -> dict[str, Any]:
         """Change a censor: ``Nous.edit_censor``."""
-        nous = nous_for(caller)
-        memory = await owned(nous, caller, censor_id)
-        return dump(await nous.edit_censor(memory.id, **body.model_dump(exclude_none=True, mode="json")))
+        changes = body.model_dump(exclude_none=True, mode="json")
+        return dump(await nous_for(caller).edit_censor(censor_id, **changes))
 
     @app.post(
         "/v1/censors/{censor_id}/false-positive",
@@ -601,11 +588,9 @@ def register_organs(
         tags=["censors"],
         responses=errors(*WRITE_ID),
     )
-    async def report_false_positive(censor_id: PathId, body: NoteRequest, caller: who) -> dict[str, Any]:
+    async def report_false_positive(censor_id: OwnedId, body: NoteRequest, caller: who) -> dict[str, Any]:
         """Report that a censor fired wrongly: ``Nous.report_false_positive``."""
-        nous = nous_for(caller)
-        memory = await owned(nous, caller, censor_id)
-        return dump(await nous.report_false_positive(memory.id, body.note))
+        return dump(await nous_for(caller).report_false_positive(censor_id, body.note))
 
     @app.post(
         "/v1/censors/{censor_id}/retire",
@@ -613,11 +598,9 @@ def register_organs(
         tags=["censors"],
         responses=errors(*WRITE_ID),
     )
-    async def retire_censor(censor_id: PathId, body: NoteRequest, caller: who) -> dict[str, Any]:
+    async def retire_censor(censor_id: OwnedId, body: NoteRequest, caller: who) -> dict[str, Any]:
         """Retire a censor (``note``: why): ``Nous.retire_censor``."""
-        nous = nous_for(caller)
-        memory = await owned(nous, caller, censor_id)
-        return dump(await nous.retire_censor(memory.id, body.note))
+        return dump(await nous_for(caller).retire_censor(censor_id, body.note))
 
     @app.post(
         "/v1/memories/{memory_id}/links",
@@ -625,12 +608,11 @@ def register_organs(
         tags=["memories"],
         responses=errors(*WRITE_ID),
     )
-    async def link_memories(memory_id: PathId, body: LinkRequest, caller: who) -> LinkCreated:
+    async def link_memories(memory_id: OwnedId, body: LinkRequest, caller: who) -> LinkCreated:
         """Link a memory to another: ``Nous.link``."""
         nous = nous_for(caller)
-        source = await owned(nous, caller, memory_id)
         return LinkCreated(
-            created=await nous.link(source.id, body.target_id, body.relation.value, weight=body.weight)
+            created=await nous.link(memory_id, body.target_id, body.relation.value, weight=body.weight)
         )
 
     @app.get(
@@ -639,12 +621,11 @@ def register_organs(
         tags=["memories"],
         responses=errors(*READ_ID),
     )
-    async def memory_links(memory_id: PathId, caller: who) -> list[Edge]:
+    async def memory_links(memory_id: VisibleId, caller: who) -> list[Edge]:
         """The links touching a memory (it is the source or the target), newest first, those to
         memories the key sees: ``Nous.edges``."""
         nous = nous_for(caller)
-        memory = await visible(nous, caller, memory_id)
-        return [edge for edge, _ in await linked(nous, caller, memory)]
+        return [edge for edge, _ in await linked(nous, caller, await nous.get(memory_id))]
 
     @app.post(
         "/v1/memories/{memory_id}/supersede",
@@ -652,11 +633,9 @@ def register_organs(
         tags=["memories"],
         responses=links(200, "GetMemory", "MemoryHistory") | errors(*WRITE_ID),
     )
-    async def supersede_memory(memory_id: PathId, body: SupersedeRequest, caller: who) -> dict[str, Any]:
+    async def supersede_memory(memory_id: OwnedId, body: SupersedeRequest, caller: who) -> dict[str, Any]:
         """Mark a memory as replaced by another (``by``): ``Nous.supersede``."""
-        nous = nous_for(caller)
-        old = await owned(nous, caller, memory_id)
-        return dump(await nous.supersede(old.id, by=body.by))
+        return dump(await nous_for(caller).supersede(memory_id, by=body.by))
 
     @app.get(
         "/v1/identity",
@@ -664,19 +643,19 @@ def register_organs(
         tags=["identity"],
         responses=errors(401, 403, 503),
     )
-    async def get_identity(caller: who) -> list[IdentitySection]:
+    async def get_identity(caller: Annotated[who, AgentKey("the agent's identity")]) -> list[IdentitySection]:
         """The agent's identity sections that were set: ``Nous.identity``. For the agent's key."""
-        caller.require_agent_key("the agent's identity")
         return await nous_for(caller).identity()
 
     @app.put(
         "/v1/identity/{section}", response_model=IdentitySection, tags=["identity"], responses=errors(*WRITE)
     )
     async def set_identity(
-        section: IdentitySectionName, body: IdentityRequest, caller: who
+        section: IdentitySectionName,
+        body: IdentityRequest,
+        caller: Annotated[who, AgentKey("the agent's identity")],
     ) -> IdentitySection:
         """Set one identity section (a new version): ``Nous.set_identity``."""
-        caller.require_agent_key("the agent's identity")
         return await nous_for(caller).set_identity(section.value, body.content)
 
     @app.get(
@@ -685,11 +664,11 @@ def register_organs(
         tags=["sessions"],
         responses=errors(*READ_ID),
     )
-    async def get_working_memory(session_id: SessionPath, caller: who) -> dict[str, Any]:
+    async def get_working_memory(session_id: OwnSessionPath, caller: who) -> dict[str, Any]:
         """A session's working memory (``WorkingMemory.get``)."""
-        nous, key = nous_for(caller), caller.session_key(session_id)
-        await nous.session(key)  # 404 for a session this caller does not have
-        return caller.outside((await nous.heart.working_memory.get(key)).model_dump(mode="json"), session_id)
+        nous = nous_for(caller)
+        await nous.session(session_id)  # 404 for a session this caller does not have
+        return caller.outside((await nous.heart.working_memory.get(session_id)).model_dump(mode="json"))
 
     @app.get(
         "/v1/export",
@@ -697,9 +676,8 @@ def register_organs(
         response_class=StreamingResponse,
         responses=EXPORT_BODY | errors(401, 403, 503),
     )
-    async def export_memories(caller: who) -> StreamingResponse:
+    async def export_memories(caller: Annotated[who, AgentKey("export")]) -> StreamingResponse:
         """This agent's memories and edges as JSONL: ``Nous.export_lines``."""
-        caller.require_agent_key("export")
         nous = nous_for(caller)
 
         async def lines() -> Any:
@@ -720,10 +698,9 @@ def register_organs(
         },
         responses=errors(*WRITE),
     )
-    async def import_memories(request: Request, caller: who) -> Imported:
+    async def import_memories(request: Request, caller: Annotated[who, AgentKey("import")]) -> Imported:
         """An export's JSONL lines (validated whole first; nothing is written if a line is bad):
         ``Nous.import_jsonl``."""
-        caller.require_agent_key("import")
         try:
             text = (await request.body()).decode("utf-8")
         except UnicodeDecodeError:

@@ -9,15 +9,21 @@ only the censors that bind its user (the agent's shared ones and its user's own)
 agent's or user's memory answers 404 exactly as a missing id does, so no answer tells one caller
 what another has.
 
-Request bodies declare their scope by field, with a marker in the field's ``Annotated`` metadata
-(``MemoryRef``, ``SessionRef``, ``UserRef``); ``apply_scope`` is the one function that applies
-them, and ``ScopedRoute`` runs it on every body before its handler sees it. A marker is not a
-pydantic constraint, so the OpenAPI document does not show it.
+Every operation declares its scope where it takes its values, with a marker in the
+``Annotated`` metadata of a body's field or of a route's or MCP tool's parameter (``MemoryRef``,
+``SessionRef``, ``UserRef``), and a view for the agent's key says so on its caller parameter
+(``AgentKey``). ``scoped_value`` is the one function that applies a marker: ``ScopedRoute`` runs
+it on every route's marked parameters and bodies before the handler, ``nous.server.mcp`` on every
+tool's marked parameters before the tool, and the inspector's forms and the OpenAI proxy call it
+for the ids and sessions they read. No other module calls ``visible``, ``owned`` or
+``Caller.session_key`` / ``acting_user`` (``tests/test_scope_table.py`` holds them to it). A marker
+is not a pydantic constraint, so neither the OpenAPI document nor a tool's schema shows it.
 """
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
@@ -75,10 +81,12 @@ class Caller(BaseModel):
         own = self.own_session_id(state.session_id)
         return None if own is None else state.model_copy(update={"session_id": own})
 
-    def outside(self, answer: dict[str, Any], session_id: str) -> dict[str, Any]:
-        """``answer`` with the caller's own session id in place of the stored one."""
-        if "session_id" in answer:
-            answer["session_id"] = session_id
+    def outside(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """``answer`` with the caller's own session id (as the caller sent it) in place of the
+        stored one it holds."""
+        own = self.own_session_id(answer.get("session_id"))
+        if own is not None:
+            answer["session_id"] = own
         return answer
 
     def require_agent_key(self, what: str) -> None:
@@ -152,6 +160,15 @@ class UserRef:
     user when none is given; 403 for another)."""
 
 
+@dataclass(frozen=True)
+class AgentKey:
+    """On a route's caller parameter (``Annotated[Who, AgentKey("stats")]``): the route is an
+    agent-wide view, for the agent's key (403 for a user-bound key, before anything else of the
+    request is looked at, so a user-bound key learns nothing of an id it sends)."""
+
+    what: str
+
+
 ScopeMarker = MemoryRef | SessionRef | UserRef
 Body = TypeVar("Body", bound=BaseModel)
 
@@ -170,6 +187,35 @@ def _marker(metadata: Any) -> ScopeMarker | None:
     return next((m for m in metadata if isinstance(m, MemoryRef | SessionRef | UserRef)), None)
 
 
+def marked_parameters(fn: Callable[..., Any]) -> dict[str, ScopeMarker]:
+    """The parameters of ``fn`` (a route's or an MCP tool's) that declare a scope, by name."""
+    return {
+        p.name: m
+        for p in inspect.signature(fn).parameters.values()
+        if (m := parameter_scope(p.annotation)) is not None
+    }
+
+
+async def apply_parameters(
+    nous: Nous, caller: Caller, marked: dict[str, ScopeMarker], values: dict[str, Any]
+) -> dict[str, Any]:
+    """``values`` (a call's arguments by name) with each parameter of ``marked`` checked and
+    rewritten for ``caller`` by ``scoped_value``, in ``marked``'s order."""
+    scoped = dict(values)
+    for name, marker in marked.items():
+        scoped[name] = await scoped_value(nous, caller, marker, values[name])
+    return scoped
+
+
+def agent_key(fn: Callable[..., Any]) -> AgentKey | None:
+    """The ``AgentKey`` a route declares on one of its parameters, if any."""
+    for parameter in inspect.signature(fn).parameters.values():
+        found = [m for m in getattr(parameter.annotation, "__metadata__", ()) if isinstance(m, AgentKey)]
+        if found:
+            return found[0]
+    return None
+
+
 async def scoped_value(nous: Nous, caller: Caller, marker: ScopeMarker, value: Any) -> Any:
     """``value`` of a field marked ``marker``, checked and as the engine names it."""
     if isinstance(marker, UserRef):
@@ -178,16 +224,21 @@ async def scoped_value(nous: Nous, caller: Caller, marker: ScopeMarker, value: A
         return None
     if isinstance(marker, SessionRef):
         return caller.session_key(value)
-    check = visible if marker.need == "visible" else owned
     ids = value if isinstance(value, list) else [value]
     kept = []
     for memory_id in ids:
         try:
-            kept.append((await check(nous, caller, memory_id)).id)
+            kept.append((await scoped_memory(nous, caller, marker, memory_id)).id)
         except (NotFoundError, PermissionDeniedError):
             if marker.unknown == "refuse":
                 raise
     return kept if isinstance(value, list) else kept[0] if kept else None
+
+
+async def scoped_memory(nous: Nous, caller: Caller, marker: MemoryRef, memory_id: str) -> Memory:
+    """The memory ``memory_id`` names, as ``marker`` requires the caller to reach it: for a page
+    that shows the memory itself (``scoped_value`` gives its id)."""
+    return await (visible if marker.need == "visible" else owned)(nous, caller, memory_id)
 
 
 async def apply_scope(nous: Nous, caller: Caller, body: Body) -> Body:
@@ -223,40 +274,50 @@ def scoped_models(annotation: Any) -> bool:
 Endpoint = Callable[..., Awaitable[Any]]
 
 
-def scoped_endpoint(endpoint: Endpoint, nous_for: Callable[[Caller], Nous]) -> Endpoint:
-    """``endpoint`` with its request bodies passed through ``apply_scope`` first, and its marked
-    parameters (a query's ``user_id``) through ``scoped_value`` (the caller is the argument that
-    is a ``Caller``); unchanged if nothing of it declares a scope."""
+def scoped_endpoint(
+    endpoint: Endpoint, nous_for: Callable[[Caller], Nous], path_parameters: Collection[str] = ()
+) -> Endpoint:
+    """``endpoint`` with its scope applied before it runs: the agent's key required first if it
+    declares ``AgentKey``, then its marked query parameters (a ``user_id``) through
+    ``scoped_value``, its request bodies through ``apply_scope``, and its marked path parameters
+    (``path_parameters``: a memory's or a session's id) last (the caller is the argument that is
+    a ``Caller``); unchanged if nothing of it declares a scope."""
     parameters = inspect.signature(endpoint).parameters.values()
     bodies = [p.name for p in parameters if scoped_models(p.annotation)]
-    marked = {p.name: m for p in parameters if (m := parameter_scope(p.annotation)) is not None}
-    if not bodies and not marked:
+    marked = marked_parameters(endpoint)
+    needs_agent = agent_key(endpoint)
+    if not bodies and not marked and needs_agent is None:
         return endpoint
     if not inspect.iscoroutinefunction(endpoint) or not any(
         Caller in (p.annotation, *get_args(p.annotation)) for p in parameters
     ):
         raise TypeError(f"{endpoint.__name__}: a route with a scope is async and takes a Caller")
+    before = {name: m for name, m in marked.items() if name not in path_parameters}
+    after = {name: m for name, m in marked.items() if name in path_parameters}
 
     @functools.wraps(endpoint)
     async def run(**kwargs: Any) -> Any:
         caller = next(v for v in kwargs.values() if isinstance(v, Caller))
+        if needs_agent is not None:
+            caller.require_agent_key(needs_agent.what)
         nous = nous_for(caller)
-        for name, marker in marked.items():
-            kwargs[name] = await scoped_value(nous, caller, marker, kwargs[name])
+        kwargs = await apply_parameters(nous, caller, before, kwargs)
         for name in bodies:
             if isinstance(kwargs[name], BaseModel):
                 kwargs[name] = await apply_scope(nous, caller, kwargs[name])
+        kwargs = await apply_parameters(nous, caller, after, kwargs)
         return await endpoint(**kwargs)
 
     return run
 
 
 def scoped_route(nous_for: Callable[[Caller], Nous]) -> type[APIRoute]:
-    """The route class of the API: every route's request bodies go through ``apply_scope``
-    (``nous_for`` gives the caller's agent's ``Nous``)."""
+    """The route class of the API: every route's scope (``scoped_endpoint``) is applied before
+    its handler runs (``nous_for`` gives the caller's agent's ``Nous``)."""
 
     class ScopedRoute(APIRoute):
         def __init__(self, path: str, endpoint: Endpoint, **kwargs: Any) -> None:
-            super().__init__(path, scoped_endpoint(endpoint, nous_for), **kwargs)
+            in_path = set(re.findall(r"{(\w+)", path))
+            super().__init__(path, scoped_endpoint(endpoint, nous_for, in_path), **kwargs)
 
     return ScopedRoute

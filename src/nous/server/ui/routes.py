@@ -2,8 +2,9 @@
 memory and to preview the context a message would get.
 
 Every page calls the same ``Nous`` methods as the REST routes, through the same per-agent view
-(``nous_for``) and the same key scope (``Caller``, ``visible``, ``owned``), so a key sees and
-changes exactly what it does over REST. A request signs in with ``Authorization: Bearer KEY`` or
+(``nous_for``) and the same key scope: each id, session and user a page or form reads goes
+through ``nous.server.scope``'s ``scoped_value`` / ``scoped_memory`` with the marker its REST
+twin declares, so a key sees and changes exactly what it does over REST. A request signs in with ``Authorization: Bearer KEY`` or
 with the cookie ``POST /ui/login`` sets (the key and a nonce of the sign-in, HttpOnly and
 SameSite=Strict). Each form that changes memory carries a CSRF token: an HMAC keyed by the
 credential (the bearer key, or the cookie), so a token is valid only with the credential it was
@@ -36,7 +37,7 @@ from nous.models.events import EventStatus
 from nous.server.keys import key_from_header, verify_key
 from nous.server.request_ids import client_message
 from nous.server.routes import UpdateMemory
-from nous.server.scope import Caller, linked, owned, visible
+from nous.server.scope import Caller, MemoryRef, SessionRef, UserRef, linked, scoped_memory, scoped_value
 
 HERE = Path(__file__).parent
 COOKIE = "nous_ui"
@@ -45,6 +46,7 @@ CSRF_PURPOSE = b"nous inspector form"
 EPISODE_FACTS = 5  # facts shown under each episode of the sessions page
 MAX_FORM_BYTES = 200_000
 P = ParamSpec("P")
+SEEN, OWNED = MemoryRef("visible"), MemoryRef("owned")  # the scope of a page's memory ids
 E = TypeVar("E", bound=StrEnum)
 # The list's "state" filter: current memories (the default, as recall), only those a newer one
 # replaced, or both.
@@ -209,7 +211,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         user-bound key and the agent's shared memory)."""
         me, fields = await checked(request)
         nous = nous_for(me.caller)
-        return me, fields, nous, await owned(nous, me.caller, memory_id)
+        return me, fields, nous, await scoped_memory(nous, me.caller, OWNED, memory_id)
 
     def page(name: str, me: SignedIn, **values: Any) -> HTMLResponse:
         return render(name, me=me, auth=auth, **values)
@@ -289,7 +291,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         memories. Search ranks by meaning within the kind; the list's other filters narrow it."""
         me = await need(request)
         nous = nous_for(me.caller)
-        acting = me.caller.acting_user(user or None)
+        acting = await scoped_value(nous, me.caller, UserRef(), user or None)
         chosen = _choice(MemoryKind, kind, "kind")
         stage = _choice(LifecycleState, lifecycle, "lifecycle")
         if state not in STATES:
@@ -346,7 +348,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         """A memory, its fields and provenance, its history, and the forms that change it."""
         me = await need(request)
         nous = nous_for(me.caller)
-        found = await visible(nous, me.caller, memory_id)
+        found = await scoped_memory(nous, me.caller, SEEN, memory_id)
         history = [(entry, _changes(entry)) for entry in await nous.history(found.id)]
         fields = found.model_dump(mode="json", exclude={"content", "provenance", "embedding"})
         changeable = me.caller.user_id is None or found.user_id is not None
@@ -357,7 +359,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         turns = []
         for turn_id in found.provenance.turn_ids[:50]:
             try:
-                turns.append(await visible(nous, me.caller, turn_id))
+                turns.append(await scoped_memory(nous, me.caller, SEEN, turn_id))
             except NousError:  # a turn forgotten for good, or another user's
                 continue
         session = found.session_id or found.provenance.session_id
@@ -380,7 +382,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
     async def link(request: Request, memory_id: str) -> Response:
         """Link this memory to another (``target``, by id or 6+ character prefix): ``Nous.link``."""
         me, fields, nous, found = await changing(request, memory_id)
-        target = await visible(nous, me.caller, fields.get("target", ""))
+        target = await scoped_memory(nous, me.caller, SEEN, fields.get("target", ""))
         relation = _choice(EdgeRelation, fields.get("relation", ""), "relation") or EdgeRelation.RELATES_TO
         await nous.link(found.id, target.id, relation.value)
         return RedirectResponse(f"/ui/memories/{found.id}#links", status_code=303)
@@ -390,7 +392,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
     async def supersede(request: Request, memory_id: str) -> Response:
         """Mark this memory as replaced by another (``by``): ``Nous.supersede``."""
         me, fields, nous, found = await changing(request, memory_id)
-        newer = await visible(nous, me.caller, fields.get("by", ""))
+        newer = await scoped_memory(nous, me.caller, SEEN, fields.get("by", ""))
         await nous.supersede(found.id, by=newer.id)
         return RedirectResponse(f"/ui/memories/{found.id}", status_code=303)
 
@@ -446,11 +448,12 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         me = await need(request)
         built = None
         if text and text.strip():
-            built = await nous_for(me.caller).preview_turn(
+            nous = nous_for(me.caller)
+            built = await nous.preview_turn(
                 text,
-                user_id=me.caller.acting_user(user or None),
+                user_id=await scoped_value(nous, me.caller, UserRef(), user or None),
                 frame=frame or None,
-                session_id=me.caller.session_keys(session or None),
+                session_id=await scoped_value(nous, me.caller, SessionRef(), session or None),
             )
         asked = {"text": text or "", "user": user or "", "frame": frame or "", "session": session or ""}
         return page("context.html", me, context=built, asked=asked, frames=_frames())
@@ -477,7 +480,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
             raise Denied(404, f"no action {verdict!r}")
         me.caller.require_agent_key("settling an outcome proposal")
         nous = nous_for(me.caller)
-        found = await visible(nous, me.caller, decision_id)
+        found = await scoped_memory(nous, me.caller, SEEN, decision_id)
         if verdict == "accept":
             await nous.accept_proposal(found.id)
         else:
@@ -513,7 +516,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         (its episode, and the facts, decisions and procedures stored in it)."""
         me = await need(request)
         nous = nous_for(me.caller)
-        key = me.caller.session_key(session_id)
+        key = await scoped_value(nous, me.caller, SessionRef(), session_id)
         stored = await nous.memories(None, limit=500, session_id=key, user_id=me.caller.user_id)
         try:
             # the key names the caller's own session (a user-bound key's is under its user)
@@ -530,7 +533,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         episode = None
         if state is not None and state.episode_id:
             try:
-                episode = await visible(nous, me.caller, state.episode_id)
+                episode = await scoped_memory(nous, me.caller, SEEN, state.episode_id)
             except NousError:
                 episode = None
         if episode is None:  # an ingested session's episode is stored with its session id
@@ -554,7 +557,8 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         activations against the escalation threshold, false positives, and forms to edit, report
         a false positive, or retire."""
         me = await need(request)
-        found = await nous_for(me.caller).censors(limit=200, user_id=me.caller.acting_user(None))
+        nous = nous_for(me.caller)
+        found = await nous.censors(limit=200, user_id=await scoped_value(nous, me.caller, UserRef(), None))
         return page(
             "censors.html",
             me,
@@ -572,7 +576,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         if action not in ("edit", "false-positive", "retire"):
             raise Denied(404, f"no action {action!r}")
         nous = nous_for(me.caller)
-        found = await owned(nous, me.caller, censor_id)
+        found = await scoped_memory(nous, me.caller, OWNED, censor_id)
         note = fields.get("note", "").strip() or None
         if action == "edit":
             threshold = fields.get("escalation_threshold", "").strip()
