@@ -193,7 +193,8 @@ async def test_an_actions_user_is_the_given_one_or_its_sessions(nous: Nous) -> N
     by_session = await nous.check_action(BOB_ACTION, session_id="s-bob")
     assert by_session.decision is ActionDecision.WARN
     assert [m.censor.id for m in by_session.matches] == [bobs.memory.id]
-    for kwargs in ({"session_id": "s-alice"}, {"user_id": "alice"}, {}):
+    alices: tuple[dict[str, Any], ...] = ({"session_id": "s-alice"}, {"user_id": "alice"}, {})
+    for kwargs in alices:
         assert (await nous.check_action(BOB_ACTION, **kwargs)).decision is ActionDecision.ALLOW, kwargs
     assert [m.censor.id for m in await nous.check_censors(BOB_ACTION, user_id="bob", record=False)] == [
         bobs.memory.id

@@ -74,7 +74,7 @@ def _facts(server: LiveServer, key: str, content: str) -> list[dict[str, Any]]:
     return [m for m in page["items"] if m["content"] == content]
 
 
-FACT = {"type": "fact", "content": "The nightly backup runs at 02:00 UTC", "dedup": False}
+FACT: dict[str, Any] = {"type": "fact", "content": "The nightly backup runs at 02:00 UTC", "dedup": False}
 
 
 def test_a_retry_with_the_same_key_and_body_gets_the_first_answer_and_stores_once(

@@ -166,11 +166,17 @@ def test_every_field_that_names_an_id_a_session_or_a_user_declares_its_scope() -
             if named and not marked and (method, path, param.alias) not in BY_HAND_PARAMETERS:
                 unmarked.append(f"{method} {path}: parameter {param.alias}")
     for name, tool in _tools().items():
-        for param in inspect.signature(tool).parameters.values():
-            described = " ".join(getattr(m, "description", None) or "" for m in _metadata(param.annotation))
-            named = NAMES_AN_ID.search(param.name) or SAYS_IDS.search(described)
-            if named and parameter_scope(param.annotation) is None and (name, param.name) not in NOT_IDS:
-                unmarked.append(f"MCP tool {name}: {param.name}")
+        for argument in inspect.signature(tool).parameters.values():
+            described = " ".join(
+                getattr(m, "description", None) or "" for m in _metadata(argument.annotation)
+            )
+            named = NAMES_AN_ID.search(argument.name) or SAYS_IDS.search(described)
+            if (
+                named
+                and parameter_scope(argument.annotation) is None
+                and (name, argument.name) not in NOT_IDS
+            ):
+                unmarked.append(f"MCP tool {name}: {argument.name}")
     assert not unmarked, "fields without a scope marker (nous.server.scope): " + ", ".join(unmarked)
 
 
@@ -255,7 +261,7 @@ class Base:
     before: Callable[[httpx.Client], None] | None = None
     params: dict[str, str] = dataclasses.field(default_factory=dict)
 
-    def url(self, **probed: str) -> str:
+    def url(self, **probed: Any) -> str:
         return self.path.format(**{**self.params, **probed})
 
 
@@ -465,13 +471,13 @@ def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
     finally:
         for client in clients.values():
             client.close()
-    fields = {(m, r, f) for _, m, r, f in tried}
+    probed = {(m, r, f) for _, m, r, f in tried}
     sides = {s for s, *_ in tried}
     print(
-        f"scope table: {len(operations)} operations x {len(fields)} fields x {len(sides)} sides: {len(tried)} probes"
+        f"scope table: {len(operations)} operations x {len(probed)} fields x {len(sides)} sides: {len(tried)} probes"
     )
     marked = {(m, r, f) for (m, r), fs in operations.items() for f in fs}
-    assert fields == marked, marked - fields  # every marked field tried on some side
+    assert probed == marked, marked - probed  # every marked field tried on some side
 
 
 # The agent-wide views (``AgentKey``): a request a user-bound key sends to each (by the ids planted).
