@@ -882,10 +882,13 @@ class Nous:
         refreshed = await repo.refresh_presentation()
         reviewed = await repo.flush_reviews()
         moved = await repo.decay(now=now)
-        kept = timedelta(hours=self.settings.idempotency_retention_hours)
-        pruned = await self.store.prune_idempotency_keys(
-            self.agent_id, (as_utc(now) if now is not None else utcnow()) - kept
+        at, kept = (
+            as_utc(now) if now is not None else utcnow(),
+            timedelta(hours=self.settings.idempotency_retention_hours),
         )
+        # a key kept since before year 1 cannot be: at such a ``now`` nothing has expired yet
+        cutoff = at - kept if at - datetime.min.replace(tzinfo=at.tzinfo) > kept else None
+        pruned = 0 if cutoff is None else await self.store.prune_idempotency_keys(self.agent_id, cutoff)
         return MaintenanceReport(
             embedded=embedded,
             refreshed=refreshed,
