@@ -60,8 +60,6 @@ NOT_MODELS = {
 }
 # Query and path parameters still resolved in their handler, and why.
 BY_HAND_PARAMETERS = {
-    ("POST", "/v1/ingest", "user_id"): "with the conversation's session keys: tests/test_isolation.py, "
-    "tests/test_ingest_users.py",
     ("GET", "/v1/jobs/{job_id}", "job_id"): "a job, not a memory: its user is checked in get_job "
     "(tests/test_isolation.py)",
     ("DELETE", "/v1/users/{user_id}", "user_id"): "the route is for the agent's key (AgentKey), which "
@@ -72,10 +70,7 @@ NOT_IDS = {("context", "user_text"): "the user's message, verbatim"}
 # The functions that apply a scope, which only nous/server/scope.py may call.
 SCOPE_FUNCTIONS = {"visible", "owned", "session_key", "session_keys", "acting_user"}
 # (module under nous/server, function) -> why that module still calls it itself.
-SCOPED_BY_HAND = {
-    ("aggregates.py", "acting_user"): "POST /v1/ingest: the conversation's session keys are built "
-    "with the acting user inside the ingest route (tests/test_isolation.py, tests/test_ingest_users.py)",
-}
+SCOPED_BY_HAND: dict[tuple[str, str], str] = {}
 # Words only bob's memories hold (the agent's shared ones are alice's to read).
 MARK = re.compile(r"zorblax|quillon", re.IGNORECASE)
 
@@ -335,6 +330,13 @@ BASES: dict[tuple[str, str], Callable[[str], Base]] = {  # route -> (the intrude
     ("POST", "/v1/decisions"): lambda own: Base("/v1/decisions", {"content": "Keep the Porto ledger"}),
     ("POST", "/v1/episodes"): lambda own: Base("/v1/episodes", {"title": "Porto planning"}),
     ("POST", "/v1/preview"): lambda own: Base("/v1/preview", {"text": "When is the launch?"}),
+    ("POST", "/v1/ingest"): lambda own: Base(
+        "/v1/ingest?wait=true",
+        {
+            "id": "porto",
+            "sessions": [{"id": "s1", "messages": [{"role": "user", "content": "Porto is lovely"}]}],
+        },
+    ),
 }
 
 
@@ -414,8 +416,8 @@ def _send(
     sent = [value] if scoped.many else value
     if scoped.where == "path":
         return client.request(method, base.url(**{field: sent}), json=base.body)
-    if scoped.where == "query":
-        return client.request(method, base.url(), params={field: sent})
+    if scoped.where == "query":  # with the base body, if the route takes one
+        return client.request(method, base.url(), params={field: sent}, json=base.body or None)
     return client.request(method, base.url(), json={**(base.body or {}), field: sent})
 
 

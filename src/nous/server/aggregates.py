@@ -46,7 +46,7 @@ from nous.server.schemas import (
     SessionPage,
     dump,
 )
-from nous.server.scope import Caller, MemoryRef
+from nous.server.scope import Caller, MemoryRef, UserRef
 from nous.storage.base import EmitEvent
 
 
@@ -324,7 +324,7 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
             description="Store it within this request and answer 200 with the report (small "
             "conversations only: a long one can outlast a client's timeout).",
         ),
-        user_id: str | None = Query(
+        user_id: Annotated[str | None, UserRef()] = Query(
             default=None, max_length=200, pattern=CLEAN, description="The user it is with (an agent's key)."
         ),
     ) -> Any:
@@ -333,16 +333,15 @@ def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
         as a durable job that the server's event worker runs (a restart resumes it): 202 with
         ``Location: /v1/jobs/{id}``. ``wait=true`` stores it within the request instead (200)."""
         nous = nous_for(caller)
-        acting = caller.acting_user(user_id)
         conversation = parse_conversation(json.dumps(body))
         if wait:
-            report = await nous.ingest(conversation, user_id=acting)
+            report = await nous.ingest(conversation, user_id=user_id)
             return JSONResponse(report.model_dump(mode="json"))
         event = Event(
             agent_id=nous.agent_id,
             kind=EventKind.INGEST_REQUESTED,
             subject_id=conversation.id,
-            payload=job_payload(conversation, acting),
+            payload=job_payload(conversation, user_id),
         )
         await nous.store.apply([EmitEvent(event)])
         response.headers["Location"] = f"/v1/jobs/{event.id}"
