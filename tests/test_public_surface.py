@@ -51,3 +51,13 @@ def test_no_public_method_is_named_after_a_builtin() -> None:
         n for cls in (Nous, SyncNous) for n, _ in _public_methods(cls) if hasattr(builtins, n)
     } - LIFECYCLE
     assert not shadowing
+
+
+def test_every_recall_body_field_is_a_parameter_of_nous_recall() -> None:
+    """POST /v1/recall passes its body to ``Nous.recall`` field by field (``arguments``): a field
+    added to the body must be a parameter of the method, under its own name or the one renamed."""
+    from nous.server.app import RecallRequest
+
+    body = RecallRequest(query="q")
+    parameters = set(inspect.signature(Nous.recall).parameters) - {"self"}
+    assert set(body.arguments(types="kinds")) <= parameters, set(body.arguments(types="kinds")) - parameters

@@ -528,25 +528,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     async def recall(body: RecallRequest, who: Who) -> RecallResponse:
         """Memories relevant to a query, best first: ``Nous.recall``."""
         with sent_as(kinds="types"):
-            hits = await nous_for(who).recall(
-                body.query,
-                limit=body.limit,
-                kinds=body.types,
-                user_id=body.user_id,
-                session_id=body.session_id,
-                since=body.since,
-                until=body.until,
-                include_inactive=body.include_inactive,
-                include_superseded=body.include_superseded,
-                frame=None if body.frame is None else body.frame.value,
-                active_censors=body.active_censors,
-                now=body.now,
-                as_of=body.as_of,
-                reinforce=body.reinforce,
-                preset=None if body.preset is None else body.preset.value,
-                min_score=body.min_score,
-                in_session=body.in_session,
-            )
+            hits = await nous_for(who).recall(**body.arguments(types="kinds"))
         return RecallResponse(
             results=[
                 RecallResult(
