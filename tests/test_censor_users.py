@@ -16,8 +16,10 @@ from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 from nous import ActionDecision, Censor, CensorAction, InvalidInputError, Nous, Settings
+from tests.cli_support import data, ok
 from tests.test_isolation import _client, _keys
 from tests.test_server import LiveServer, live
 
@@ -215,3 +217,16 @@ async def test_an_actions_user_is_the_given_one_or_its_sessions(nous: Nous) -> N
     counted = await nous.get(bobs.memory.id)
     assert isinstance(counted, Censor) and counted.activation_count == 1
     assert counted.action is CensorAction.WARN
+
+
+def test_the_cli_makes_a_censor_for_one_user_and_checks_actions_as_a_user(cli: CliRunner) -> None:
+    bobs = data(cli, "censors", "add", r"drop\s+table", "--user", "bob", "--reason", "bob's guard")
+    everyone = data(cli, "censors", "add", "wipe the disk", "--action", "block", "--reason", "never")
+    assert bobs["user_id"] == "bob" and everyone["user_id"] is None
+    assert data(cli, "check-action", "drop table users", "--user", "alice")["decision"] == "allow"
+    fired = data(cli, "check-action", "drop table users", "--user", "bob")
+    assert fired["decision"] == "warn" and [m["censor_id"] for m in fired["matches"]] == [bobs["id"]]
+    assert data(cli, "check-action", "please wipe the disk", "--user", "alice")["decision"] == "block"
+    listed = {c["id"]: c for c in data(cli, "censors")}
+    assert listed[bobs["id"]]["activation_count"] == 1  # alice's check counted nothing of bob's
+    assert "bob" in ok(cli, "censors").stdout and "everyone" in ok(cli, "censors").stdout

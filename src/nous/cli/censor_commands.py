@@ -39,6 +39,7 @@ def _row(c: Censor) -> dict[str, Any]:
         "activation_count": c.activation_count,
         "false_positive_count": c.false_positive_count,
         "escalation_threshold": c.escalation_threshold,
+        "user_id": c.user_id,
         "active": c.active,
     }
 
@@ -81,7 +82,7 @@ def censors(
         return
     table(
         "censors",
-        ["id", "pattern", "action", "fired", "false alarms", "reason"],
+        ["id", "pattern", "action", "fired", "false alarms", "for", "reason"],
         [
             (
                 c.id[:8],
@@ -89,6 +90,7 @@ def censors(
                 c.action.value,
                 f"{c.activation_count}/{c.escalation_threshold}",
                 c.false_positive_count,
+                escape(c.user_id) if c.user_id else "everyone",
                 escape(short(c.reason, 60)),
             )
             for c in found
@@ -115,13 +117,17 @@ def add(
     dedup: Annotated[
         bool, typer.Option("--dedup/--no-dedup", help="Skip it if an equivalent censor exists.")
     ] = True,
+    user: Annotated[
+        str | None,
+        typer.Option("--user", help="Bind only this user's actions (default: every user's)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Add a censor and print its id.
 
-    Patterns are checked: an invalid regex, one that matches empty text, or nested quantifiers
-    such as (a+)+ (which can take exponential time) are refused. Put -- before a pattern that
-    starts with a dash.
+    Patterns are checked: an invalid regex, one that matches empty text, nested quantifiers
+    such as (a+)+ or repeated alternatives that match the same text such as (a|aa)+ (which can
+    take exponential time) are refused. Put -- before a pattern that starts with a dash.
 
     Example: nous censors add "rm\\s+-rf\\s+/" --action absolute --reason "destroys the host" --json
     """
@@ -134,6 +140,7 @@ def add(
             domain=domain,
             escalation_threshold=threshold,
             dedup=dedup,
+            user_id=user,
             actor="cli",
         )
 
@@ -228,6 +235,10 @@ def check_action(
     ctx: typer.Context,
     text: Annotated[str, typer.Argument(help="The action about to be taken, or - to read stdin.")],
     session: Annotated[str | None, typer.Option("--session", help="Session id, noted in history.")] = None,
+    user: Annotated[
+        str | None,
+        typer.Option("--user", help="The user acting (default: the session's): their censors apply too."),
+    ] = None,
     override: Annotated[
         bool, typer.Option("--override", help="Turn a block into a warning (never an absolute one).")
     ] = False,
@@ -247,7 +258,7 @@ def check_action(
 
     async def act(nous: Nous) -> ActionCheck:
         return await nous.check_action(
-            action_text, session_id=session, override=override, record=record, actor="cli"
+            action_text, session_id=session, user_id=user, override=override, record=record, actor="cli"
         )
 
     verdict = with_nous(ctx, act)
