@@ -7,16 +7,13 @@ the cap plus one chunk is ever buffered. The key is checked before the body is r
 ``create_app``), so a client without one is refused having sent nothing the server kept.
 """
 
-import json
 from typing import Any
 
-from nous.server import request_ids
+from nous.server.problems import problem
 
 # Large enough for any body the schema allows (a 100,000-character text of escaped characters),
 # small enough that no client can make the server buffer much.
 MAX_BODY_BYTES = 4_000_000
-
-PROBLEM = "application/problem+json"
 
 # The methods a metric is labelled with; any other method name a client sends is counted as
 # "other", so made-up methods cannot create new series without bound.
@@ -26,19 +23,6 @@ KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPT
 def method_label(method: str) -> str:
     """The metric label of an HTTP method: itself if standard, else ``other``."""
     return method if method in KNOWN_METHODS else "other"
-
-
-def too_large_body(limit: int) -> dict[str, Any]:
-    """The problem details of a body over the cap."""
-    body = {
-        "type": "about:blank",
-        "title": "Content Too Large",
-        "status": 413,
-        "detail": f"the limit is {limit} bytes",
-        "code": "too_large",
-    }
-    rid = request_ids.current()
-    return body if rid is None else {**body, "request_id": rid}
 
 
 class BodyCap:
@@ -57,7 +41,7 @@ class BodyCap:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            await self._refuse(send)
+            await self._refuse(scope, receive, send)
             return
         received = 0
         refused = started = False
@@ -72,7 +56,7 @@ class BodyCap:
                 if received > self.limit:
                     refused = True
                     if not started:
-                        await self._refuse(send)
+                        await self._refuse(scope, receive, send)
                     return {"type": "http.disconnect"}
             return message
 
@@ -90,12 +74,8 @@ class BodyCap:
             if not refused:  # an error of the app's own, not of the body cut short
                 raise
 
-    async def _refuse(self, send: Any) -> None:
-        payload = json.dumps(too_large_body(self.limit)).encode()
-        headers = [
-            (b"content-type", PROBLEM.encode()),
-            (b"content-length", str(len(payload)).encode()),
-            (b"connection", b"close"),
-        ]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
+    async def _refuse(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        refusal = problem(
+            413, f"the limit is {self.limit} bytes", headers={"connection": "close"}, code="too_large"
+        )
+        await refusal(scope, receive, send)
