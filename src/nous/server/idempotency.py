@@ -32,13 +32,14 @@ from typing import Any
 from uuid import uuid4
 
 from fastapi.routing import APIRoute
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nous._time import utcnow
 from nous.api import Nous
-from nous.server.keys import key_from_header
+from nous.server.keys import request_key
 from nous.server.problems import problem
 from nous.storage.base import (
     AnswerIdempotencyKey,
@@ -127,7 +128,7 @@ class Idempotency:
         root = self.root()
         if not self.auth:
             return root.agent_id, ""
-        found = await key_from_header(root.store, _header(scope, b"authorization"))
+        found = await request_key(root.store, Request(scope))  # the lookup the key check made
         if found is None or found.admin or found.agent_id is None:
             return None
         return found.agent_id, found.user_id or ""
