@@ -56,7 +56,7 @@ def test_no_public_method_is_named_after_a_builtin() -> None:
 def test_every_recall_body_field_is_a_parameter_of_nous_recall() -> None:
     """POST /v1/recall passes its body to ``Nous.recall`` field by field (``arguments``): a field
     added to the body must be a parameter of the method, under its own name or the one renamed."""
-    from nous.server.app import RecallRequest
+    from nous.server.essentials import RecallRequest
 
     body = RecallRequest(query="q")
     parameters = set(inspect.signature(Nous.recall).parameters) - {"self"}

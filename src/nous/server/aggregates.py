@@ -3,21 +3,19 @@ conversation ingest as durable jobs. Every route works on the caller's agent onl
 user's decisions, episodes and sessions (and reads the agent's shared ones)."""
 
 import json
-from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, Query, Response
+from fastapi import Query, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from nous.api import Nous
-from nous.cognitive import Context
 from nous.errors import NotFoundError
 from nous.events.ingest_job import PROGRESS, job_payload
 from nous.ingest.formats import parse_conversation
 from nous.ingest.ingest import IngestReport
-from nous.models import DecisionCategory, EpisodeOutcome, MemoryKind, SessionState, Stakes
+from nous.models import DecisionCategory, EpisodeOutcome, MemoryKind, Stakes
 from nous.models.events import Event, EventKind, EventStatus
 from nous.server.bodies import (
     CLEAN,
@@ -35,22 +33,18 @@ from nous.server.bodies import (
     StrictBody,
     VisibleId,
 )
-from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
+from nous.server.callers import Agent, Who
+from nous.server.problems import sent_as
 from nous.server.routes import WINDOW, _cursor, _offset, _page
 from nous.server.schemas import (
-    DecisionOut,
-    DecisionPage,
-    EpisodeOut,
-    EpisodePage,
     FrameName,
-    SessionPage,
     dump,
 )
 from nous.server.scope import Caller, MemoryRef, UserRef
 from nous.storage.base import EmitEvent
 
 
-def _location(kind: str) -> dict[int | str, dict[str, Any]]:
+def location(kind: str) -> dict[int | str, dict[str, Any]]:
     return {
         201: {
             "description": f"The new {kind}",
@@ -146,224 +140,6 @@ class PreviewRequest(StrictBody):
     as_of: IsoDatetime | None = Field(default=None, description="Show the store as it stood then.")
 
 
-def register(app: FastAPI, who: Any, nous_for: Callable[[Any], Nous]) -> None:
-    """Add the decision, episode, session and ingest routes to ``app``."""
-
-    async def listed(caller: Caller, kind: MemoryKind, limit: int, cursor: str | None) -> dict[str, Any]:
-        offset = _offset(cursor)
-        found = await nous_for(caller).memories(kind, limit=limit + 1, offset=offset, user_id=caller.user_id)
-        more = len(found) > limit
-        return {
-            "items": [dump(m) for m in found[:limit]],
-            "next_cursor": _cursor(offset + limit) if more else None,
-        }
-
-    @app.post(
-        "/v1/decisions",
-        status_code=201,
-        response_model=DecisionOut,
-        tags=["decisions"],
-        responses=_location("decision") | errors(*WRITE_ID),
-    )
-    async def create_decision(body: CreateDecision, caller: who, response: Response) -> dict[str, Any]:
-        """Record a decision with every field: ``Nous.record_decision``."""
-        with sent_as(description="content"):
-            decision = await nous_for(caller).record_decision(
-                body.content,
-                context=body.context,
-                confidence=body.confidence,
-                category=None if body.category is None else body.category.value,
-                stakes=body.stakes.value,
-                reasons=[r.model_dump(mode="json") for r in body.reasons],
-                pattern=body.pattern,
-                tags=body.tags,
-                thoughts=body.thoughts,
-                session_id=body.session_id,
-                episode_id=body.episode_id,
-                user_id=body.user_id,
-                frame=None if body.frame is None else body.frame.value,
-                occurred_at=body.occurred_at,
-            )
-        response.headers["Location"] = f"/v1/decisions/{decision.id}"
-        return dump(decision)
-
-    @app.get("/v1/decisions", response_model=DecisionPage, tags=["decisions"], responses=errors(*READ))
-    async def list_decisions(
-        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
-    ) -> dict[str, Any]:
-        """Decisions, most recent first: ``Nous.memories("decision")``."""
-        return await listed(caller, MemoryKind.DECISION, limit, cursor)
-
-    @app.get(
-        "/v1/decisions/{decision_id}",
-        response_model=DecisionOut,
-        tags=["decisions"],
-        responses=errors(*READ_ID),
-    )
-    async def get_decision(decision_id: VisibleId, caller: who) -> dict[str, Any]:
-        """One decision: ``Nous.get`` (404 if the id is not a decision)."""
-        memory = await nous_for(caller).get(decision_id)
-        if memory.kind != MemoryKind.DECISION:
-            raise NotFoundError(f"no decision with id {decision_id!r}")
-        return dump(memory)
-
-    @app.post(
-        "/v1/episodes",
-        status_code=201,
-        response_model=EpisodeOut,
-        tags=["episodes"],
-        responses=_location("episode") | errors(*WRITE),
-    )
-    async def start_episode(body: StartEpisode, caller: who, response: Response) -> dict[str, Any]:
-        """Open an episode: ``Nous.start_episode``."""
-        episode = await nous_for(caller).start_episode(
-            body.title,
-            trigger=body.trigger,
-            frame=None if body.frame is None else body.frame.value,
-            session_id=body.session_id,
-            user_id=body.user_id,
-            started_at=body.started_at,
-            participants=body.participants,
-            tags=body.tags,
-            opening=body.opening,
-        )
-        response.headers["Location"] = f"/v1/episodes/{episode.id}"
-        return dump(episode)
-
-    @app.get("/v1/episodes", response_model=EpisodePage, tags=["episodes"], responses=errors(*READ))
-    async def list_episodes(
-        caller: who, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
-    ) -> dict[str, Any]:
-        """Episodes, most recent first: ``Nous.memories("episode")``."""
-        return await listed(caller, MemoryKind.EPISODE, limit, cursor)
-
-    @app.get(
-        "/v1/episodes/{episode_id}", response_model=EpisodeOut, tags=["episodes"], responses=errors(*READ_ID)
-    )
-    async def get_episode(episode_id: VisibleId, caller: who) -> dict[str, Any]:
-        """One episode: ``Nous.get`` (404 if the id is not an episode)."""
-        memory = await nous_for(caller).get(episode_id)
-        if memory.kind != MemoryKind.EPISODE:
-            raise NotFoundError(f"no episode with id {episode_id!r}")
-        return dump(memory)
-
-    @app.post(
-        "/v1/episodes/{episode_id}/end",
-        response_model=EpisodeOut,
-        tags=["episodes"],
-        responses=errors(*WRITE_ID),
-    )
-    async def end_episode(episode_id: OwnedId, body: EndEpisode, caller: who) -> dict[str, Any]:
-        """Close an episode with its summary, outcome and lessons: ``Nous.end_episode``."""
-        nous = nous_for(caller)
-        memory = await nous.get(episode_id)
-        if memory.kind != MemoryKind.EPISODE:
-            raise NotFoundError(f"no episode with id {episode_id!r}")
-        ended = await nous.end_episode(
-            memory.id,
-            summary=body.summary,
-            outcome=body.outcome.value,
-            lessons=body.lessons,
-            structured_summary=body.structured_summary,
-            ended_at=body.ended_at,
-        )
-        return dump(ended)
-
-    @app.get("/v1/sessions", response_model=SessionPage, tags=["sessions"], responses=errors(*READ))
-    async def list_sessions(
-        caller: who,
-        ended: bool | None = Query(default=None, description="Only ended (true) or open (false) sessions."),
-        limit: int = Query(default=50, ge=1, le=1000),
-        cursor: Cursor = None,
-    ) -> dict[str, Any]:
-        """Sessions by last activity, newest first: ``Nous.sessions``."""
-        offset = _offset(cursor)
-        found = await nous_for(caller).sessions(ended=ended, limit=min(offset + limit + 1, WINDOW))
-        mine = [s for s in (caller.own_session(s) for s in found) if s is not None]
-        return _page([s.model_dump(mode="json") for s in mine], offset, limit)
-
-    @app.get(
-        "/v1/sessions/{session_id}",
-        response_model=SessionState,
-        tags=["sessions"],
-        responses=errors(*READ_ID),
-    )
-    async def get_session(session_id: OwnSessionPath, caller: who) -> dict[str, Any]:
-        """A session's state: ``Nous.session``."""
-        state = await nous_for(caller).session(session_id)
-        return caller.outside(state.model_dump(mode="json"))
-
-    @app.post("/v1/preview", response_model=Context, tags=["sessions"], responses=errors(*WRITE))
-    async def preview_turn(body: PreviewRequest, caller: who) -> dict[str, Any]:
-        """What the agent would be shown for a message, writing nothing: ``Nous.preview_turn``."""
-        with sent_as(user_text="text"):
-            context = await nous_for(caller).preview_turn(
-                body.text,
-                session_id=body.session_id,
-                user_id=body.user_id,
-                frame=None if body.frame is None else body.frame.value,
-                budget=body.budget,
-                at=body.at,
-                as_of=body.as_of,
-            )
-        return caller.outside(context.model_dump(mode="json"))
-
-    @app.post(
-        "/v1/ingest",
-        status_code=202,
-        response_model=Job,
-        tags=["conversations"],
-        responses=INGEST_ANSWERS | errors(*WRITE),
-    )
-    async def ingest(
-        body: dict[str, Any],
-        caller: who,
-        response: Response,
-        wait: bool = Query(
-            default=False,
-            description="Store it within this request and answer 200 with the report (small "
-            "conversations only: a long one can outlast a client's timeout).",
-        ),
-        user_id: Annotated[str | None, UserRef()] = Query(
-            default=None, max_length=200, pattern=CLEAN, description="The user it is with (an agent's key)."
-        ),
-    ) -> Any:
-        """Store a multi-session conversation (one episode per session, one turn per message):
-        ``Nous.ingest``. It is checked whole first (nothing is stored if it is invalid), then kept
-        as a durable job that the server's event worker runs (a restart resumes it): 202 with
-        ``Location: /v1/jobs/{id}``. ``wait=true`` stores it within the request instead (200)."""
-        nous = nous_for(caller)
-        conversation = parse_conversation(json.dumps(body))
-        if wait:
-            report = await nous.ingest(conversation, user_id=user_id)
-            return JSONResponse(report.model_dump(mode="json"))
-        event = Event(
-            agent_id=nous.agent_id,
-            kind=EventKind.INGEST_REQUESTED,
-            subject_id=conversation.id,
-            payload=job_payload(conversation, user_id),
-        )
-        await nous.store.apply([EmitEvent(event)])
-        response.headers["Location"] = f"/v1/jobs/{event.id}"
-        return job(event)
-
-    @app.get("/v1/jobs/{job_id}", response_model=Job, tags=["conversations"], responses=errors(*READ_ID))
-    async def get_job(job_id: PathId, caller: who) -> Job:
-        """An ingest job's status and progress (``Nous.events`` of kind ``ingest.requested``)."""
-        nous = nous_for(caller)
-        found = (
-            await nous.store.events(nous.agent_id, event_id=job_id.strip(), limit=1) if job_id.strip() else []
-        )
-        if (
-            not found
-            or found[0].kind != EventKind.INGEST_REQUESTED
-            # an agent's key sees all its jobs; a user-bound key only its user's
-            or (caller.user_id is not None and found[0].payload.get("user_id") != caller.user_id)
-        ):
-            raise NotFoundError(f"no job with id {job_id!r}")
-        return job(found[0])
-
-
 class JobProgress(BaseModel):
     done: int = Field(description="Messages stored so far.")
     total: int = Field(description="Messages in the conversation.")
@@ -398,3 +174,184 @@ def job(event: Event) -> Job:
         created_at=event.created_at,
         done_at=event.done_at,
     )
+
+
+async def _listed(
+    caller: Caller, nous: Nous, kind: MemoryKind, limit: int, cursor: str | None
+) -> dict[str, Any]:
+    offset = _offset(cursor)
+    found = await nous.memories(kind, limit=limit + 1, offset=offset, user_id=caller.user_id)
+    more = len(found) > limit
+    return {
+        "items": [dump(m) for m in found[:limit]],
+        "next_cursor": _cursor(offset + limit) if more else None,
+    }
+
+
+async def create_decision(
+    body: CreateDecision, caller: Who, nous: Agent, response: Response
+) -> dict[str, Any]:
+    """Record a decision with every field: ``Nous.record_decision``."""
+    with sent_as(description="content"):
+        decision = await nous.record_decision(
+            body.content,
+            context=body.context,
+            confidence=body.confidence,
+            category=None if body.category is None else body.category.value,
+            stakes=body.stakes.value,
+            reasons=[r.model_dump(mode="json") for r in body.reasons],
+            pattern=body.pattern,
+            tags=body.tags,
+            thoughts=body.thoughts,
+            session_id=body.session_id,
+            episode_id=body.episode_id,
+            user_id=body.user_id,
+            frame=None if body.frame is None else body.frame.value,
+            occurred_at=body.occurred_at,
+        )
+    response.headers["Location"] = f"/v1/decisions/{decision.id}"
+    return dump(decision)
+
+
+async def list_decisions(
+    caller: Who, nous: Agent, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
+) -> dict[str, Any]:
+    """Decisions, most recent first: ``Nous.memories("decision")``."""
+    return await _listed(caller, nous, MemoryKind.DECISION, limit, cursor)
+
+
+async def get_decision(decision_id: VisibleId, caller: Who, nous: Agent) -> dict[str, Any]:
+    """One decision: ``Nous.get`` (404 if the id is not a decision)."""
+    memory = await nous.get(decision_id)
+    if memory.kind != MemoryKind.DECISION:
+        raise NotFoundError(f"no decision with id {decision_id!r}")
+    return dump(memory)
+
+
+async def start_episode(body: StartEpisode, caller: Who, nous: Agent, response: Response) -> dict[str, Any]:
+    """Open an episode: ``Nous.start_episode``."""
+    episode = await nous.start_episode(
+        body.title,
+        trigger=body.trigger,
+        frame=None if body.frame is None else body.frame.value,
+        session_id=body.session_id,
+        user_id=body.user_id,
+        started_at=body.started_at,
+        participants=body.participants,
+        tags=body.tags,
+        opening=body.opening,
+    )
+    response.headers["Location"] = f"/v1/episodes/{episode.id}"
+    return dump(episode)
+
+
+async def list_episodes(
+    caller: Who, nous: Agent, limit: int = Query(default=50, ge=1, le=1000), cursor: Cursor = None
+) -> dict[str, Any]:
+    """Episodes, most recent first: ``Nous.memories("episode")``."""
+    return await _listed(caller, nous, MemoryKind.EPISODE, limit, cursor)
+
+
+async def get_episode(episode_id: VisibleId, caller: Who, nous: Agent) -> dict[str, Any]:
+    """One episode: ``Nous.get`` (404 if the id is not an episode)."""
+    memory = await nous.get(episode_id)
+    if memory.kind != MemoryKind.EPISODE:
+        raise NotFoundError(f"no episode with id {episode_id!r}")
+    return dump(memory)
+
+
+async def end_episode(episode_id: OwnedId, body: EndEpisode, caller: Who, nous: Agent) -> dict[str, Any]:
+    """Close an episode with its summary, outcome and lessons: ``Nous.end_episode``."""
+    memory = await nous.get(episode_id)
+    if memory.kind != MemoryKind.EPISODE:
+        raise NotFoundError(f"no episode with id {episode_id!r}")
+    ended = await nous.end_episode(
+        memory.id,
+        summary=body.summary,
+        outcome=body.outcome.value,
+        lessons=body.lessons,
+        structured_summary=body.structured_summary,
+        ended_at=body.ended_at,
+    )
+    return dump(ended)
+
+
+async def list_sessions(
+    caller: Who,
+    nous: Agent,
+    ended: bool | None = Query(default=None, description="Only ended (true) or open (false) sessions."),
+    limit: int = Query(default=50, ge=1, le=1000),
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """Sessions by last activity, newest first: ``Nous.sessions``."""
+    offset = _offset(cursor)
+    found = await nous.sessions(ended=ended, limit=min(offset + limit + 1, WINDOW))
+    mine = [s for s in (caller.own_session(s) for s in found) if s is not None]
+    return _page([s.model_dump(mode="json") for s in mine], offset, limit)
+
+
+async def get_session(session_id: OwnSessionPath, caller: Who, nous: Agent) -> dict[str, Any]:
+    """A session's state: ``Nous.session``."""
+    state = await nous.session(session_id)
+    return caller.outside(state.model_dump(mode="json"))
+
+
+async def preview_turn(body: PreviewRequest, caller: Who, nous: Agent) -> dict[str, Any]:
+    """What the agent would be shown for a message, writing nothing: ``Nous.preview_turn``."""
+    with sent_as(user_text="text"):
+        context = await nous.preview_turn(
+            body.text,
+            session_id=body.session_id,
+            user_id=body.user_id,
+            frame=None if body.frame is None else body.frame.value,
+            budget=body.budget,
+            at=body.at,
+            as_of=body.as_of,
+        )
+    return caller.outside(context.model_dump(mode="json"))
+
+
+async def ingest(
+    body: dict[str, Any],
+    caller: Who,
+    nous: Agent,
+    response: Response,
+    wait: bool = Query(
+        default=False,
+        description="Store it within this request and answer 200 with the report (small "
+        "conversations only: a long one can outlast a client's timeout).",
+    ),
+    user_id: Annotated[str | None, UserRef()] = Query(
+        default=None, max_length=200, pattern=CLEAN, description="The user it is with (an agent's key)."
+    ),
+) -> Any:
+    """Store a multi-session conversation (one episode per session, one turn per message):
+    ``Nous.ingest``. It is checked whole first (nothing is stored if it is invalid), then kept
+    as a durable job that the server's event worker runs (a restart resumes it): 202 with
+    ``Location: /v1/jobs/{id}``. ``wait=true`` stores it within the request instead (200)."""
+    conversation = parse_conversation(json.dumps(body))
+    if wait:
+        report = await nous.ingest(conversation, user_id=user_id)
+        return JSONResponse(report.model_dump(mode="json"))
+    event = Event(
+        agent_id=nous.agent_id,
+        kind=EventKind.INGEST_REQUESTED,
+        subject_id=conversation.id,
+        payload=job_payload(conversation, user_id),
+    )
+    await nous.store.apply([EmitEvent(event)])
+    response.headers["Location"] = f"/v1/jobs/{event.id}"
+    return job(event)
+
+
+async def get_job(job_id: PathId, caller: Who, nous: Agent) -> Job:
+    """An ingest job's status and progress (``Nous.events`` of kind ``ingest.requested``)."""
+    found = await nous.store.events(nous.agent_id, event_id=job_id.strip(), limit=1) if job_id.strip() else []
+    if (
+        not found
+        or found[0].kind != EventKind.INGEST_REQUESTED
+        # an agent's key sees all its jobs; a user-bound key only its user's
+        or (caller.user_id is not None and found[0].payload.get("user_id") != caller.user_id)
+    ):
+        raise NotFoundError(f"no job with id {job_id!r}")
+    return job(found[0])

@@ -3,16 +3,14 @@ links), the duplicate check, listing with cursors, recent memories, the turn loo
 check-action, events and stats. Every route works on the caller's agent only."""
 
 import io
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import FastAPI, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from nous.api import Nous
 from nous.errors import InvalidInputError
 from nous.heart.censor_rules import ActionCheck
 from nous.memory.dedup import SimilarityCheck
@@ -26,8 +24,6 @@ from nous.models import (
     HistoryEntry,
     LifecycleState,
     MemoryKind,
-    SessionState,
-    WorkingMemory,
 )
 from nous.models.events import EventStatus
 from nous.models.session import IdentitySection
@@ -48,29 +44,22 @@ from nous.server.bodies import (
     VisibleId,
     _integral,
 )
-from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors, sent_as
+from nous.server.callers import Agent, Who
+from nous.server.problems import sent_as
 from nous.server.schemas import (
-    AnyMemory,
-    CensorOut,
-    CensorPage,
-    DecisionOut,
-    DecisionPage,
-    EventPage,
     FrameName,
     IdentitySectionName,
     Imported,
     LinkCreated,
-    MemoryPage,
-    ProcedureOut,
-    SessionEndOut,
-    Stats,
-    TurnOutput,
     dump,
     written,
 )
 from nous.server.scope import AgentKey, MemoryRef, SessionRef, UserRef, linked
 
 Verdict = Literal["accept", "reject"]
+JSONL_BODY: dict[str, Any] = {
+    "requestBody": {"required": True, "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}
+}
 EXPORT_BODY: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "JSONL: a header line, then memories and edges",
@@ -227,234 +216,181 @@ def links(status: int, *names: str) -> dict[int | str, dict[str, Any]]:
     return {status: {"links": {name: link(*LINKED[name]) for name in names}}}
 
 
-def register(
-    app: FastAPI,
-    who: Any,
-    nous_for: Callable[[Any], Nous],
-) -> None:
-    """Add the routes to ``app``; ``who`` is the caller dependency (an ``Annotated`` type)."""
-
-    @app.get("/v1/memories", response_model=MemoryPage, tags=["memories"], responses=errors(*READ))
-    async def list_memories(
-        caller: who,
-        type: list[MemoryKind] | None = Query(default=None, description="Only these kinds (repeat it)."),
-        types: list[MemoryKind] | None = Query(
-            default=None, deprecated=True, description="Old name of `type`."
-        ),
-        limit: int = Query(default=50, ge=1, le=1000),
-        cursor: Cursor = None,
-        include_inactive: bool = Query(default=False, description="Forgotten memories too."),
-        include_superseded: bool = Query(default=False, description="Replaced memories too."),
-        superseded_only: bool = Query(default=False, description="Only memories a newer one replaced."),
-        user_id: Annotated[str | None, UserRef()] = Query(
-            default=None, max_length=200, pattern=CLEAN, description="Act for this user (an agent's key)."
-        ),
-        subject: str | None = Query(default=None, max_length=200, description="Only this subject (exact)."),
-        category: str | None = Query(default=None, max_length=100, description="Only this category (exact)."),
-        session_id: Annotated[SessionId | None, SessionRef()] = Query(
-            default=None, description="Only this session's memories."
-        ),
-        lifecycle: list[LifecycleState] | None = Query(
-            default=None, description="Only these lifecycle states (repeat it)."
-        ),
-        since: IsoDatetime | None = Query(
-            default=None, description="Occurred at or after this time (ISO 8601)."
-        ),
-        until: IsoDatetime | None = Query(default=None, description="Occurred before this time (ISO 8601)."),
-    ) -> dict[str, Any]:
-        """Memories, most recent first: ``Nous.memories``."""
-        nous, offset = nous_for(caller), _offset(cursor)
-        kinds = [*(type or []), *(types or [])] or None
-        with sent_as(kinds="type" if type else "types"):
-            found = await nous.memories(
-                kinds,
-                limit=limit + 1,
-                offset=offset,
-                include_inactive=include_inactive,
-                include_superseded=include_superseded,
-                superseded_only=superseded_only,
-                user_id=user_id,
-                subject=subject,
-                category=category,
-                session_id=session_id,
-                lifecycle=lifecycle,
-                since=since,
-                until=until,
-            )
-        more = len(found) > limit
-        return {
-            "items": [dump(m) for m in found[:limit]],
-            "next_cursor": _cursor(offset + limit) if more else None,
-        }
-
-    @app.patch(
-        "/v1/memories/{memory_id}",
-        response_model=AnyMemory,
-        tags=["memories"],
-        responses=links(200, "GetMemory", "ForgetMemory", "MemoryHistory") | errors(*WRITE_ID),
-    )
-    async def update_memory(memory_id: OwnedId, body: UpdateMemory, caller: who) -> dict[str, Any]:
-        """Change a memory's fields: ``Nous.update``."""
-        changes = body.model_dump(exclude_none=True, mode="json")
-        return dump(await nous_for(caller).update(memory_id, **changes))
-
-    @app.delete(
-        "/v1/memories/{memory_id}",
-        response_model=AnyMemory,
-        tags=["memories"],
-        responses=links(200, "RestoreMemory", "GetMemory", "MemoryHistory") | errors(*READ_ID),
-    )
-    async def forget_memory(memory_id: OwnedId, caller: who, hard: bool = False) -> dict[str, Any]:
-        """Forget a memory (``hard``: delete it for good): ``Nous.forget``."""
-        return dump(await nous_for(caller).forget(memory_id, hard=hard))
-
-    @app.post(
-        "/v1/memories/{memory_id}/restore",
-        response_model=AnyMemory,
-        tags=["memories"],
-        responses=links(200, "GetMemory", "UpdateMemory", "ForgetMemory", "MemoryHistory") | errors(*READ_ID),
-    )
-    async def restore_memory(memory_id: OwnedId, caller: who) -> dict[str, Any]:
-        """Bring a forgotten memory back: ``Nous.restore``."""
-        return dump(await nous_for(caller).restore(memory_id))
-
-    @app.get(
-        "/v1/memories/{memory_id}/history",
-        response_model=list[HistoryEntry],
-        tags=["memories"],
-        responses=errors(*READ_ID),
-    )
-    async def memory_history(memory_id: VisibleId, caller: who) -> list[HistoryEntry]:
-        """A memory's audit rows, oldest first: ``Nous.history``."""
-        return await nous_for(caller).history(memory_id)
-
-    @app.post(
-        "/v1/memories/check-similar",
-        response_model=SimilarityCheck,
-        tags=["memories"],
-        responses=errors(*WRITE),
-    )
-    async def check_similar(body: CheckSimilar, caller: who) -> SimilarityCheck:
-        """What storing this would find (nothing is written): ``Nous.check_similar``."""
-        nous = nous_for(caller)
-        with sent_as(kind="type"):
-            return await nous.check_similar(
-                body.content, body.type, user_id=body.user_id, subject=body.subject
-            )
-
-    @app.post("/v1/recall/recent", response_model=MemoryPage, tags=["recall"], responses=errors(*WRITE))
-    async def recall_recent(body: RecentRequest, caller: who) -> dict[str, Any]:
-        """The most recent memories, whatever their topic: ``Nous.recall_recent``."""
-        nous = nous_for(caller)
-        with sent_as(kinds="types"):
-            found = await nous.recall_recent(
-                limit=body.limit,
-                kinds=body.types or ("episode",),
-                hours=body.hours,
-                since=body.since,
-                until=body.until,
-                session_id=body.session_id,
-                user_id=body.user_id,
-            )
-        return {"items": [dump(m) for m in found], "next_cursor": None}
-
-    @app.post(
-        "/v1/sessions/{session_id}/turns",
-        response_model=TurnOutput,
-        tags=["sessions"],
-        responses=errors(*WRITE, 409),
-    )
-    async def pre_turn(session_id: OwnSessionPath, body: TurnRequest, caller: who) -> dict[str, Any]:
-        """Before the agent answers: record the user's message, get the context: ``Nous.pre_turn``."""
-        with sent_as(user_text="text"):
-            turn = await nous_for(caller).pre_turn(
-                session_id,
-                body.text,
-                user_id=body.user_id,
-                budget=body.budget,
-                frame=None if body.frame is None else body.frame.value,
-                at=body.at,
-            )
-        answer = {"context": turn.text, **turn.model_dump(mode="json", exclude={"text"})}
-        return caller.outside(answer)
-
-    @app.post(
-        "/v1/sessions/{session_id}/reply",
-        response_model=SessionState,
-        tags=["sessions"],
-        responses=errors(*WRITE_ID, 409),
-    )
-    async def post_turn(session_id: OwnSessionPath, body: ReplyRequest, caller: who) -> dict[str, Any]:
-        """After the agent answered: record its reply: ``Nous.post_turn``."""
-        from nous.cognitive import TurnResult
-
-        result = TurnResult(
-            reply=body.reply_text(),
-            tools_used=body.tools_used,
-            decision_ids=body.decision_ids,
-            fact_ids=body.fact_ids,
+async def list_memories(
+    caller: Who,
+    nous: Agent,
+    type: list[MemoryKind] | None = Query(default=None, description="Only these kinds (repeat it)."),
+    types: list[MemoryKind] | None = Query(default=None, deprecated=True, description="Old name of `type`."),
+    limit: int = Query(default=50, ge=1, le=1000),
+    cursor: Cursor = None,
+    include_inactive: bool = Query(default=False, description="Forgotten memories too."),
+    include_superseded: bool = Query(default=False, description="Replaced memories too."),
+    superseded_only: bool = Query(default=False, description="Only memories a newer one replaced."),
+    user_id: Annotated[str | None, UserRef()] = Query(
+        default=None, max_length=200, pattern=CLEAN, description="Act for this user (an agent's key)."
+    ),
+    subject: str | None = Query(default=None, max_length=200, description="Only this subject (exact)."),
+    category: str | None = Query(default=None, max_length=100, description="Only this category (exact)."),
+    session_id: Annotated[SessionId | None, SessionRef()] = Query(
+        default=None, description="Only this session's memories."
+    ),
+    lifecycle: list[LifecycleState] | None = Query(
+        default=None, description="Only these lifecycle states (repeat it)."
+    ),
+    since: IsoDatetime | None = Query(default=None, description="Occurred at or after this time (ISO 8601)."),
+    until: IsoDatetime | None = Query(default=None, description="Occurred before this time (ISO 8601)."),
+) -> dict[str, Any]:
+    """Memories, most recent first: ``Nous.memories``."""
+    offset = _offset(cursor)
+    kinds = [*(type or []), *(types or [])] or None
+    with sent_as(kinds="type" if type else "types"):
+        found = await nous.memories(
+            kinds,
+            limit=limit + 1,
+            offset=offset,
+            include_inactive=include_inactive,
+            include_superseded=include_superseded,
+            superseded_only=superseded_only,
+            user_id=user_id,
+            subject=subject,
+            category=category,
+            session_id=session_id,
+            lifecycle=lifecycle,
+            since=since,
+            until=until,
         )
-        with sent_as(reply="reply" if body.text is None else "text"):
-            state = await nous_for(caller).post_turn(session_id, result, at=body.at)
-        return caller.outside(state.model_dump(mode="json"))
+    more = len(found) > limit
+    return {
+        "items": [dump(m) for m in found[:limit]],
+        "next_cursor": _cursor(offset + limit) if more else None,
+    }
 
-    @app.post(
-        "/v1/sessions/{session_id}/end",
-        response_model=SessionEndOut,
-        tags=["sessions"],
-        responses=errors(*WRITE_ID),
+
+async def update_memory(memory_id: OwnedId, body: UpdateMemory, caller: Who, nous: Agent) -> dict[str, Any]:
+    """Change a memory's fields: ``Nous.update``."""
+    changes = body.model_dump(exclude_none=True, mode="json")
+    return dump(await nous.update(memory_id, **changes))
+
+
+async def forget_memory(memory_id: OwnedId, caller: Who, nous: Agent, hard: bool = False) -> dict[str, Any]:
+    """Forget a memory (``hard``: delete it for good): ``Nous.forget``."""
+    return dump(await nous.forget(memory_id, hard=hard))
+
+
+async def restore_memory(memory_id: OwnedId, caller: Who, nous: Agent) -> dict[str, Any]:
+    """Bring a forgotten memory back: ``Nous.restore``."""
+    return dump(await nous.restore(memory_id))
+
+
+async def memory_history(memory_id: VisibleId, caller: Who, nous: Agent) -> list[HistoryEntry]:
+    """A memory's audit rows, oldest first: ``Nous.history``."""
+    return await nous.history(memory_id)
+
+
+async def check_similar(body: CheckSimilar, caller: Who, nous: Agent) -> SimilarityCheck:
+    """What storing this would find (nothing is written): ``Nous.check_similar``."""
+    with sent_as(kind="type"):
+        return await nous.check_similar(body.content, body.type, user_id=body.user_id, subject=body.subject)
+
+
+async def recall_recent(body: RecentRequest, caller: Who, nous: Agent) -> dict[str, Any]:
+    """The most recent memories, whatever their topic: ``Nous.recall_recent``."""
+    with sent_as(kinds="types"):
+        found = await nous.recall_recent(
+            limit=body.limit,
+            kinds=body.types or ("episode",),
+            hours=body.hours,
+            since=body.since,
+            until=body.until,
+            session_id=body.session_id,
+            user_id=body.user_id,
+        )
+    return {"items": [dump(m) for m in found], "next_cursor": None}
+
+
+async def pre_turn(session_id: OwnSessionPath, body: TurnRequest, caller: Who, nous: Agent) -> dict[str, Any]:
+    """Before the agent answers: record the user's message, get the context: ``Nous.pre_turn``."""
+    with sent_as(user_text="text"):
+        turn = await nous.pre_turn(
+            session_id,
+            body.text,
+            user_id=body.user_id,
+            budget=body.budget,
+            frame=None if body.frame is None else body.frame.value,
+            at=body.at,
+        )
+    answer = {"context": turn.text, **turn.model_dump(mode="json", exclude={"text"})}
+    return caller.outside(answer)
+
+
+async def post_turn(
+    session_id: OwnSessionPath, body: ReplyRequest, caller: Who, nous: Agent
+) -> dict[str, Any]:
+    """After the agent answered: record its reply: ``Nous.post_turn``."""
+    from nous.cognitive import TurnResult
+
+    result = TurnResult(
+        reply=body.reply_text(),
+        tools_used=body.tools_used,
+        decision_ids=body.decision_ids,
+        fact_ids=body.fact_ids,
     )
-    async def end_session(session_id: OwnSessionPath, body: EndRequest, caller: who) -> dict[str, Any]:
-        """End a session: close its episode, learn its reflection: ``Nous.end_session``."""
-        done = await nous_for(caller).end_session(session_id, reflection=body.reflection, at=body.at)
-        answer = {
-            "session": caller.outside(done.session.model_dump(mode="json")),
-            "episode": None if done.episode is None else dump(done.episode),
-            "facts": [written(f) for f in done.facts],
-            "ended_now": done.ended_now,
-        }
-        return answer
+    with sent_as(reply="reply" if body.text is None else "text"):
+        state = await nous.post_turn(session_id, result, at=body.at)
+    return caller.outside(state.model_dump(mode="json"))
 
-    @app.post("/v1/check-action", response_model=ActionCheck, tags=["censors"], responses=errors(*WRITE))
-    async def check_action(body: ActionRequest, caller: who) -> ActionCheck:
-        """Judge an action before taking it: ``Nous.check_action``."""
-        with sent_as(action_text="action"):
-            return await nous_for(caller).check_action(
-                body.action, session_id=body.session_id, user_id=body.user_id, override=body.override
-            )
 
-    @app.get("/v1/stats", response_model=Stats, tags=["service"], responses=errors(401, 403, 503))
-    async def get_stats(caller: Annotated[who, AgentKey("stats")]) -> dict[str, Any]:
-        """The store's counts for this agent and its event queue: ``Nous.stats`` and ``Nous.event_counts``."""
-        nous = nous_for(caller)
-        counts = await nous.event_counts()
-        return {
-            **(await nous.stats()).model_dump(mode="json"),
-            "events": {k.value: v for k, v in counts.items()},
-        }
+async def end_session(
+    session_id: OwnSessionPath, body: EndRequest, caller: Who, nous: Agent
+) -> dict[str, Any]:
+    """End a session: close its episode, learn its reflection: ``Nous.end_session``."""
+    done = await nous.end_session(session_id, reflection=body.reflection, at=body.at)
+    answer = {
+        "session": caller.outside(done.session.model_dump(mode="json")),
+        "episode": None if done.episode is None else dump(done.episode),
+        "facts": [written(f) for f in done.facts],
+        "ended_now": done.ended_now,
+    }
+    return answer
 
-    @app.get("/v1/events", response_model=EventPage, tags=["service"], responses=errors(*READ))
-    async def list_events(
-        caller: Annotated[who, AgentKey("the event queue")],
-        status: EventStatus | None = None,
-        limit: int = Query(default=50, ge=1, le=1000),
-        cursor: Cursor = None,
-    ) -> dict[str, Any]:
-        """The agent's outbox events, newest first: ``Nous.events``."""
-        offset = _offset(cursor)
-        found = await nous_for(caller).events(status=status, limit=min(offset + limit + 1, WINDOW))
-        return _page([e.model_dump(mode="json") for e in found], offset, limit)
 
-    @app.delete(
-        "/v1/users/{user_id}", response_model=ErasureReceipt, tags=["memories"], responses=errors(*READ)
-    )
-    async def forget_user(
-        user_id: UserPath, caller: Annotated[who, AgentKey("erasing a user")]
-    ) -> ErasureReceipt:
-        """Erase one of the agent's users for good (every memory, session, working memory, event,
-        link and audit row of theirs; shared memories stay), with a receipt of counts that the
-        agent's audit keeps: ``Nous.forget_user``. For the agent's key."""
-        return await nous_for(caller).forget_user(user_id)
+async def check_action(body: ActionRequest, caller: Who, nous: Agent) -> ActionCheck:
+    """Judge an action before taking it: ``Nous.check_action``."""
+    with sent_as(action_text="action"):
+        return await nous.check_action(
+            body.action, session_id=body.session_id, user_id=body.user_id, override=body.override
+        )
+
+
+async def get_stats(caller: Annotated[Who, AgentKey("stats")], nous: Agent) -> dict[str, Any]:
+    """The store's counts for this agent and its event queue: ``Nous.stats`` and ``Nous.event_counts``."""
+    counts = await nous.event_counts()
+    return {
+        **(await nous.stats()).model_dump(mode="json"),
+        "events": {k.value: v for k, v in counts.items()},
+    }
+
+
+async def list_events(
+    caller: Annotated[Who, AgentKey("the event queue")],
+    nous: Agent,
+    status: EventStatus | None = None,
+    limit: int = Query(default=50, ge=1, le=1000),
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """The agent's outbox events, newest first: ``Nous.events``."""
+    offset = _offset(cursor)
+    found = await nous.events(status=status, limit=min(offset + limit + 1, WINDOW))
+    return _page([e.model_dump(mode="json") for e in found], offset, limit)
+
+
+async def forget_user(
+    user_id: UserPath, caller: Annotated[Who, AgentKey("erasing a user")], nous: Agent
+) -> ErasureReceipt:
+    """Erase one of the agent's users for good (every memory, session, working memory, event,
+    link and audit row of theirs; shared memories stay), with a receipt of counts that the
+    agent's audit keeps: ``Nous.forget_user``. For the agent's key."""
+    return await nous.forget_user(user_id)
 
 
 class ReviewRequest(StrictBody):
@@ -495,216 +431,144 @@ class LinkRequest(StrictBody):
     weight: float = Field(default=1.0, ge=0, le=1)
 
 
-def register_organs(
-    app: FastAPI,
-    who: Any,
-    nous_for: Callable[[Any], Nous],
-) -> None:
-    """Routes for decisions' outcomes, procedures, censors, identity, working memory, links,
-    proposals, ingest and export / import."""
+async def review_decision(
+    decision_id: OwnedId, body: ReviewRequest, caller: Who, nous: Agent
+) -> dict[str, Any]:
+    """Record how a decision turned out: ``Nous.review_decision``."""
+    return dump(await nous.review_decision(decision_id, body.outcome, note=body.note))
 
-    @app.post(
-        "/v1/decisions/{decision_id}/review",
-        response_model=DecisionOut,
-        tags=["decisions"],
-        responses=errors(*WRITE_ID),
+
+async def get_calibration(caller: Annotated[Who, AgentKey("calibration")], nous: Agent) -> Calibration:
+    """How well the agent's confidence predicted outcomes: ``Nous.calibration``."""
+    return await nous.calibration()
+
+
+async def list_proposals(
+    caller: Annotated[Who, AgentKey("outcome proposals")],
+    nous: Agent,
+    limit: int = Query(default=50, ge=1, le=1000),
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """Pending decisions with a proposed outcome: ``Nous.outcome_proposals``."""
+    offset = _offset(cursor)
+    found = await nous.outcome_proposals(limit=min(offset + limit + 1, WINDOW))
+    return _page([dump(d) for d in found], offset, limit)
+
+
+async def settle_proposal(
+    decision_id: VisibleId,
+    verdict: Verdict,
+    caller: Annotated[Who, AgentKey("settling an outcome proposal")],
+    nous: Agent,
+) -> dict[str, Any]:
+    """Accept or reject a proposed outcome: ``Nous.accept_proposal`` / ``Nous.reject_proposal``."""
+    settled = await (
+        nous.accept_proposal(decision_id) if verdict == "accept" else nous.reject_proposal(decision_id)
     )
-    async def review_decision(decision_id: OwnedId, body: ReviewRequest, caller: who) -> dict[str, Any]:
-        """Record how a decision turned out: ``Nous.review_decision``."""
-        return dump(await nous_for(caller).review_decision(decision_id, body.outcome, note=body.note))
+    return dump(settled)
 
-    @app.get(
-        "/v1/calibration", response_model=Calibration, tags=["decisions"], responses=errors(401, 403, 503)
+
+async def use_procedure(procedure_id: OwnedId, body: UseRequest, caller: Who, nous: Agent) -> dict[str, Any]:
+    """Count a use of a procedure and whether it worked (``Procedures.record_use``)."""
+    return dump(await nous.heart.procedures.record_use(procedure_id, success=body.success))
+
+
+async def list_censors(
+    caller: Who,
+    nous: Agent,
+    limit: int = Query(default=50, ge=1, le=1000),
+    cursor: Cursor = None,
+    user_id: Annotated[str | None, UserRef()] = Query(
+        default=None, max_length=200, pattern=CLEAN, description="Act for this user (an agent's key)."
+    ),
+) -> dict[str, Any]:
+    """The active censors that bind the caller's user (its own and the agent's shared ones;
+    an agent's key without ``user_id``: all of them): ``Nous.censors``."""
+    offset = _offset(cursor)
+    found = await nous.censors(limit=min(offset + limit + 1, WINDOW), user_id=user_id)
+    return _page([dump(c) for c in found], offset, limit)
+
+
+async def edit_censor(censor_id: OwnedId, body: CensorEdit, caller: Who, nous: Agent) -> dict[str, Any]:
+    """Change a censor: ``Nous.edit_censor``."""
+    changes = body.model_dump(exclude_none=True, mode="json")
+    return dump(await nous.edit_censor(censor_id, **changes))
+
+
+async def report_false_positive(
+    censor_id: OwnedId, body: NoteRequest, caller: Who, nous: Agent
+) -> dict[str, Any]:
+    """Report that a censor fired wrongly: ``Nous.report_false_positive``."""
+    return dump(await nous.report_false_positive(censor_id, body.note))
+
+
+async def retire_censor(censor_id: OwnedId, body: NoteRequest, caller: Who, nous: Agent) -> dict[str, Any]:
+    """Retire a censor (``note``: why): ``Nous.retire_censor``."""
+    return dump(await nous.retire_censor(censor_id, body.note))
+
+
+async def link_memories(memory_id: OwnedId, body: LinkRequest, caller: Who, nous: Agent) -> LinkCreated:
+    """Link a memory to another: ``Nous.link``."""
+    return LinkCreated(
+        created=await nous.link(memory_id, body.target_id, body.relation.value, weight=body.weight)
     )
-    async def get_calibration(caller: Annotated[who, AgentKey("calibration")]) -> Calibration:
-        """How well the agent's confidence predicted outcomes: ``Nous.calibration``."""
-        return await nous_for(caller).calibration()
 
-    @app.get("/v1/proposals", response_model=DecisionPage, tags=["decisions"], responses=errors(*READ))
-    async def list_proposals(
-        caller: Annotated[who, AgentKey("outcome proposals")],
-        limit: int = Query(default=50, ge=1, le=1000),
-        cursor: Cursor = None,
-    ) -> dict[str, Any]:
-        """Pending decisions with a proposed outcome: ``Nous.outcome_proposals``."""
-        offset = _offset(cursor)
-        found = await nous_for(caller).outcome_proposals(limit=min(offset + limit + 1, WINDOW))
-        return _page([dump(d) for d in found], offset, limit)
 
-    @app.post(
-        "/v1/proposals/{decision_id}/{verdict}",
-        response_model=DecisionOut,
-        tags=["decisions"],
-        responses=errors(*READ_ID, 409),
-    )
-    async def settle_proposal(
-        decision_id: VisibleId,
-        verdict: Verdict,
-        caller: Annotated[who, AgentKey("settling an outcome proposal")],
-    ) -> dict[str, Any]:
-        """Accept or reject a proposed outcome: ``Nous.accept_proposal`` / ``Nous.reject_proposal``."""
-        nous = nous_for(caller)
-        settled = await (
-            nous.accept_proposal(decision_id) if verdict == "accept" else nous.reject_proposal(decision_id)
-        )
-        return dump(settled)
+async def memory_links(memory_id: VisibleId, caller: Who, nous: Agent) -> list[Edge]:
+    """The links touching a memory (it is the source or the target), newest first, those to
+    memories the key sees: ``Nous.edges``."""
+    return [edge for edge, _ in await linked(nous, caller, await nous.get(memory_id))]
 
-    @app.post(
-        "/v1/procedures/{procedure_id}/use",
-        response_model=ProcedureOut,
-        tags=["procedures"],
-        responses=errors(*WRITE_ID),
-    )
-    async def use_procedure(procedure_id: OwnedId, body: UseRequest, caller: who) -> dict[str, Any]:
-        """Count a use of a procedure and whether it worked (``Procedures.record_use``)."""
-        return dump(await nous_for(caller).heart.procedures.record_use(procedure_id, success=body.success))
 
-    @app.get("/v1/censors", response_model=CensorPage, tags=["censors"], responses=errors(*READ))
-    async def list_censors(
-        caller: who,
-        limit: int = Query(default=50, ge=1, le=1000),
-        cursor: Cursor = None,
-        user_id: Annotated[str | None, UserRef()] = Query(
-            default=None, max_length=200, pattern=CLEAN, description="Act for this user (an agent's key)."
-        ),
-    ) -> dict[str, Any]:
-        """The active censors that bind the caller's user (its own and the agent's shared ones;
-        an agent's key without ``user_id``: all of them): ``Nous.censors``."""
-        offset = _offset(cursor)
-        found = await nous_for(caller).censors(limit=min(offset + limit + 1, WINDOW), user_id=user_id)
-        return _page([dump(c) for c in found], offset, limit)
+async def supersede_memory(
+    memory_id: OwnedId, body: SupersedeRequest, caller: Who, nous: Agent
+) -> dict[str, Any]:
+    """Mark a memory as replaced by another (``by``): ``Nous.supersede``."""
+    return dump(await nous.supersede(memory_id, by=body.by))
 
-    @app.patch(
-        "/v1/censors/{censor_id}", response_model=CensorOut, tags=["censors"], responses=errors(*WRITE_ID)
-    )
-    async def edit_censor(censor_id: OwnedId, body: CensorEdit, caller: who) -> dict[str, Any]:
-        """Change a censor: ``Nous.edit_censor``."""
-        changes = body.model_dump(exclude_none=True, mode="json")
-        return dump(await nous_for(caller).edit_censor(censor_id, **changes))
 
-    @app.post(
-        "/v1/censors/{censor_id}/false-positive",
-        response_model=CensorOut,
-        tags=["censors"],
-        responses=errors(*WRITE_ID),
-    )
-    async def report_false_positive(censor_id: OwnedId, body: NoteRequest, caller: who) -> dict[str, Any]:
-        """Report that a censor fired wrongly: ``Nous.report_false_positive``."""
-        return dump(await nous_for(caller).report_false_positive(censor_id, body.note))
+async def get_identity(
+    caller: Annotated[Who, AgentKey("the agent's identity")], nous: Agent
+) -> list[IdentitySection]:
+    """The agent's identity sections that were set: ``Nous.identity``. For the agent's key."""
+    return await nous.identity()
 
-    @app.post(
-        "/v1/censors/{censor_id}/retire",
-        response_model=CensorOut,
-        tags=["censors"],
-        responses=errors(*WRITE_ID),
-    )
-    async def retire_censor(censor_id: OwnedId, body: NoteRequest, caller: who) -> dict[str, Any]:
-        """Retire a censor (``note``: why): ``Nous.retire_censor``."""
-        return dump(await nous_for(caller).retire_censor(censor_id, body.note))
 
-    @app.post(
-        "/v1/memories/{memory_id}/links",
-        response_model=LinkCreated,
-        tags=["memories"],
-        responses=errors(*WRITE_ID),
-    )
-    async def link_memories(memory_id: OwnedId, body: LinkRequest, caller: who) -> LinkCreated:
-        """Link a memory to another: ``Nous.link``."""
-        nous = nous_for(caller)
-        return LinkCreated(
-            created=await nous.link(memory_id, body.target_id, body.relation.value, weight=body.weight)
-        )
+async def set_identity(
+    section: IdentitySectionName,
+    body: IdentityRequest,
+    caller: Annotated[Who, AgentKey("the agent's identity")],
+    nous: Agent,
+) -> IdentitySection:
+    """Set one identity section (a new version): ``Nous.set_identity``."""
+    return await nous.set_identity(section.value, body.content)
 
-    @app.get(
-        "/v1/memories/{memory_id}/links",
-        response_model=list[Edge],
-        tags=["memories"],
-        responses=errors(*READ_ID),
-    )
-    async def memory_links(memory_id: VisibleId, caller: who) -> list[Edge]:
-        """The links touching a memory (it is the source or the target), newest first, those to
-        memories the key sees: ``Nous.edges``."""
-        nous = nous_for(caller)
-        return [edge for edge, _ in await linked(nous, caller, await nous.get(memory_id))]
 
-    @app.post(
-        "/v1/memories/{memory_id}/supersede",
-        response_model=AnyMemory,
-        tags=["memories"],
-        responses=links(200, "GetMemory", "MemoryHistory") | errors(*WRITE_ID),
-    )
-    async def supersede_memory(memory_id: OwnedId, body: SupersedeRequest, caller: who) -> dict[str, Any]:
-        """Mark a memory as replaced by another (``by``): ``Nous.supersede``."""
-        return dump(await nous_for(caller).supersede(memory_id, by=body.by))
+async def get_working_memory(session_id: OwnSessionPath, caller: Who, nous: Agent) -> dict[str, Any]:
+    """A session's working memory (``WorkingMemory.get``)."""
+    await nous.session(session_id)  # 404 for a session this caller does not have
+    return caller.outside((await nous.heart.working_memory.get(session_id)).model_dump(mode="json"))
 
-    @app.get(
-        "/v1/identity",
-        response_model=list[IdentitySection],
-        tags=["identity"],
-        responses=errors(401, 403, 503),
-    )
-    async def get_identity(caller: Annotated[who, AgentKey("the agent's identity")]) -> list[IdentitySection]:
-        """The agent's identity sections that were set: ``Nous.identity``. For the agent's key."""
-        return await nous_for(caller).identity()
 
-    @app.put(
-        "/v1/identity/{section}", response_model=IdentitySection, tags=["identity"], responses=errors(*WRITE)
-    )
-    async def set_identity(
-        section: IdentitySectionName,
-        body: IdentityRequest,
-        caller: Annotated[who, AgentKey("the agent's identity")],
-    ) -> IdentitySection:
-        """Set one identity section (a new version): ``Nous.set_identity``."""
-        return await nous_for(caller).set_identity(section.value, body.content)
+async def export_memories(caller: Annotated[Who, AgentKey("export")], nous: Agent) -> StreamingResponse:
+    """This agent's memories and edges as JSONL: ``Nous.export_lines``."""
 
-    @app.get(
-        "/v1/sessions/{session_id}/working-memory",
-        response_model=WorkingMemory,
-        tags=["sessions"],
-        responses=errors(*READ_ID),
-    )
-    async def get_working_memory(session_id: OwnSessionPath, caller: who) -> dict[str, Any]:
-        """A session's working memory (``WorkingMemory.get``)."""
-        nous = nous_for(caller)
-        await nous.session(session_id)  # 404 for a session this caller does not have
-        return caller.outside((await nous.heart.working_memory.get(session_id)).model_dump(mode="json"))
+    async def lines() -> Any:
+        async for line in nous.export_lines():
+            yield line + "\n"
 
-    @app.get(
-        "/v1/export",
-        tags=["conversations"],
-        response_class=StreamingResponse,
-        responses=EXPORT_BODY | errors(401, 403, 503),
-    )
-    async def export_memories(caller: Annotated[who, AgentKey("export")]) -> StreamingResponse:
-        """This agent's memories and edges as JSONL: ``Nous.export_lines``."""
-        nous = nous_for(caller)
+    return StreamingResponse(lines(), media_type="application/x-ndjson")
 
-        async def lines() -> Any:
-            async for line in nous.export_lines():
-                yield line + "\n"
 
-        return StreamingResponse(lines(), media_type="application/x-ndjson")
-
-    @app.post(
-        "/v1/import",
-        response_model=Imported,
-        tags=["conversations"],
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
-            }
-        },
-        responses=errors(*WRITE),
-    )
-    async def import_memories(request: Request, caller: Annotated[who, AgentKey("import")]) -> Imported:
-        """An export's JSONL lines (validated whole first; nothing is written if a line is bad):
-        ``Nous.import_jsonl``."""
-        try:
-            text = (await request.body()).decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidInputError("the body is not UTF-8 text", field="body") from None
-        if not text.strip():
-            raise InvalidInputError("the body is empty: send an export's JSONL lines", field="body")
-        return Imported(imported=await nous_for(caller).import_jsonl(io.StringIO(text)))
+async def import_memories(
+    request: Request, caller: Annotated[Who, AgentKey("import")], nous: Agent
+) -> Imported:
+    """An export's JSONL lines (validated whole first; nothing is written if a line is bad):
+    ``Nous.import_jsonl``."""
+    try:
+        text = (await request.body()).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInputError("the body is not UTF-8 text", field="body") from None
+    if not text.strip():
+        raise InvalidInputError("the body is empty: send an export's JSONL lines", field="body")
+    return Imported(imported=await nous.import_jsonl(io.StringIO(text)))
