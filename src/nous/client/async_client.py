@@ -11,6 +11,7 @@ import json as jsonlib
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
+from enum import Enum
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -18,6 +19,7 @@ from urllib.parse import quote
 from uuid import uuid4
 
 import httpx
+from pydantic import BaseModel
 
 from nous.cognitive import Context, SessionEnd, TurnContext, TurnResult
 from nous.errors import (
@@ -116,28 +118,50 @@ def _error(response: httpx.Response) -> NousError:
     return NousError(f"HTTP {status}: {detail}")
 
 
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
-
-
 def _kinds(kinds: Sequence[str | MemoryKind] | str | None) -> list[str] | None:
     if kinds is None:
         return None
     return [MemoryKind(kinds).value] if isinstance(kinds, str) else [MemoryKind(k).value for k in kinds]
 
 
-def _value(item: object) -> object:
-    return getattr(item, "value", item)
+def _json(value: object) -> object:
+    """``value`` as JSON sends it: datetimes as ISO 8601, enums as their values, models dumped."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {k: _json(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_json(v) for v in value]
+    return value
 
 
-def _body(**fields: Any) -> dict[str, Any]:
-    """A JSON body of the fields given (None left out, datetimes as ISO 8601, enums as values)."""
-    out: dict[str, Any] = {}
-    for name, value in fields.items():
-        if value is None:
-            continue
-        out[name] = value.isoformat() if isinstance(value, datetime) else _value(value)
-    return out
+def _fields(**fields: Any) -> dict[str, Any]:
+    """A body or query of the fields given, as JSON sends them (None left out)."""
+    return {name: _json(value) for name, value in fields.items() if value is not None}
+
+
+def _segment(value: str) -> str:
+    """A path parameter, percent-encoded whole (an id may hold any character)."""
+    return quote(value, safe="")
+
+
+def _cursor(offset: int) -> str | None:
+    """The list cursor that starts at ``offset`` (the server's cursors are offsets)."""
+    return str(offset) if offset else None
+
+
+def _reply(result: TurnResult | str) -> dict[str, Any]:
+    turn = result if isinstance(result, TurnResult) else TurnResult(reply=result)
+    return {
+        "text": turn.reply,
+        "tools_used": turn.tools_used,
+        "decision_ids": turn.decision_ids,
+        "fact_ids": turn.fact_ids,
+    }
 
 
 def _written(data: Mapping[str, Any]) -> WriteResult:
@@ -148,6 +172,45 @@ def _written(data: Mapping[str, Any]) -> WriteResult:
         similarity=data.get("similarity"),
         warnings=data.get("warnings") or [],
     )
+
+
+def _hits(data: Mapping[str, Any]) -> list[RecallHit]:
+    return [
+        RecallHit(
+            id=r["id"],
+            kind=MemoryKind(r["type"]),
+            content=r["content"],
+            score=r["score"],
+            signals=r["signals"],
+            occurred_at=r["occurred_at"],
+            current=r["current"],
+            memory=_memory(r["memory"]),
+        )
+        for r in data["results"]
+    ]
+
+
+def _turn_context(data: Mapping[str, Any]) -> TurnContext:
+    answer = dict(data)
+    answer["text"] = answer.pop("context")
+    return TurnContext.model_validate(answer)
+
+
+def _session_end(data: Mapping[str, Any]) -> SessionEnd:
+    return SessionEnd(
+        session=SessionState.model_validate(data["session"]),
+        episode=None if data.get("episode") is None else _typed(data["episode"], Episode),
+        facts=[_written(f) for f in data.get("facts") or []],
+        ended_now=data["ended_now"],
+    )
+
+
+def _stats(data: Mapping[str, Any]) -> StoreStats:
+    return StoreStats.model_validate({k: v for k, v in data.items() if k != "events"})
+
+
+def _event_counts(data: Mapping[str, Any]) -> dict[EventStatus, int]:
+    return {EventStatus(k): int(v) for k, v in (data.get("events") or {}).items()}
 
 
 class AsyncClient:
@@ -181,7 +244,7 @@ class AsyncClient:
         content: str | None = None,
         timeout: float | httpx.USE_CLIENT_DEFAULT | None = httpx.USE_CLIENT_DEFAULT,  # type: ignore[valid-type]
     ) -> httpx.Response:
-        query: dict[str, Any] = {k: _value(v) for k, v in (params or {}).items() if v is not None}
+        query: dict[str, Any] = {k: _json(v) for k, v in (params or {}).items() if v is not None}
         headers = {"Content-Type": "application/x-ndjson"} if content is not None else {}
         creates = method == "POST" and _CREATING.fullmatch(path) is not None
         if creates:
@@ -229,7 +292,7 @@ class AsyncClient:
         """The server's health (no key needed)."""
         return dict(await self._call("GET", "/health"))
 
-    # -- writes --------------------------------------------------------------------------------
+    # -- GENERATED by scripts/gen_client.py from nous.server.operations: do not edit by hand --
     async def learn(
         self,
         content: str,
@@ -246,70 +309,29 @@ class AsyncClient:
         supersedes: str | None = None,
         dedup: bool = True,
     ) -> WriteResult:
-        """Store a fact through the server's write path (duplicate, update, contradiction checks)."""
-        body = _body(
-            type="fact",
-            content=content,
-            subject=subject,
-            category=category,
-            source=source,
-            confidence=confidence,
-            tags=tags,
-            user_id=user_id,
-            session_id=session_id,
-            occurred_at=occurred_at,
-            frame=frame,
-            supersedes=supersedes,
-            dedup=dedup,
+        """Store a fact through the write path (duplicate, update and contradiction checks). ``supersedes`` names
+        a fact this one replaces; ``dedup=False`` stores it unchecked. With ``session_id`` of a live
+        session the fact carries that session's frame and active censors."""
+        data = await self._call(
+            "POST",
+            "/v1/memories",
+            json=_fields(
+                type="fact",
+                content=content,
+                subject=subject,
+                category=category,
+                source=source,
+                confidence=confidence,
+                tags=tags,
+                user_id=user_id,
+                session_id=session_id,
+                occurred_at=occurred_at,
+                frame=frame,
+                supersedes=supersedes,
+                dedup=dedup,
+            ),
         )
-        return _written(await self._call("POST", "/v1/memories", json=body))
-
-    async def start_episode(
-        self,
-        title: str,
-        *,
-        trigger: str | None = None,
-        frame: str | None = None,
-        session_id: str | None = None,
-        user_id: str | None = None,
-        started_at: datetime | None = None,
-        participants: list[str] | None = None,
-        tags: list[str] | None = None,
-        opening: str | None = None,
-    ) -> Episode:
-        """Open an episode; close it with ``end_episode``."""
-        body = _body(
-            title=title,
-            trigger=trigger,
-            frame=frame,
-            session_id=session_id,
-            user_id=user_id,
-            started_at=started_at,
-            participants=participants,
-            tags=tags,
-            opening=opening,
-        )
-        return _typed(await self._call("POST", "/v1/episodes", json=body), Episode)
-
-    async def end_episode(
-        self,
-        episode_id: str,
-        *,
-        summary: str | None = None,
-        outcome: str | EpisodeOutcome = EpisodeOutcome.SUCCESS,
-        lessons: list[str] | None = None,
-        structured_summary: dict[str, Any] | None = None,
-        ended_at: datetime | None = None,
-    ) -> Episode:
-        """Close an episode with its summary, outcome and lessons."""
-        body = _body(
-            summary=summary,
-            outcome=outcome,
-            lessons=lessons,
-            structured_summary=structured_summary,
-            ended_at=ended_at,
-        )
-        return _typed(await self._call("POST", f"/v1/episodes/{episode_id}/end", json=body), Episode)
+        return _written(data)
 
     async def add_procedure(
         self,
@@ -329,25 +351,30 @@ class AsyncClient:
         occurred_at: datetime | None = None,
         dedup: bool = True,
     ) -> WriteResult:
-        """Store a procedure (an agent's key only: procedures are shared)."""
-        body = _body(
-            type="procedure",
-            name=name,
-            content=description,
-            domain=domain,
-            goals=goals,
-            core_patterns=core_patterns,
-            core_tools=core_tools,
-            core_concepts=core_concepts,
-            notes=notes,
-            tags=tags,
-            frame=frame,
-            session_id=session_id,
-            user_id=user_id,
-            occurred_at=occurred_at,
-            dedup=dedup,
+        """Store a procedure (how to do something); with ``session_id`` it carries the live session's frame and
+        censors."""
+        data = await self._call(
+            "POST",
+            "/v1/memories",
+            json=_fields(
+                type="procedure",
+                name=name,
+                content=description,
+                domain=domain,
+                goals=goals,
+                core_patterns=core_patterns,
+                core_tools=core_tools,
+                core_concepts=core_concepts,
+                notes=notes,
+                tags=tags,
+                frame=frame,
+                session_id=session_id,
+                user_id=user_id,
+                occurred_at=occurred_at,
+                dedup=dedup,
+            ),
         )
-        return _written(await self._call("POST", "/v1/memories", json=body))
+        return _written(data)
 
     async def add_censor(
         self,
@@ -362,207 +389,31 @@ class AsyncClient:
         occurred_at: datetime | None = None,
         dedup: bool = True,
     ) -> WriteResult:
-        """Store a censor (an agent's key only: censors are shared)."""
-        body = _body(
-            type="censor",
-            content=trigger_pattern,
-            action=action,
-            reason=reason,
-            domain=domain,
-            escalation_threshold=escalation_threshold,
-            tags=tags,
-            user_id=user_id,
-            occurred_at=occurred_at,
-            dedup=dedup,
-        )
-        return _written(await self._call("POST", "/v1/memories", json=body))
-
-    async def record_decision(
-        self,
-        description: str,
-        *,
-        context: str | None = None,
-        confidence: float = 0.5,
-        category: str | DecisionCategory | None = None,
-        stakes: str | Stakes = Stakes.MEDIUM,
-        reasons: Sequence[Reason | Mapping[str, Any]] | None = None,
-        pattern: str | None = None,
-        tags: list[str] | None = None,
-        thoughts: list[str] | None = None,
-        session_id: str | None = None,
-        episode_id: str | None = None,
-        user_id: str | None = None,
-        frame: str | None = None,
-        occurred_at: datetime | None = None,
-    ) -> Decision:
-        """Store a decision with its confidence and typed reasons."""
-        body = _body(
-            content=description,
-            context=context,
-            confidence=confidence,
-            category=category,
-            stakes=stakes,
-            pattern=pattern,
-            tags=tags,
-            thoughts=thoughts,
-            session_id=session_id,
-            episode_id=episode_id,
-            user_id=user_id,
-            frame=frame,
-            occurred_at=occurred_at,
-        )
-        if reasons is not None:
-            body["reasons"] = [
-                r.model_dump(mode="json") if isinstance(r, Reason) else dict(r) for r in reasons
-            ]
-        return _typed(await self._call("POST", "/v1/decisions", json=body), Decision)
-
-    async def review_decision(self, decision_id: str, outcome: str, *, note: str | None = None) -> Decision:
-        """Record how a decision turned out (success, partial, failure, pending)."""
-        body = _body(outcome=outcome, note=note)
-        return _typed(await self._call("POST", f"/v1/decisions/{decision_id}/review", json=body), Decision)
-
-    async def outcome_proposals(self, *, limit: int = 100) -> list[Decision]:
-        """Outcomes the pipeline proposed for decisions, waiting to be accepted or rejected."""
-        return [_typed(d, Decision) for d in await self._pages("/v1/proposals", limit)]
-
-    async def accept_proposal(self, decision_id: str) -> Decision:
-        return _typed(await self._call("POST", f"/v1/proposals/{decision_id}/accept"), Decision)
-
-    async def reject_proposal(self, decision_id: str) -> Decision:
-        return _typed(await self._call("POST", f"/v1/proposals/{decision_id}/reject"), Decision)
-
-    async def calibration(self) -> Calibration:
-        """How well the agent's confidence matches its decisions' outcomes."""
-        return Calibration.model_validate(await self._call("GET", "/v1/calibration"))
-
-    # -- the turn loop ---------------------------------------------------------------------------
-    async def pre_turn(
-        self,
-        session_id: str,
-        user_text: str,
-        *,
-        user_id: str | None = None,
-        frame: str | None = None,
-        budget: int | None = None,
-        at: datetime | None = None,
-    ) -> TurnContext:
-        """Before the agent answers: record the message and get the turn's context."""
-        body = _body(text=user_text, user_id=user_id, frame=frame, budget=budget, at=at)
-        data = dict(await self._call("POST", f"/v1/sessions/{session_id}/turns", json=body))
-        data["text"] = data.pop("context")
-        return TurnContext.model_validate(data)
-
-    async def preview_turn(
-        self,
-        user_text: str,
-        *,
-        session_id: str | None = None,
-        user_id: str | None = None,
-        frame: str | None = None,
-        budget: int | None = None,
-        at: datetime | None = None,
-        as_of: datetime | None = None,
-    ) -> Context:
-        """The context ``pre_turn`` would build for ``user_text``, writing nothing."""
-        body = _body(
-            text=user_text,
-            session_id=session_id,
-            user_id=user_id,
-            frame=frame,
-            budget=budget,
-            at=at,
-            as_of=as_of,
-        )
-        return Context.model_validate(await self._call("POST", "/v1/preview", json=body))
-
-    async def post_turn(
-        self, session_id: str, result: TurnResult | str, *, at: datetime | None = None
-    ) -> SessionState:
-        """After the agent answered: record its reply (and the tools used, memories written)."""
-        turn = result if isinstance(result, TurnResult) else TurnResult(reply=result)
-        body = _body(
-            text=turn.reply,
-            tools_used=turn.tools_used,
-            decision_ids=turn.decision_ids,
-            fact_ids=turn.fact_ids,
-            at=at,
-        )
-        return SessionState.model_validate(
-            await self._call("POST", f"/v1/sessions/{session_id}/reply", json=body)
-        )
-
-    async def end_session(
-        self, session_id: str, *, reflection: str | None = None, at: datetime | None = None
-    ) -> SessionEnd:
-        """End a session: close its episode, learn its reflection."""
+        """Store a censor: a case-insensitive trigger regex and what happens when it fires (``warn``, ``block``,
+        ``absolute``), with the reason shown to the agent."""
         data = await self._call(
-            "POST", f"/v1/sessions/{session_id}/end", json=_body(reflection=reflection, at=at)
+            "POST",
+            "/v1/memories",
+            json=_fields(
+                type="censor",
+                content=trigger_pattern,
+                action=action,
+                reason=reason,
+                domain=domain,
+                escalation_threshold=escalation_threshold,
+                tags=tags,
+                user_id=user_id,
+                occurred_at=occurred_at,
+                dedup=dedup,
+            ),
         )
-        return SessionEnd(
-            session=SessionState.model_validate(data["session"]),
-            episode=None if data.get("episode") is None else _typed(data["episode"], Episode),
-            facts=[_written(f) for f in data.get("facts") or []],
-            ended_now=data["ended_now"],
-        )
+        return _written(data)
 
-    async def session(self, session_id: str) -> SessionState:
-        return SessionState.model_validate(await self._call("GET", f"/v1/sessions/{session_id}"))
+    async def get(self, memory_id: str) -> Memory:
+        """One memory by id (or a unique prefix of 6+ characters)."""
+        data = await self._call("GET", f"/v1/memories/{_segment(memory_id)}")
+        return _memory(data)
 
-    async def sessions(self, *, ended: bool | None = None, limit: int = 100) -> list[SessionState]:
-        """Sessions, most recent first (``ended=True`` / ``False`` to choose)."""
-        found = await self._pages("/v1/sessions", limit, {"ended": ended})
-        return [SessionState.model_validate(s) for s in found]
-
-    async def identity(self) -> list[IdentitySection]:
-        return [IdentitySection.model_validate(s) for s in await self._call("GET", "/v1/identity")]
-
-    async def set_identity(self, section: str, content: str) -> IdentitySection:
-        data = await self._call("PUT", f"/v1/identity/{section}", json={"content": content})
-        return IdentitySection.model_validate(data)
-
-    # -- censors ---------------------------------------------------------------------------------
-    async def check_action(
-        self,
-        action_text: str,
-        *,
-        session_id: str | None = None,
-        user_id: str | None = None,
-        override: bool = False,
-    ) -> ActionCheck:
-        """Judge an action before taking it: allow, warn or block."""
-        body = _body(action=action_text, session_id=session_id, user_id=user_id, override=override)
-        return ActionCheck.model_validate(await self._call("POST", "/v1/check-action", json=body))
-
-    async def censors(self, *, limit: int = 200, user_id: str | None = None) -> list[Censor]:
-        return [_typed(c, Censor) for c in await self._pages("/v1/censors", limit, {"user_id": user_id})]
-
-    async def report_false_positive(self, censor_id: str, note: str | None = None) -> Censor:
-        data = await self._call("POST", f"/v1/censors/{censor_id}/false-positive", json=_body(note=note))
-        return _typed(data, Censor)
-
-    async def edit_censor(
-        self,
-        censor_id: str,
-        *,
-        trigger_pattern: str | None = None,
-        action: str | CensorAction | None = None,
-        reason: str | None = None,
-        escalation_threshold: int | None = None,
-    ) -> Censor:
-        body = _body(
-            trigger_pattern=trigger_pattern,
-            action=action,
-            reason=reason,
-            escalation_threshold=escalation_threshold,
-        )
-        return _typed(await self._call("PATCH", f"/v1/censors/{censor_id}", json=body), Censor)
-
-    async def retire_censor(self, censor_id: str, reason: str | None = None) -> Censor:
-        data = await self._call("POST", f"/v1/censors/{censor_id}/retire", json=_body(note=reason))
-        return _typed(data, Censor)
-
-    # -- recall ----------------------------------------------------------------------------------
     async def recall(
         self,
         query: str,
@@ -584,81 +435,31 @@ class AsyncClient:
         min_score: float | None = None,
         in_session: str | None = None,
     ) -> list[RecallHit]:
-        """Memories relevant to ``query``, best first, each with a relevance 0..1."""
-        body = _body(
-            query=query,
-            limit=limit,
-            types=_kinds(kinds),
-            user_id=user_id,
-            session_id=session_id,
-            since=since,
-            until=until,
-            include_inactive=include_inactive,
-            include_superseded=include_superseded,
-            frame=frame,
-            active_censors=list(active_censors) if active_censors is not None else None,
-            now=now,
-            as_of=as_of,
-            reinforce=reinforce,
-            preset=preset,
-            min_score=min_score,
-            in_session=in_session,
+        """Memories relevant to ``query``, best first, with the signals behind each score."""
+        data = await self._call(
+            "POST",
+            "/v1/recall",
+            json=_fields(
+                query=query,
+                limit=limit,
+                types=_kinds(kinds),
+                user_id=user_id,
+                session_id=session_id,
+                since=since,
+                until=until,
+                include_inactive=include_inactive,
+                include_superseded=include_superseded,
+                frame=frame,
+                active_censors=active_censors,
+                now=now,
+                as_of=as_of,
+                reinforce=reinforce,
+                preset=preset,
+                min_score=min_score,
+                in_session=in_session,
+            ),
         )
-        data = await self._call("POST", "/v1/recall", json=body)
-        return [
-            RecallHit(
-                id=r["id"],
-                kind=MemoryKind(r["type"]),
-                content=r["content"],
-                score=r["score"],
-                signals=r["signals"],
-                occurred_at=r["occurred_at"],
-                current=r["current"],
-                memory=_memory(r["memory"]),
-            )
-            for r in data["results"]
-        ]
-
-    async def recall_recent(
-        self,
-        *,
-        limit: int = 10,
-        kinds: Sequence[str | MemoryKind] | str | None = ("episode",),
-        hours: float | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        session_id: str | None = None,
-        user_id: str | None = None,
-    ) -> list[Memory]:
-        """The most recent memories by time, whatever their topic."""
-        body = _body(
-            limit=limit,
-            types=_kinds(kinds),
-            hours=hours,
-            since=since,
-            until=until,
-            session_id=session_id,
-            user_id=user_id,
-        )
-        return [_memory(m) for m in (await self._call("POST", "/v1/recall/recent", json=body))["items"]]
-
-    async def check_similar(
-        self,
-        content: str,
-        kind: str | MemoryKind = MemoryKind.FACT,
-        *,
-        user_id: str | None = None,
-        subject: str | None = None,
-    ) -> SimilarityCheck:
-        """What storing ``content`` would find (nothing is written)."""
-        body = _body(content=content, type=kind, user_id=user_id, subject=subject)
-        return SimilarityCheck.model_validate(
-            await self._call("POST", "/v1/memories/check-similar", json=body)
-        )
-
-    # -- memories --------------------------------------------------------------------------------
-    async def get(self, memory_id: str) -> Memory:
-        return _memory(await self._call("GET", f"/v1/memories/{memory_id}"))
+        return _hits(data)
 
     async def memories(
         self,
@@ -677,43 +478,242 @@ class AsyncClient:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[Memory]:
-        """Memories, most recent first; the filters as ``Nous.memories``."""
-        params: dict[str, Any] = {
-            "type": _kinds(kinds),
-            "include_inactive": include_inactive,
-            "include_superseded": include_superseded,
-            "superseded_only": superseded_only,
-            "user_id": user_id,
-            "subject": subject,
-            "category": category,
-            "session_id": session_id,
-            "lifecycle": [LifecycleState(s).value for s in lifecycle] if lifecycle else None,
-            "since": _iso(since),
-            "until": _iso(until),
-            # the server's cursor is the offset of the page (it hands it back as next_cursor)
-            "cursor": str(offset) if offset else None,
-        }
-        found = await self._pages("/v1/memories", limit, params)
-        return [_memory(m) for m in found]
+        """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones."""
+        data = await self._pages(
+            "/v1/memories",
+            limit,
+            _fields(
+                type=_kinds(kinds),
+                cursor=_cursor(offset),
+                include_inactive=include_inactive,
+                include_superseded=include_superseded,
+                superseded_only=superseded_only,
+                user_id=user_id,
+                subject=subject,
+                category=category,
+                session_id=session_id,
+                lifecycle=lifecycle,
+                since=since,
+                until=until,
+            ),
+        )
+        return [_memory(m) for m in data]
 
     async def update(self, memory_id: str, **changes: Any) -> Memory:
-        """Change fields of a memory (content, subject, category, tags, confidence)."""
-        return _memory(await self._call("PATCH", f"/v1/memories/{memory_id}", json=_body(**changes)))
+        """Change fields of a memory (audited)."""
+        data = await self._call("PATCH", f"/v1/memories/{_segment(memory_id)}", json=_fields(**changes))
+        return _memory(data)
 
     async def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
-        return _memory(await self._call("DELETE", f"/v1/memories/{memory_id}", params={"hard": hard}))
-
-    async def forget_user(self, user_id: str) -> ErasureReceipt:
-        """Erase one of the agent's users for good (an agent's key); the receipt counts what went."""
-        found = await self._call("DELETE", f"/v1/users/{quote(user_id, safe='')}")
-        return ErasureReceipt.model_validate(found)
+        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``)."""
+        data = await self._call("DELETE", f"/v1/memories/{_segment(memory_id)}", params=_fields(hard=hard))
+        return _memory(data)
 
     async def restore(self, memory_id: str) -> Memory:
-        return _memory(await self._call("POST", f"/v1/memories/{memory_id}/restore"))
+        data = await self._call("POST", f"/v1/memories/{_segment(memory_id)}/restore")
+        return _memory(data)
 
     async def history(self, memory_id: str) -> list[HistoryEntry]:
-        found = await self._call("GET", f"/v1/memories/{memory_id}/history")
-        return [HistoryEntry.model_validate(h) for h in found]
+        """Every recorded change to a memory, oldest first."""
+        data = await self._call("GET", f"/v1/memories/{_segment(memory_id)}/history")
+        return [HistoryEntry.model_validate(h) for h in data]
+
+    async def check_similar(
+        self,
+        content: str,
+        kind: str | MemoryKind = MemoryKind.FACT,
+        *,
+        user_id: str | None = None,
+        subject: str | None = None,
+    ) -> SimilarityCheck:
+        """What storing ``content`` as ``kind`` would find: close memories and a recommendation
+        (``duplicate_found`` / ``similar_found`` / ``unique``). Nothing is written."""
+        data = await self._call(
+            "POST",
+            "/v1/memories/check-similar",
+            json=_fields(content=content, type=kind, user_id=user_id, subject=subject),
+        )
+        return SimilarityCheck.model_validate(data)
+
+    async def recall_recent(
+        self,
+        *,
+        limit: int = 10,
+        kinds: Sequence[str | MemoryKind] | str | None = ("episode",),
+        hours: float | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+    ) -> list[Memory]:
+        """The most recent memories by when they happened, whatever their topic (closed episodes included): the
+        last ``hours`` (default NOUS_RECENT_HOURS, 48), or since ``since``; with ``user_id``, that
+        user's and the agent's shared ones. Episodes still running in other sessions are left out: they
+        are those conversations' own business until they end."""
+        data = await self._call(
+            "POST",
+            "/v1/recall/recent",
+            json=_fields(
+                limit=limit,
+                types=_kinds(kinds),
+                hours=hours,
+                since=since,
+                until=until,
+                session_id=session_id,
+                user_id=user_id,
+            ),
+        )
+        return [_memory(m) for m in data["items"]]
+
+    async def pre_turn(
+        self,
+        session_id: str,
+        user_text: str,
+        *,
+        user_id: str | None = None,
+        frame: str | None = None,
+        budget: int | None = None,
+        at: datetime | None = None,
+    ) -> TurnContext:
+        """Before the agent answers: choose the frame, record the message, open the session's episode if it has
+        earned one, and assemble the context within the frame's token budget (``budget`` overrides the
+        total). A new ``session_id`` starts a session."""
+        data = await self._call(
+            "POST",
+            f"/v1/sessions/{_segment(session_id)}/turns",
+            json=_fields(text=user_text, user_id=user_id, frame=frame, budget=budget, at=at),
+        )
+        return _turn_context(data)
+
+    async def post_turn(
+        self, session_id: str, result: TurnResult | str, *, at: datetime | None = None
+    ) -> SessionState:
+        """After the agent answered: count the turn, store the exchange in the session's episode and link the
+        decisions and facts written during it (``TurnResult``)."""
+        data = await self._call(
+            "POST", f"/v1/sessions/{_segment(session_id)}/reply", json=_fields(**_reply(result), at=at)
+        )
+        return SessionState.model_validate(data)
+
+    async def end_session(
+        self, session_id: str, *, reflection: str | None = None, at: datetime | None = None
+    ) -> SessionEnd:
+        """End a session: close its episode (discarded if the session stayed trivial), learn each reflection line
+        as a lesson, and mark the session ended for the event pipeline."""
+        data = await self._call(
+            "POST", f"/v1/sessions/{_segment(session_id)}/end", json=_fields(reflection=reflection, at=at)
+        )
+        return _session_end(data)
+
+    async def check_action(
+        self,
+        action_text: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        override: bool = False,
+    ) -> ActionCheck:
+        """Judge an action before taking it: ``decision`` is ``allow``, ``warn`` or ``block``, with the censors
+        that fired (by pattern or by meaning) and their reasons. ``override=True`` turns a ``block``
+        into a ``warn``, except for ``absolute`` censors, which always block. Each firing is counted
+        (unless ``record`` is False) and a ``warn`` censor escalates to ``block`` after
+        ``escalation_threshold`` firings. With ``session_id``, a warning is also placed in that
+        session's working memory, so the next context shows it."""
+        data = await self._call(
+            "POST",
+            "/v1/check-action",
+            json=_fields(action=action_text, session_id=session_id, user_id=user_id, override=override),
+        )
+        return ActionCheck.model_validate(data)
+
+    async def stats(self) -> StoreStats:
+        data = await self._call("GET", "/v1/stats")
+        return _stats(data)
+
+    async def event_counts(self) -> dict[EventStatus, int]:
+        """How many of the agent's events are pending, running, done and dead."""
+        data = await self._call("GET", "/v1/stats")
+        return _event_counts(data)
+
+    async def events(self, *, status: str | EventStatus | None = None, limit: int = 100) -> list[Event]:
+        """The agent's outbox events, newest first."""
+        data = await self._pages("/v1/events", limit, _fields(status=status))
+        return [Event.model_validate(e) for e in data]
+
+    async def forget_user(self, user_id: str) -> ErasureReceipt:
+        """Erase one of the agent's users for good, in one transaction: every memory of theirs (all kinds, turns
+        included) with its links and audit rows, their sessions and working memory, and the events and
+        ingest jobs about them. The agent's shared memories stay. The receipt (counts by table, no
+        content) is kept in the agent's audit: ``history("user:ID")``."""
+        data = await self._call("DELETE", f"/v1/users/{_segment(user_id)}")
+        return ErasureReceipt.model_validate(data)
+
+    async def review_decision(self, decision_id: str, outcome: str, *, note: str | None = None) -> Decision:
+        data = await self._call(
+            "POST", f"/v1/decisions/{_segment(decision_id)}/review", json=_fields(outcome=outcome, note=note)
+        )
+        return _typed(data, Decision)
+
+    async def calibration(self) -> Calibration:
+        data = await self._call("GET", "/v1/calibration")
+        return Calibration.model_validate(data)
+
+    async def outcome_proposals(self, *, limit: int = 100) -> list[Decision]:
+        """Pending decisions whose outcome the reviewer proposed from later conversations."""
+        data = await self._pages("/v1/proposals", limit, _fields())
+        return [_typed(d, Decision) for d in data]
+
+    async def accept_proposal(self, decision_id: str) -> Decision:
+        """Resolve a decision with its proposed outcome."""
+        data = await self._call("POST", f"/v1/proposals/{_segment(decision_id)}/accept")
+        return _typed(data, Decision)
+
+    async def reject_proposal(self, decision_id: str) -> Decision:
+        """Drop a decision's proposed outcome; it stays pending."""
+        data = await self._call("POST", f"/v1/proposals/{_segment(decision_id)}/reject")
+        return _typed(data, Decision)
+
+    async def censors(self, *, limit: int = 200, user_id: str | None = None) -> list[Censor]:
+        """The censors in force, newest first: with ``user_id``, those that bind that user (its own and the
+        agent's shared ones); without, every censor of the agent."""
+        data = await self._pages("/v1/censors", limit, _fields(user_id=user_id))
+        return [_typed(c, Censor) for c in data]
+
+    async def edit_censor(
+        self,
+        censor_id: str,
+        *,
+        trigger_pattern: str | None = None,
+        action: str | CensorAction | None = None,
+        reason: str | None = None,
+        escalation_threshold: int | None = None,
+    ) -> Censor:
+        """Change a censor's pattern, action, reason or escalation threshold (audited)."""
+        data = await self._call(
+            "PATCH",
+            f"/v1/censors/{_segment(censor_id)}",
+            json=_fields(
+                trigger_pattern=trigger_pattern,
+                action=action,
+                reason=reason,
+                escalation_threshold=escalation_threshold,
+            ),
+        )
+        return _typed(data, Censor)
+
+    async def report_false_positive(self, censor_id: str, note: str | None = None) -> Censor:
+        """Record that a censor fired when it should not have (counted and kept in its history)."""
+        data = await self._call(
+            "POST", f"/v1/censors/{_segment(censor_id)}/false-positive", json=_fields(note=note)
+        )
+        return _typed(data, Censor)
+
+    async def retire_censor(self, censor_id: str, reason: str | None = None) -> Censor:
+        """Take a censor out of force: it never fires again; its history is kept."""
+        data = await self._call(
+            "POST", f"/v1/censors/{_segment(censor_id)}/retire", json=_fields(note=reason)
+        )
+        return _typed(data, Censor)
 
     async def link(
         self,
@@ -723,34 +723,178 @@ class AsyncClient:
         *,
         weight: float = 1.0,
     ) -> bool:
-        """Link two memories; False when the link already existed."""
-        body = _body(target_id=target_id, relation=relation, weight=weight)
-        return bool((await self._call("POST", f"/v1/memories/{source_id}/links", json=body))["created"])
+        """Add a typed edge between two memories; False if it already existed."""
+        data = await self._call(
+            "POST",
+            f"/v1/memories/{_segment(source_id)}/links",
+            json=_fields(target_id=target_id, relation=relation, weight=weight),
+        )
+        return bool(data["created"])
 
     async def edges(self, memory_id: str) -> list[Edge]:
-        """The typed links touching a memory, newest first."""
-        found = await self._call("GET", f"/v1/memories/{memory_id}/links")
-        return [Edge.model_validate(e) for e in found]
+        """The typed links touching a memory (it is the source or the target), newest first."""
+        data = await self._call("GET", f"/v1/memories/{_segment(memory_id)}/links")
+        return [Edge.model_validate(e) for e in data]
 
     async def supersede(self, memory_id: str, *, by: str) -> Memory:
-        """Mark a memory as replaced by another one (``by``)."""
-        return _memory(await self._call("POST", f"/v1/memories/{memory_id}/supersede", json=_body(by=by)))
+        """Mark a memory as replaced by another one (``by``): recall then prefers the newer one, and the older one
+        keeps its history (audited, with a ``supersedes`` edge)."""
+        data = await self._call("POST", f"/v1/memories/{_segment(memory_id)}/supersede", json=_fields(by=by))
+        return _memory(data)
 
-    # -- the store -------------------------------------------------------------------------------
-    async def stats(self) -> StoreStats:
-        data = dict(await self._call("GET", "/v1/stats"))
-        data.pop("events", None)
-        return StoreStats.model_validate(data)
+    async def identity(self) -> list[IdentitySection]:
+        """The agent's identity sections that were set."""
+        data = await self._call("GET", "/v1/identity")
+        return [IdentitySection.model_validate(s) for s in data]
 
-    async def event_counts(self) -> dict[EventStatus, int]:
-        """Outbox events by status."""
-        data = await self._call("GET", "/v1/stats")
-        return {EventStatus(k): int(v) for k, v in (data.get("events") or {}).items()}
+    async def set_identity(self, section: str, content: str) -> IdentitySection:
+        """Replace one identity section (character, values, protocols, preferences, boundaries); the old text
+        stays in its history."""
+        data = await self._call("PUT", f"/v1/identity/{_segment(section)}", json=_fields(content=content))
+        return IdentitySection.model_validate(data)
 
-    async def events(self, *, status: str | EventStatus | None = None, limit: int = 100) -> list[Event]:
-        found = await self._pages("/v1/events", limit, {"status": status})
-        return [Event.model_validate(e) for e in found]
+    async def record_decision(
+        self,
+        description: str,
+        *,
+        context: str | None = None,
+        confidence: float = 0.5,
+        category: str | DecisionCategory | None = None,
+        stakes: str | Stakes = Stakes.MEDIUM,
+        reasons: Sequence[Reason | Mapping[str, Any]] | None = None,
+        pattern: str | None = None,
+        tags: list[str] | None = None,
+        thoughts: list[str] | None = None,
+        session_id: str | None = None,
+        episode_id: str | None = None,
+        user_id: str | None = None,
+        frame: str | None = None,
+        occurred_at: datetime | None = None,
+    ) -> Decision:
+        """Store a decision with its confidence and typed reasons (made at ``occurred_at``, default now; linked to
+        ``episode_id`` when given). It carries a quality score and flags; a blocking guardrail raises
+        ``GuardrailError`` and stores nothing. With ``session_id`` of a live session it carries that
+        session's frame and censors."""
+        data = await self._call(
+            "POST",
+            "/v1/decisions",
+            json=_fields(
+                content=description,
+                context=context,
+                confidence=confidence,
+                category=category,
+                stakes=stakes,
+                reasons=reasons,
+                pattern=pattern,
+                tags=tags,
+                thoughts=thoughts,
+                session_id=session_id,
+                episode_id=episode_id,
+                user_id=user_id,
+                frame=frame,
+                occurred_at=occurred_at,
+            ),
+        )
+        return _typed(data, Decision)
 
+    async def start_episode(
+        self,
+        title: str,
+        *,
+        trigger: str | None = None,
+        frame: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        started_at: datetime | None = None,
+        participants: list[str] | None = None,
+        tags: list[str] | None = None,
+        opening: str | None = None,
+    ) -> Episode:
+        """Open an episode (what happened: a conversation, a task); close it with ``end_episode``."""
+        data = await self._call(
+            "POST",
+            "/v1/episodes",
+            json=_fields(
+                title=title,
+                trigger=trigger,
+                frame=frame,
+                session_id=session_id,
+                user_id=user_id,
+                started_at=started_at,
+                participants=participants,
+                tags=tags,
+                opening=opening,
+            ),
+        )
+        return _typed(data, Episode)
+
+    async def end_episode(
+        self,
+        episode_id: str,
+        *,
+        summary: str | None = None,
+        outcome: str | EpisodeOutcome = EpisodeOutcome.SUCCESS,
+        lessons: list[str] | None = None,
+        structured_summary: dict[str, Any] | None = None,
+        ended_at: datetime | None = None,
+    ) -> Episode:
+        """Close an episode with its summary, outcome and lessons."""
+        data = await self._call(
+            "POST",
+            f"/v1/episodes/{_segment(episode_id)}/end",
+            json=_fields(
+                summary=summary,
+                outcome=outcome,
+                lessons=lessons,
+                structured_summary=structured_summary,
+                ended_at=ended_at,
+            ),
+        )
+        return _typed(data, Episode)
+
+    async def sessions(self, *, ended: bool | None = None, limit: int = 100) -> list[SessionState]:
+        """Sessions by last activity, newest first."""
+        data = await self._pages("/v1/sessions", limit, _fields(ended=ended))
+        return [SessionState.model_validate(s) for s in data]
+
+    async def session(self, session_id: str) -> SessionState:
+        """A session's state (NotFoundError if it never had a turn)."""
+        data = await self._call("GET", f"/v1/sessions/{_segment(session_id)}")
+        return SessionState.model_validate(data)
+
+    async def preview_turn(
+        self,
+        user_text: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        frame: str | None = None,
+        budget: int | None = None,
+        at: datetime | None = None,
+        as_of: datetime | None = None,
+    ) -> Context:
+        """The context ``pre_turn`` would build for ``user_text``, writing nothing (no session, turn, episode or
+        recall review): for inspecting what the agent would see. With ``session_id`` of an existing
+        session, its topic, working memory and last turns count; ``at`` is when the message is sent;
+        ``as_of`` shows the store as it stood then."""
+        data = await self._call(
+            "POST",
+            "/v1/preview",
+            json=_fields(
+                text=user_text,
+                session_id=session_id,
+                user_id=user_id,
+                frame=frame,
+                budget=budget,
+                at=at,
+                as_of=as_of,
+            ),
+        )
+        return Context.model_validate(data)
+
+    # -- end of the generated methods --
+
+    # -- conversations: ingest, export, import ---------------------------------------------------
     async def ingest(
         self, source: Path | str | Conversation, *, fmt: str = "auto", user_id: str | None = None
     ) -> IngestReport:

@@ -81,7 +81,9 @@ class Client:
         supersedes: str | None = None,
         dedup: bool = True,
     ) -> WriteResult:
-        """Store a fact through the server's write path (duplicate, update, contradiction checks)."""
+        """Store a fact through the write path (duplicate, update and contradiction checks). ``supersedes`` names
+        a fact this one replaces; ``dedup=False`` stores it unchecked. With ``session_id`` of a live
+        session the fact carries that session's frame and active censors."""
         return self._runner.run(
             self.client.learn(
                 content,
@@ -99,6 +101,400 @@ class Client:
             )
         )
 
+    def add_procedure(
+        self,
+        name: str,
+        description: str,
+        *,
+        domain: str | None = None,
+        goals: list[str] | None = None,
+        core_patterns: list[str] | None = None,
+        core_tools: list[str] | None = None,
+        core_concepts: list[str] | None = None,
+        notes: str | None = None,
+        tags: list[str] | None = None,
+        frame: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        occurred_at: datetime | None = None,
+        dedup: bool = True,
+    ) -> WriteResult:
+        """Store a procedure (how to do something); with ``session_id`` it carries the live session's frame and
+        censors."""
+        return self._runner.run(
+            self.client.add_procedure(
+                name,
+                description,
+                domain=domain,
+                goals=goals,
+                core_patterns=core_patterns,
+                core_tools=core_tools,
+                core_concepts=core_concepts,
+                notes=notes,
+                tags=tags,
+                frame=frame,
+                session_id=session_id,
+                user_id=user_id,
+                occurred_at=occurred_at,
+                dedup=dedup,
+            )
+        )
+
+    def add_censor(
+        self,
+        trigger_pattern: str,
+        *,
+        action: str | CensorAction = CensorAction.WARN,
+        reason: str | None = None,
+        domain: str | None = None,
+        escalation_threshold: int = 3,
+        tags: list[str] | None = None,
+        user_id: str | None = None,
+        occurred_at: datetime | None = None,
+        dedup: bool = True,
+    ) -> WriteResult:
+        """Store a censor: a case-insensitive trigger regex and what happens when it fires (``warn``, ``block``,
+        ``absolute``), with the reason shown to the agent."""
+        return self._runner.run(
+            self.client.add_censor(
+                trigger_pattern,
+                action=action,
+                reason=reason,
+                domain=domain,
+                escalation_threshold=escalation_threshold,
+                tags=tags,
+                user_id=user_id,
+                occurred_at=occurred_at,
+                dedup=dedup,
+            )
+        )
+
+    def get(self, memory_id: str) -> Memory:
+        """One memory by id (or a unique prefix of 6+ characters)."""
+        return self._runner.run(self.client.get(memory_id))
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        kinds: Sequence[str | MemoryKind] | str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        include_inactive: bool = False,
+        include_superseded: bool = False,
+        frame: str | None = None,
+        active_censors: Sequence[str] | None = None,
+        now: datetime | None = None,
+        as_of: datetime | None = None,
+        reinforce: bool = True,
+        preset: str | None = None,
+        min_score: float | None = None,
+        in_session: str | None = None,
+    ) -> list[RecallHit]:
+        """Memories relevant to ``query``, best first, with the signals behind each score."""
+        return self._runner.run(
+            self.client.recall(
+                query,
+                limit=limit,
+                kinds=kinds,
+                user_id=user_id,
+                session_id=session_id,
+                since=since,
+                until=until,
+                include_inactive=include_inactive,
+                include_superseded=include_superseded,
+                frame=frame,
+                active_censors=active_censors,
+                now=now,
+                as_of=as_of,
+                reinforce=reinforce,
+                preset=preset,
+                min_score=min_score,
+                in_session=in_session,
+            )
+        )
+
+    def memories(
+        self,
+        kinds: Sequence[str | MemoryKind] | str | None = None,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        include_inactive: bool = False,
+        include_superseded: bool = False,
+        superseded_only: bool = False,
+        user_id: str | None = None,
+        subject: str | None = None,
+        category: str | None = None,
+        session_id: str | None = None,
+        lifecycle: Sequence[str | LifecycleState] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Memory]:
+        """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones."""
+        return self._runner.run(
+            self.client.memories(
+                kinds,
+                limit=limit,
+                offset=offset,
+                include_inactive=include_inactive,
+                include_superseded=include_superseded,
+                superseded_only=superseded_only,
+                user_id=user_id,
+                subject=subject,
+                category=category,
+                session_id=session_id,
+                lifecycle=lifecycle,
+                since=since,
+                until=until,
+            )
+        )
+
+    def update(self, memory_id: str, **changes: Any) -> Memory:
+        """Change fields of a memory (audited)."""
+        return self._runner.run(self.client.update(memory_id, **changes))
+
+    def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
+        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``)."""
+        return self._runner.run(self.client.forget(memory_id, hard=hard))
+
+    def restore(self, memory_id: str) -> Memory:
+        return self._runner.run(self.client.restore(memory_id))
+
+    def history(self, memory_id: str) -> list[HistoryEntry]:
+        """Every recorded change to a memory, oldest first."""
+        return self._runner.run(self.client.history(memory_id))
+
+    def check_similar(
+        self,
+        content: str,
+        kind: str | MemoryKind = MemoryKind.FACT,
+        *,
+        user_id: str | None = None,
+        subject: str | None = None,
+    ) -> SimilarityCheck:
+        """What storing ``content`` as ``kind`` would find: close memories and a recommendation
+        (``duplicate_found`` / ``similar_found`` / ``unique``). Nothing is written."""
+        return self._runner.run(self.client.check_similar(content, kind, user_id=user_id, subject=subject))
+
+    def recall_recent(
+        self,
+        *,
+        limit: int = 10,
+        kinds: Sequence[str | MemoryKind] | str | None = ("episode",),
+        hours: float | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+    ) -> list[Memory]:
+        """The most recent memories by when they happened, whatever their topic (closed episodes included): the
+        last ``hours`` (default NOUS_RECENT_HOURS, 48), or since ``since``; with ``user_id``, that
+        user's and the agent's shared ones. Episodes still running in other sessions are left out: they
+        are those conversations' own business until they end."""
+        return self._runner.run(
+            self.client.recall_recent(
+                limit=limit,
+                kinds=kinds,
+                hours=hours,
+                since=since,
+                until=until,
+                session_id=session_id,
+                user_id=user_id,
+            )
+        )
+
+    def pre_turn(
+        self,
+        session_id: str,
+        user_text: str,
+        *,
+        user_id: str | None = None,
+        frame: str | None = None,
+        budget: int | None = None,
+        at: datetime | None = None,
+    ) -> TurnContext:
+        """Before the agent answers: choose the frame, record the message, open the session's episode if it has
+        earned one, and assemble the context within the frame's token budget (``budget`` overrides the
+        total). A new ``session_id`` starts a session."""
+        return self._runner.run(
+            self.client.pre_turn(session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at)
+        )
+
+    def post_turn(
+        self, session_id: str, result: TurnResult | str, *, at: datetime | None = None
+    ) -> SessionState:
+        """After the agent answered: count the turn, store the exchange in the session's episode and link the
+        decisions and facts written during it (``TurnResult``)."""
+        return self._runner.run(self.client.post_turn(session_id, result, at=at))
+
+    def end_session(
+        self, session_id: str, *, reflection: str | None = None, at: datetime | None = None
+    ) -> SessionEnd:
+        """End a session: close its episode (discarded if the session stayed trivial), learn each reflection line
+        as a lesson, and mark the session ended for the event pipeline."""
+        return self._runner.run(self.client.end_session(session_id, reflection=reflection, at=at))
+
+    def check_action(
+        self,
+        action_text: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        override: bool = False,
+    ) -> ActionCheck:
+        """Judge an action before taking it: ``decision`` is ``allow``, ``warn`` or ``block``, with the censors
+        that fired (by pattern or by meaning) and their reasons. ``override=True`` turns a ``block``
+        into a ``warn``, except for ``absolute`` censors, which always block. Each firing is counted
+        (unless ``record`` is False) and a ``warn`` censor escalates to ``block`` after
+        ``escalation_threshold`` firings. With ``session_id``, a warning is also placed in that
+        session's working memory, so the next context shows it."""
+        return self._runner.run(
+            self.client.check_action(action_text, session_id=session_id, user_id=user_id, override=override)
+        )
+
+    def stats(self) -> StoreStats:
+        return self._runner.run(self.client.stats())
+
+    def event_counts(self) -> dict[EventStatus, int]:
+        """How many of the agent's events are pending, running, done and dead."""
+        return self._runner.run(self.client.event_counts())
+
+    def events(self, *, status: str | EventStatus | None = None, limit: int = 100) -> list[Event]:
+        """The agent's outbox events, newest first."""
+        return self._runner.run(self.client.events(status=status, limit=limit))
+
+    def forget_user(self, user_id: str) -> ErasureReceipt:
+        """Erase one of the agent's users for good, in one transaction: every memory of theirs (all kinds, turns
+        included) with its links and audit rows, their sessions and working memory, and the events and
+        ingest jobs about them. The agent's shared memories stay. The receipt (counts by table, no
+        content) is kept in the agent's audit: ``history("user:ID")``."""
+        return self._runner.run(self.client.forget_user(user_id))
+
+    def review_decision(self, decision_id: str, outcome: str, *, note: str | None = None) -> Decision:
+        return self._runner.run(self.client.review_decision(decision_id, outcome, note=note))
+
+    def calibration(self) -> Calibration:
+        return self._runner.run(self.client.calibration())
+
+    def outcome_proposals(self, *, limit: int = 100) -> list[Decision]:
+        """Pending decisions whose outcome the reviewer proposed from later conversations."""
+        return self._runner.run(self.client.outcome_proposals(limit=limit))
+
+    def accept_proposal(self, decision_id: str) -> Decision:
+        """Resolve a decision with its proposed outcome."""
+        return self._runner.run(self.client.accept_proposal(decision_id))
+
+    def reject_proposal(self, decision_id: str) -> Decision:
+        """Drop a decision's proposed outcome; it stays pending."""
+        return self._runner.run(self.client.reject_proposal(decision_id))
+
+    def censors(self, *, limit: int = 200, user_id: str | None = None) -> list[Censor]:
+        """The censors in force, newest first: with ``user_id``, those that bind that user (its own and the
+        agent's shared ones); without, every censor of the agent."""
+        return self._runner.run(self.client.censors(limit=limit, user_id=user_id))
+
+    def edit_censor(
+        self,
+        censor_id: str,
+        *,
+        trigger_pattern: str | None = None,
+        action: str | CensorAction | None = None,
+        reason: str | None = None,
+        escalation_threshold: int | None = None,
+    ) -> Censor:
+        """Change a censor's pattern, action, reason or escalation threshold (audited)."""
+        return self._runner.run(
+            self.client.edit_censor(
+                censor_id,
+                trigger_pattern=trigger_pattern,
+                action=action,
+                reason=reason,
+                escalation_threshold=escalation_threshold,
+            )
+        )
+
+    def report_false_positive(self, censor_id: str, note: str | None = None) -> Censor:
+        """Record that a censor fired when it should not have (counted and kept in its history)."""
+        return self._runner.run(self.client.report_false_positive(censor_id, note))
+
+    def retire_censor(self, censor_id: str, reason: str | None = None) -> Censor:
+        """Take a censor out of force: it never fires again; its history is kept."""
+        return self._runner.run(self.client.retire_censor(censor_id, reason))
+
+    def link(
+        self,
+        source_id: str,
+        target_id: str,
+        relation: str | EdgeRelation = "relates_to",
+        *,
+        weight: float = 1.0,
+    ) -> bool:
+        """Add a typed edge between two memories; False if it already existed."""
+        return self._runner.run(self.client.link(source_id, target_id, relation, weight=weight))
+
+    def edges(self, memory_id: str) -> list[Edge]:
+        """The typed links touching a memory (it is the source or the target), newest first."""
+        return self._runner.run(self.client.edges(memory_id))
+
+    def supersede(self, memory_id: str, *, by: str) -> Memory:
+        """Mark a memory as replaced by another one (``by``): recall then prefers the newer one, and the older one
+        keeps its history (audited, with a ``supersedes`` edge)."""
+        return self._runner.run(self.client.supersede(memory_id, by=by))
+
+    def identity(self) -> list[IdentitySection]:
+        """The agent's identity sections that were set."""
+        return self._runner.run(self.client.identity())
+
+    def set_identity(self, section: str, content: str) -> IdentitySection:
+        """Replace one identity section (character, values, protocols, preferences, boundaries); the old text
+        stays in its history."""
+        return self._runner.run(self.client.set_identity(section, content))
+
+    def record_decision(
+        self,
+        description: str,
+        *,
+        context: str | None = None,
+        confidence: float = 0.5,
+        category: str | DecisionCategory | None = None,
+        stakes: str | Stakes = Stakes.MEDIUM,
+        reasons: Sequence[Reason | Mapping[str, Any]] | None = None,
+        pattern: str | None = None,
+        tags: list[str] | None = None,
+        thoughts: list[str] | None = None,
+        session_id: str | None = None,
+        episode_id: str | None = None,
+        user_id: str | None = None,
+        frame: str | None = None,
+        occurred_at: datetime | None = None,
+    ) -> Decision:
+        """Store a decision with its confidence and typed reasons (made at ``occurred_at``, default now; linked to
+        ``episode_id`` when given). It carries a quality score and flags; a blocking guardrail raises
+        ``GuardrailError`` and stores nothing. With ``session_id`` of a live session it carries that
+        session's frame and censors."""
+        return self._runner.run(
+            self.client.record_decision(
+                description,
+                context=context,
+                confidence=confidence,
+                category=category,
+                stakes=stakes,
+                reasons=reasons,
+                pattern=pattern,
+                tags=tags,
+                thoughts=thoughts,
+                session_id=session_id,
+                episode_id=episode_id,
+                user_id=user_id,
+                frame=frame,
+                occurred_at=occurred_at,
+            )
+        )
+
     def start_episode(
         self,
         title: str,
@@ -112,7 +508,7 @@ class Client:
         tags: list[str] | None = None,
         opening: str | None = None,
     ) -> Episode:
-        """Open an episode; close it with ``end_episode``."""
+        """Open an episode (what happened: a conversation, a task); close it with ``end_episode``."""
         return self._runner.run(
             self.client.start_episode(
                 title,
@@ -149,142 +545,13 @@ class Client:
             )
         )
 
-    def add_procedure(
-        self,
-        name: str,
-        description: str,
-        *,
-        domain: str | None = None,
-        goals: list[str] | None = None,
-        core_patterns: list[str] | None = None,
-        core_tools: list[str] | None = None,
-        core_concepts: list[str] | None = None,
-        notes: str | None = None,
-        tags: list[str] | None = None,
-        frame: str | None = None,
-        session_id: str | None = None,
-        user_id: str | None = None,
-        occurred_at: datetime | None = None,
-        dedup: bool = True,
-    ) -> WriteResult:
-        """Store a procedure (an agent's key only: procedures are shared)."""
-        return self._runner.run(
-            self.client.add_procedure(
-                name,
-                description,
-                domain=domain,
-                goals=goals,
-                core_patterns=core_patterns,
-                core_tools=core_tools,
-                core_concepts=core_concepts,
-                notes=notes,
-                tags=tags,
-                frame=frame,
-                session_id=session_id,
-                user_id=user_id,
-                occurred_at=occurred_at,
-                dedup=dedup,
-            )
-        )
+    def sessions(self, *, ended: bool | None = None, limit: int = 100) -> list[SessionState]:
+        """Sessions by last activity, newest first."""
+        return self._runner.run(self.client.sessions(ended=ended, limit=limit))
 
-    def add_censor(
-        self,
-        trigger_pattern: str,
-        *,
-        action: str | CensorAction = CensorAction.WARN,
-        reason: str | None = None,
-        domain: str | None = None,
-        escalation_threshold: int = 3,
-        tags: list[str] | None = None,
-        user_id: str | None = None,
-        occurred_at: datetime | None = None,
-        dedup: bool = True,
-    ) -> WriteResult:
-        """Store a censor (an agent's key only: censors are shared)."""
-        return self._runner.run(
-            self.client.add_censor(
-                trigger_pattern,
-                action=action,
-                reason=reason,
-                domain=domain,
-                escalation_threshold=escalation_threshold,
-                tags=tags,
-                user_id=user_id,
-                occurred_at=occurred_at,
-                dedup=dedup,
-            )
-        )
-
-    def record_decision(
-        self,
-        description: str,
-        *,
-        context: str | None = None,
-        confidence: float = 0.5,
-        category: str | DecisionCategory | None = None,
-        stakes: str | Stakes = Stakes.MEDIUM,
-        reasons: Sequence[Reason | Mapping[str, Any]] | None = None,
-        pattern: str | None = None,
-        tags: list[str] | None = None,
-        thoughts: list[str] | None = None,
-        session_id: str | None = None,
-        episode_id: str | None = None,
-        user_id: str | None = None,
-        frame: str | None = None,
-        occurred_at: datetime | None = None,
-    ) -> Decision:
-        """Store a decision with its confidence and typed reasons."""
-        return self._runner.run(
-            self.client.record_decision(
-                description,
-                context=context,
-                confidence=confidence,
-                category=category,
-                stakes=stakes,
-                reasons=reasons,
-                pattern=pattern,
-                tags=tags,
-                thoughts=thoughts,
-                session_id=session_id,
-                episode_id=episode_id,
-                user_id=user_id,
-                frame=frame,
-                occurred_at=occurred_at,
-            )
-        )
-
-    def review_decision(self, decision_id: str, outcome: str, *, note: str | None = None) -> Decision:
-        """Record how a decision turned out (success, partial, failure, pending)."""
-        return self._runner.run(self.client.review_decision(decision_id, outcome, note=note))
-
-    def outcome_proposals(self, *, limit: int = 100) -> list[Decision]:
-        """Outcomes the pipeline proposed for decisions, waiting to be accepted or rejected."""
-        return self._runner.run(self.client.outcome_proposals(limit=limit))
-
-    def accept_proposal(self, decision_id: str) -> Decision:
-        return self._runner.run(self.client.accept_proposal(decision_id))
-
-    def reject_proposal(self, decision_id: str) -> Decision:
-        return self._runner.run(self.client.reject_proposal(decision_id))
-
-    def calibration(self) -> Calibration:
-        """How well the agent's confidence matches its decisions' outcomes."""
-        return self._runner.run(self.client.calibration())
-
-    def pre_turn(
-        self,
-        session_id: str,
-        user_text: str,
-        *,
-        user_id: str | None = None,
-        frame: str | None = None,
-        budget: int | None = None,
-        at: datetime | None = None,
-    ) -> TurnContext:
-        """Before the agent answers: record the message and get the turn's context."""
-        return self._runner.run(
-            self.client.pre_turn(session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at)
-        )
+    def session(self, session_id: str) -> SessionState:
+        """A session's state (NotFoundError if it never had a turn)."""
+        return self._runner.run(self.client.session(session_id))
 
     def preview_turn(
         self,
@@ -297,7 +564,10 @@ class Client:
         at: datetime | None = None,
         as_of: datetime | None = None,
     ) -> Context:
-        """The context ``pre_turn`` would build for ``user_text``, writing nothing."""
+        """The context ``pre_turn`` would build for ``user_text``, writing nothing (no session, turn, episode or
+        recall review): for inspecting what the agent would see. With ``session_id`` of an existing
+        session, its topic, working memory and last turns count; ``at`` is when the message is sent;
+        ``as_of`` shows the store as it stood then."""
         return self._runner.run(
             self.client.preview_turn(
                 user_text,
@@ -309,236 +579,6 @@ class Client:
                 as_of=as_of,
             )
         )
-
-    def post_turn(
-        self, session_id: str, result: TurnResult | str, *, at: datetime | None = None
-    ) -> SessionState:
-        """After the agent answered: record its reply (and the tools used, memories written)."""
-        return self._runner.run(self.client.post_turn(session_id, result, at=at))
-
-    def end_session(
-        self, session_id: str, *, reflection: str | None = None, at: datetime | None = None
-    ) -> SessionEnd:
-        """End a session: close its episode, learn its reflection."""
-        return self._runner.run(self.client.end_session(session_id, reflection=reflection, at=at))
-
-    def session(self, session_id: str) -> SessionState:
-        return self._runner.run(self.client.session(session_id))
-
-    def sessions(self, *, ended: bool | None = None, limit: int = 100) -> list[SessionState]:
-        """Sessions, most recent first (``ended=True`` / ``False`` to choose)."""
-        return self._runner.run(self.client.sessions(ended=ended, limit=limit))
-
-    def identity(self) -> list[IdentitySection]:
-        return self._runner.run(self.client.identity())
-
-    def set_identity(self, section: str, content: str) -> IdentitySection:
-        return self._runner.run(self.client.set_identity(section, content))
-
-    def check_action(
-        self,
-        action_text: str,
-        *,
-        session_id: str | None = None,
-        user_id: str | None = None,
-        override: bool = False,
-    ) -> ActionCheck:
-        """Judge an action before taking it: allow, warn or block."""
-        return self._runner.run(
-            self.client.check_action(action_text, session_id=session_id, user_id=user_id, override=override)
-        )
-
-    def censors(self, *, limit: int = 200, user_id: str | None = None) -> list[Censor]:
-        return self._runner.run(self.client.censors(limit=limit, user_id=user_id))
-
-    def report_false_positive(self, censor_id: str, note: str | None = None) -> Censor:
-        return self._runner.run(self.client.report_false_positive(censor_id, note))
-
-    def edit_censor(
-        self,
-        censor_id: str,
-        *,
-        trigger_pattern: str | None = None,
-        action: str | CensorAction | None = None,
-        reason: str | None = None,
-        escalation_threshold: int | None = None,
-    ) -> Censor:
-        return self._runner.run(
-            self.client.edit_censor(
-                censor_id,
-                trigger_pattern=trigger_pattern,
-                action=action,
-                reason=reason,
-                escalation_threshold=escalation_threshold,
-            )
-        )
-
-    def retire_censor(self, censor_id: str, reason: str | None = None) -> Censor:
-        return self._runner.run(self.client.retire_censor(censor_id, reason))
-
-    def recall(
-        self,
-        query: str,
-        *,
-        limit: int = 10,
-        kinds: Sequence[str | MemoryKind] | str | None = None,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        include_inactive: bool = False,
-        include_superseded: bool = False,
-        frame: str | None = None,
-        active_censors: Sequence[str] | None = None,
-        now: datetime | None = None,
-        as_of: datetime | None = None,
-        reinforce: bool = True,
-        preset: str | None = None,
-        min_score: float | None = None,
-        in_session: str | None = None,
-    ) -> list[RecallHit]:
-        """Memories relevant to ``query``, best first, each with a relevance 0..1."""
-        return self._runner.run(
-            self.client.recall(
-                query,
-                limit=limit,
-                kinds=kinds,
-                user_id=user_id,
-                session_id=session_id,
-                since=since,
-                until=until,
-                include_inactive=include_inactive,
-                include_superseded=include_superseded,
-                frame=frame,
-                active_censors=active_censors,
-                now=now,
-                as_of=as_of,
-                reinforce=reinforce,
-                preset=preset,
-                min_score=min_score,
-                in_session=in_session,
-            )
-        )
-
-    def recall_recent(
-        self,
-        *,
-        limit: int = 10,
-        kinds: Sequence[str | MemoryKind] | str | None = ("episode",),
-        hours: float | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        session_id: str | None = None,
-        user_id: str | None = None,
-    ) -> list[Memory]:
-        """The most recent memories by time, whatever their topic."""
-        return self._runner.run(
-            self.client.recall_recent(
-                limit=limit,
-                kinds=kinds,
-                hours=hours,
-                since=since,
-                until=until,
-                session_id=session_id,
-                user_id=user_id,
-            )
-        )
-
-    def check_similar(
-        self,
-        content: str,
-        kind: str | MemoryKind = MemoryKind.FACT,
-        *,
-        user_id: str | None = None,
-        subject: str | None = None,
-    ) -> SimilarityCheck:
-        """What storing ``content`` would find (nothing is written)."""
-        return self._runner.run(self.client.check_similar(content, kind, user_id=user_id, subject=subject))
-
-    def get(self, memory_id: str) -> Memory:
-        return self._runner.run(self.client.get(memory_id))
-
-    def memories(
-        self,
-        kinds: Sequence[str | MemoryKind] | str | None = None,
-        *,
-        limit: int = 50,
-        offset: int = 0,
-        include_inactive: bool = False,
-        include_superseded: bool = False,
-        superseded_only: bool = False,
-        user_id: str | None = None,
-        subject: str | None = None,
-        category: str | None = None,
-        session_id: str | None = None,
-        lifecycle: Sequence[str | LifecycleState] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[Memory]:
-        """Memories, most recent first; the filters as ``Nous.memories``."""
-        return self._runner.run(
-            self.client.memories(
-                kinds,
-                limit=limit,
-                offset=offset,
-                include_inactive=include_inactive,
-                include_superseded=include_superseded,
-                superseded_only=superseded_only,
-                user_id=user_id,
-                subject=subject,
-                category=category,
-                session_id=session_id,
-                lifecycle=lifecycle,
-                since=since,
-                until=until,
-            )
-        )
-
-    def update(self, memory_id: str, **changes: Any) -> Memory:
-        """Change fields of a memory (content, subject, category, tags, confidence)."""
-        return self._runner.run(self.client.update(memory_id, **changes))
-
-    def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
-        return self._runner.run(self.client.forget(memory_id, hard=hard))
-
-    def forget_user(self, user_id: str) -> ErasureReceipt:
-        """Erase one of the agent's users for good (an agent's key); the receipt counts what went."""
-        return self._runner.run(self.client.forget_user(user_id))
-
-    def restore(self, memory_id: str) -> Memory:
-        return self._runner.run(self.client.restore(memory_id))
-
-    def history(self, memory_id: str) -> list[HistoryEntry]:
-        return self._runner.run(self.client.history(memory_id))
-
-    def link(
-        self,
-        source_id: str,
-        target_id: str,
-        relation: str | EdgeRelation = "relates_to",
-        *,
-        weight: float = 1.0,
-    ) -> bool:
-        """Link two memories; False when the link already existed."""
-        return self._runner.run(self.client.link(source_id, target_id, relation, weight=weight))
-
-    def edges(self, memory_id: str) -> list[Edge]:
-        """The typed links touching a memory, newest first."""
-        return self._runner.run(self.client.edges(memory_id))
-
-    def supersede(self, memory_id: str, *, by: str) -> Memory:
-        """Mark a memory as replaced by another one (``by``)."""
-        return self._runner.run(self.client.supersede(memory_id, by=by))
-
-    def stats(self) -> StoreStats:
-        return self._runner.run(self.client.stats())
-
-    def event_counts(self) -> dict[EventStatus, int]:
-        """Outbox events by status."""
-        return self._runner.run(self.client.event_counts())
-
-    def events(self, *, status: str | EventStatus | None = None, limit: int = 100) -> list[Event]:
-        return self._runner.run(self.client.events(status=status, limit=limit))
 
     def ingest(
         self, source: Path | str | Conversation, *, fmt: str = "auto", user_id: str | None = None

@@ -58,6 +58,27 @@ Answers = dict[int | str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
+class Call:
+    """An ``AsyncClient`` method written from an operation's row (``scripts/gen_client.py``): the
+    ``Nous`` method of the same name, with its parameters (less those the server decides) sent as
+    the row's path parameters, query or body fields by name, and its answer made from the JSON
+    the server returns (``data``).
+
+    ``wire`` renames a parameter on the wire (``"description": "content"``; ``"**"`` spreads the
+    dict its converter returns into the body); ``convert`` names the client function that makes
+    a parameter's value JSON; ``fixed`` adds fields or path parameters always sent (values as
+    Python source); ``answer`` is an expression over ``data``; ``paged`` follows the list's
+    cursors up to ``limit`` items."""
+
+    method: str
+    answer: str
+    wire: dict[str, str] = field(default_factory=dict)
+    convert: dict[str, str] = field(default_factory=dict)
+    fixed: dict[str, str] = field(default_factory=dict)
+    paged: bool = False
+
+
+@dataclass(frozen=True)
 class Operation:
     """One REST operation."""
 
@@ -70,7 +91,7 @@ class Operation:
     status: int = 200
     response_class: type[Response] | None = None
     openapi_extra: dict[str, Any] | None = None
-    calls: tuple[Any, ...] = field(default=())  # AsyncClient methods written from this row
+    calls: tuple[Call, ...] = ()  # the AsyncClient methods written from this row
 
     @property
     def name(self) -> str:
@@ -106,6 +127,21 @@ OPERATIONS: tuple[Operation, ...] = (
         response=CreatedMemory,
         status=201,
         answers=essentials.CREATE_ANSWERS | errors(*WRITE, 404),  # 404: the fact it supersedes is unknown
+        calls=(
+            Call("learn", "_written(data)", fixed={"type": '"fact"'}),
+            Call(
+                "add_procedure",
+                "_written(data)",
+                wire={"description": "content"},
+                fixed={"type": '"procedure"'},
+            ),
+            Call(
+                "add_censor",
+                "_written(data)",
+                wire={"trigger_pattern": "content"},
+                fixed={"type": '"censor"'},
+            ),
+        ),
     ),
     Operation(
         essentials.get_memory,
@@ -114,6 +150,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="memories",
         response=AnyMemory,
         answers=routes.links(200, "UpdateMemory", "ForgetMemory", "MemoryHistory") | errors(*READ_ID),
+        calls=(Call("get", "_memory(data)"),),
     ),
     Operation(
         essentials.recall,
@@ -122,6 +159,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="recall",
         response=essentials.RecallResponse,
         answers=errors(*WRITE),
+        calls=(Call("recall", "_hits(data)", wire={"kinds": "types"}, convert={"kinds": "_kinds"}),),
     ),
     Operation(
         routes.list_memories,
@@ -130,6 +168,15 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="memories",
         response=MemoryPage,
         answers=errors(*READ),
+        calls=(
+            Call(
+                "memories",
+                "[_memory(m) for m in data]",
+                wire={"kinds": "type", "offset": "cursor"},
+                convert={"kinds": "_kinds", "offset": "_cursor"},
+                paged=True,
+            ),
+        ),
     ),
     Operation(
         routes.update_memory,
@@ -138,6 +185,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="memories",
         response=AnyMemory,
         answers=routes.links(200, "GetMemory", "ForgetMemory", "MemoryHistory") | errors(*WRITE_ID),
+        calls=(Call("update", "_memory(data)"),),
     ),
     Operation(
         routes.forget_memory,
@@ -146,6 +194,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="memories",
         response=AnyMemory,
         answers=routes.links(200, "RestoreMemory", "GetMemory", "MemoryHistory") | errors(*READ_ID),
+        calls=(Call("forget", "_memory(data)"),),
     ),
     Operation(
         routes.restore_memory,
@@ -155,6 +204,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=AnyMemory,
         answers=routes.links(200, "GetMemory", "UpdateMemory", "ForgetMemory", "MemoryHistory")
         | errors(*READ_ID),
+        calls=(Call("restore", "_memory(data)"),),
     ),
     Operation(
         routes.memory_history,
@@ -163,6 +213,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="memories",
         response=list[HistoryEntry],
         answers=errors(*READ_ID),
+        calls=(Call("history", "[HistoryEntry.model_validate(h) for h in data]"),),
     ),
     Operation(
         routes.check_similar,
@@ -171,6 +222,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="memories",
         response=SimilarityCheck,
         answers=errors(*WRITE),
+        calls=(Call("check_similar", "SimilarityCheck.model_validate(data)", wire={"kind": "type"}),),
     ),
     Operation(
         routes.recall_recent,
@@ -179,6 +231,14 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="recall",
         response=MemoryPage,
         answers=errors(*WRITE),
+        calls=(
+            Call(
+                "recall_recent",
+                "[_memory(m) for m in data['items']]",
+                wire={"kinds": "types"},
+                convert={"kinds": "_kinds"},
+            ),
+        ),
     ),
     Operation(
         routes.pre_turn,
@@ -187,6 +247,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="sessions",
         response=TurnOutput,
         answers=errors(*WRITE, 409),
+        calls=(Call("pre_turn", "_turn_context(data)", wire={"user_text": "text"}),),
     ),
     Operation(
         routes.post_turn,
@@ -195,6 +256,14 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="sessions",
         response=SessionState,
         answers=errors(*WRITE_ID, 409),
+        calls=(
+            Call(
+                "post_turn",
+                "SessionState.model_validate(data)",
+                wire={"result": "**"},
+                convert={"result": "_reply"},
+            ),
+        ),
     ),
     Operation(
         routes.end_session,
@@ -203,6 +272,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="sessions",
         response=SessionEndOut,
         answers=errors(*WRITE_ID),
+        calls=(Call("end_session", "_session_end(data)"),),
     ),
     Operation(
         routes.check_action,
@@ -211,12 +281,28 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="censors",
         response=ActionCheck,
         answers=errors(*WRITE),
+        calls=(Call("check_action", "ActionCheck.model_validate(data)", wire={"action_text": "action"}),),
     ),
     Operation(
-        routes.get_stats, "GET", "/v1/stats", tag="service", response=Stats, answers=errors(401, 403, 503)
+        routes.get_stats,
+        "GET",
+        "/v1/stats",
+        tag="service",
+        response=Stats,
+        answers=errors(401, 403, 503),
+        calls=(
+            Call("stats", "_stats(data)"),
+            Call("event_counts", "_event_counts(data)"),
+        ),
     ),
     Operation(
-        routes.list_events, "GET", "/v1/events", tag="service", response=EventPage, answers=errors(*READ)
+        routes.list_events,
+        "GET",
+        "/v1/events",
+        tag="service",
+        response=EventPage,
+        answers=errors(*READ),
+        calls=(Call("events", "[Event.model_validate(e) for e in data]", paged=True),),
     ),
     Operation(
         routes.forget_user,
@@ -225,6 +311,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="memories",
         response=ErasureReceipt,
         answers=errors(*READ),
+        calls=(Call("forget_user", "ErasureReceipt.model_validate(data)"),),
     ),
     Operation(
         routes.review_decision,
@@ -233,6 +320,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="decisions",
         response=DecisionOut,
         answers=errors(*WRITE_ID),
+        calls=(Call("review_decision", "_typed(data, Decision)"),),
     ),
     Operation(
         routes.get_calibration,
@@ -241,6 +329,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="decisions",
         response=Calibration,
         answers=errors(401, 403, 503),
+        calls=(Call("calibration", "Calibration.model_validate(data)"),),
     ),
     Operation(
         routes.list_proposals,
@@ -249,6 +338,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="decisions",
         response=DecisionPage,
         answers=errors(*READ),
+        calls=(Call("outcome_proposals", "[_typed(d, Decision) for d in data]", paged=True),),
     ),
     Operation(
         routes.settle_proposal,
@@ -257,6 +347,10 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="decisions",
         response=DecisionOut,
         answers=errors(*READ_ID, 409),
+        calls=(
+            Call("accept_proposal", "_typed(data, Decision)", fixed={"verdict": '"accept"'}),
+            Call("reject_proposal", "_typed(data, Decision)", fixed={"verdict": '"reject"'}),
+        ),
     ),
     Operation(
         routes.use_procedure,
@@ -267,7 +361,13 @@ OPERATIONS: tuple[Operation, ...] = (
         answers=errors(*WRITE_ID),
     ),
     Operation(
-        routes.list_censors, "GET", "/v1/censors", tag="censors", response=CensorPage, answers=errors(*READ)
+        routes.list_censors,
+        "GET",
+        "/v1/censors",
+        tag="censors",
+        response=CensorPage,
+        answers=errors(*READ),
+        calls=(Call("censors", "[_typed(c, Censor) for c in data]", paged=True),),
     ),
     Operation(
         routes.edit_censor,
@@ -276,6 +376,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="censors",
         response=CensorOut,
         answers=errors(*WRITE_ID),
+        calls=(Call("edit_censor", "_typed(data, Censor)"),),
     ),
     Operation(
         routes.report_false_positive,
@@ -284,6 +385,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="censors",
         response=CensorOut,
         answers=errors(*WRITE_ID),
+        calls=(Call("report_false_positive", "_typed(data, Censor)"),),
     ),
     Operation(
         routes.retire_censor,
@@ -292,6 +394,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="censors",
         response=CensorOut,
         answers=errors(*WRITE_ID),
+        calls=(Call("retire_censor", "_typed(data, Censor)", wire={"reason": "note"}),),
     ),
     Operation(
         routes.link_memories,
@@ -300,6 +403,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="memories",
         response=LinkCreated,
         answers=errors(*WRITE_ID),
+        calls=(Call("link", "bool(data['created'])", wire={"source_id": "memory_id"}),),
     ),
     Operation(
         routes.memory_links,
@@ -308,6 +412,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="memories",
         response=list[Edge],
         answers=errors(*READ_ID),
+        calls=(Call("edges", "[Edge.model_validate(e) for e in data]"),),
     ),
     Operation(
         routes.supersede_memory,
@@ -316,6 +421,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="memories",
         response=AnyMemory,
         answers=routes.links(200, "GetMemory", "MemoryHistory") | errors(*WRITE_ID),
+        calls=(Call("supersede", "_memory(data)"),),
     ),
     Operation(
         routes.get_identity,
@@ -324,6 +430,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="identity",
         response=list[IdentitySection],
         answers=errors(401, 403, 503),
+        calls=(Call("identity", "[IdentitySection.model_validate(s) for s in data]"),),
     ),
     Operation(
         routes.set_identity,
@@ -332,6 +439,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="identity",
         response=IdentitySection,
         answers=errors(*WRITE),
+        calls=(Call("set_identity", "IdentitySection.model_validate(data)"),),
     ),
     Operation(
         routes.get_working_memory,
@@ -366,6 +474,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=DecisionOut,
         status=201,
         answers=aggregates.location("decision") | errors(*WRITE_ID),
+        calls=(Call("record_decision", "_typed(data, Decision)", wire={"description": "content"}),),
     ),
     Operation(
         aggregates.list_decisions,
@@ -391,6 +500,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=EpisodeOut,
         status=201,
         answers=aggregates.location("episode") | errors(*WRITE),
+        calls=(Call("start_episode", "_typed(data, Episode)"),),
     ),
     Operation(
         aggregates.list_episodes,
@@ -415,6 +525,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="episodes",
         response=EpisodeOut,
         answers=errors(*WRITE_ID),
+        calls=(Call("end_episode", "_typed(data, Episode)"),),
     ),
     Operation(
         aggregates.list_sessions,
@@ -423,6 +534,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="sessions",
         response=SessionPage,
         answers=errors(*READ),
+        calls=(Call("sessions", "[SessionState.model_validate(s) for s in data]", paged=True),),
     ),
     Operation(
         aggregates.get_session,
@@ -431,6 +543,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="sessions",
         response=SessionState,
         answers=errors(*READ_ID),
+        calls=(Call("session", "SessionState.model_validate(data)"),),
     ),
     Operation(
         aggregates.preview_turn,
@@ -439,6 +552,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="sessions",
         response=Context,
         answers=errors(*WRITE),
+        calls=(Call("preview_turn", "Context.model_validate(data)", wire={"user_text": "text"}),),
     ),
     Operation(
         aggregates.ingest,
