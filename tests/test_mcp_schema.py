@@ -1,11 +1,14 @@
 """What a model sees of the MCP tools, through the SDK's client: every parameter described, every
 closed value set declared as an enum equal to the store's own, every bound and default in the
-schema, every tool annotated; server instructions that teach the turn loop; and a bad value
-answered by a tool error naming the allowed values, with nothing written."""
+schema, every tool annotated; server instructions that teach the turn loop; a bad value
+answered by a tool error naming the allowed values, with nothing written; and every tool a row of
+``mcp_tools.TOOLS``, registered through the dispatcher, its ids scoped."""
 
 from __future__ import annotations
 
+import inspect
 import re
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, get_args
 
@@ -19,6 +22,8 @@ from nous.models.brain import DecisionCategory, ReasonType, Stakes
 from nous.models.heart import CensorAction, FactCategory
 from nous.server import mcp_schema
 from nous.server.mcp import create_mcp_server
+from nous.server.mcp_tools import TOOLS
+from nous.server.scope import marked_parameters
 
 # (tool, path to the property) -> the model enum whose values it must list
 ENUMS: dict[tuple[str, str], type[StrEnum]] = {
@@ -31,6 +36,10 @@ ENUMS: dict[tuple[str, str], type[StrEnum]] = {
     ("record_decision", "reasons[].type"): ReasonType,
     ("create_censor", "action"): CensorAction,
 }
+
+# A parameter name that says it holds a memory's, a session's or a user's id (memory_id,
+# decision_ids, session_id, user_id): it must declare its scope.
+NAMES_AN_ID = re.compile(r"_ids?$")
 
 
 def _properties(schema: dict[str, Any], defs: dict[str, Any], prefix: str = "") -> dict[str, dict[str, Any]]:
@@ -154,3 +163,48 @@ async def test_a_bad_value_is_a_tool_error_naming_what_is_allowed(
         assert not still.is_error  # the server answers on
     async with Nous(settings, embedding_provider=provider) as nous:
         assert await nous.memories(["fact", "decision", "censor"]) == []  # nothing half-written
+
+
+def _unscoped(fn: Callable[..., Any]) -> list[str]:
+    """The parameters of ``fn`` named as ids that declare no scope."""
+    marked = marked_parameters(fn)
+    return [
+        name for name in inspect.signature(fn).parameters if NAMES_AN_ID.search(name) and name not in marked
+    ]
+
+
+class _Unmarked:
+    """A signature of ``fn``'s with the metadata (and so the scope marker) of ``name`` dropped."""
+
+    def __init__(self, fn: Callable[..., Any], name: str) -> None:
+        signature = inspect.signature(fn)
+        self.__signature__ = signature.replace(
+            parameters=[
+                p.replace(annotation=p.annotation.__origin__) if p.name == name else p
+                for p in signature.parameters.values()
+            ]
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None: ...
+
+
+async def test_every_tool_is_a_row_of_the_table_registered_through_the_dispatcher() -> None:
+    server = create_mcp_server()  # never started: only its tools are read
+    listed = await server.list_tools()
+    assert [t.name for t in listed] == [spec.name for spec in TOOLS]  # nothing registered elsewhere
+    registered = {tool.name: tool.fn for tool in server._tool_manager.list_tools()}
+    dropped = 0
+    for spec, tool in zip(TOOLS, listed, strict=True):
+        # The scope wrapper (nous.server.mcp.scoped) around the row's own body.
+        assert getattr(registered[spec.name], "__wrapped__", None) is spec.fn, spec.name
+        assert (tool.title, tool.description, tool.annotations) == (
+            spec.title,
+            spec.description,
+            spec.annotations,
+        ), spec.name
+        assert not _unscoped(spec.fn), (spec.name, _unscoped(spec.fn))
+        for name in marked_parameters(spec.fn):  # the check sees each marker go missing
+            if NAMES_AN_ID.search(name):
+                assert _unscoped(_Unmarked(spec.fn, name)) == [name], (spec.name, name)
+                dropped += 1
+    assert dropped  # the markers above were each dropped once

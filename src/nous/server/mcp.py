@@ -10,7 +10,8 @@ serve`, each call speaks for its API key: a user-bound key's tools see and chang
 key may over REST. A tool declares the scope of its parameters as a REST route does (a
 ``MemoryRef``, ``SessionRef`` or ``UserRef`` in the parameter's ``Annotated`` metadata, which its
 schema does not show), and ``scoped`` applies it before the tool's body runs
-(``nous.server.scope``).
+(``nous.server.scope``). The tools are the rows of ``nous.server.mcp_tools.TOOLS``, registered
+here in one loop, each through ``scoped``.
 """
 
 import functools
@@ -32,11 +33,10 @@ from nous.api import Nous
 from nous.errors import NousError
 from nous.models import Episode
 from nous.server.mcp_schema import iso
-from nous.server.mcp_tools import add_tools
+from nous.server.mcp_tools import TOOLS, calling
 from nous.server.request_ids import client_message
 from nous.server.scope import Caller, SessionRef, UserRef, apply_parameters, marked_parameters, scoped_value
 
-T = TypeVar("T")
 Tool = TypeVar("Tool", bound=Callable[..., Awaitable[Any]])
 INSTRUCTIONS = """Long-term memory for this conversation and the ones before it.
 Each turn: call `context` with the user's message before you answer (it returns what you should
@@ -48,10 +48,6 @@ When useful: `remember` a lasting fact (a preference, a person, a plan); `recall
 with your confidence and typed reasons."""
 
 Resolver = Callable[[Context], Awaitable[tuple[Nous, Caller]]]
-
-# The caller a scoped tool's body runs for (resolved once, when its parameters were scoped), so the
-# body's own calls do not look its key up again.
-_scoped_for: ContextVar[tuple[Nous, Caller] | None] = ContextVar("nous_mcp_scoped_for", default=None)
 
 # The request a resource is being read for. A static resource's function takes no arguments in
 # the SDK, so the server sets this around each read for the function to find whose key is asking.
@@ -114,17 +110,14 @@ def create_mcp_server(
         nous = holder["nous"]
         return nous, Caller(agent_id=nous.agent_id)
 
-    async def call(ctx: Context, fn: Callable[[Nous, Caller], Awaitable[T]]) -> T:
-        try:
-            nous, who = _scoped_for.get() or await caller(ctx)
-            return await fn(nous, who)
-        except NousError as exc:  # a tool error with the reason, as the REST API's 4xx
-            raise ToolError(client_message(exc)) from None
-
-    def scope(tool: Tool) -> Tool:
-        return scoped(call, tool)
-
-    add_tools(server, call, scope)
+    for spec in TOOLS:
+        server.add_tool(
+            scoped(caller, spec.fn),
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            annotations=spec.annotations,
+        )
     _add_resources(server, caller)
     return server
 
@@ -218,31 +211,31 @@ def _add_resources(server: MCPServer[Any], caller: Resolver) -> None:
         return await read(active)
 
 
-def scoped(call: Callable[..., Awaitable[Any]], tool: Tool) -> Tool:
-    """``tool`` with the scope its parameters declare applied before its body runs (as
-    ``ScopedRoute`` does for a REST route): memory ids checked, session ids made the caller's
-    stored ones, the acting user resolved; a refusal is the tool error ``call`` makes of it. An
-    answer naming a scoped session names it as the caller sent it. The signature (and so the
-    tool's schema) is ``tool``'s own."""
+def scoped(caller: Resolver, tool: Tool) -> Tool:
+    """``tool`` run for the request's caller (``caller`` resolves it from the request's Context;
+    the body reads it with ``mcp_tools.caller()``), with the scope its parameters declare applied
+    before its body runs (as ``ScopedRoute`` does for a REST route): memory ids checked, session
+    ids made the caller's stored ones, the acting user resolved. A refusal, in the scope or in the
+    body, is a tool error with the reason. An answer naming a scoped session names it as the
+    caller sent it. The signature (and so the tool's schema) is ``tool``'s own."""
     marked = marked_parameters(tool)
     context = find_context_parameter(tool)
-    if not marked:
-        return tool
     if context is None or not inspect.iscoroutinefunction(tool):
-        raise TypeError(f"{tool.__name__}: a scoped tool is async and takes the request's Context")
+        raise TypeError(f"{tool.__name__}: a tool is async and takes the request's Context")
     names_session = any(isinstance(m, SessionRef) for m in marked.values())
 
     @functools.wraps(tool)
     async def run(**kwargs: Any) -> Any:
-        async def scope(nous: Nous, who: Caller) -> tuple[dict[str, Any], Nous, Caller]:
-            return await apply_parameters(nous, who, marked, kwargs), nous, who
-
-        arguments, nous, who = await call(kwargs[context], scope)
-        token = _scoped_for.set((nous, who))
         try:
-            answer = await tool(**arguments)
-        finally:
-            _scoped_for.reset(token)
+            nous, who = await caller(kwargs[context])
+            arguments = await apply_parameters(nous, who, marked, kwargs)
+            token = calling.set((nous, who))
+            try:
+                answer = await tool(**arguments)
+            finally:
+                calling.reset(token)
+        except NousError as exc:  # a tool error with the reason, as the REST API's 4xx
+            raise ToolError(client_message(exc)) from None
         return who.outside(answer) if names_session and isinstance(answer, dict) else answer
 
     return run  # type: ignore[return-value]  # the same signature as ``tool``
