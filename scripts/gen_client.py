@@ -46,7 +46,9 @@ def _without_server_decided(args: ast.arguments) -> ast.arguments:
     positional = [a.arg for a in [*args.posonlyargs, *args.args]]
     if SERVER_DECIDES & set(positional):
         raise SystemExit(f"a server-decided parameter is positional: {SERVER_DECIDES & set(positional)}")
-    kept = [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if a.arg not in SERVER_DECIDES]
+    kept = [
+        (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if a.arg not in SERVER_DECIDES
+    ]
     return ast.arguments(
         posonlyargs=args.posonlyargs,
         args=args.args,
