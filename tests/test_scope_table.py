@@ -37,6 +37,7 @@ from nous import Settings
 from nous.server import create_app
 from nous.server.mcp import create_mcp_server
 from nous.server.scope import (
+    JobRef,
     MemoryRef,
     ScopeMarker,
     SessionRef,
@@ -60,8 +61,6 @@ NOT_MODELS = {
 }
 # Query and path parameters still resolved in their handler, and why.
 BY_HAND_PARAMETERS = {
-    ("GET", "/v1/jobs/{job_id}", "job_id"): "a job, not a memory: its user is checked in get_job "
-    "(tests/test_isolation.py)",
     ("DELETE", "/v1/users/{user_id}", "user_id"): "the route is for the agent's key (AgentKey), which "
     "erases any of its users",
 }
@@ -296,6 +295,7 @@ BASES: dict[tuple[str, str], Callable[[str], Base]] = {  # route -> (the intrude
     ),
     # the routes whose marked parameter is in the path
     ("GET", "/v1/memories/{memory_id}"): lambda own: _path("/v1/memories/{memory_id}"),
+    ("GET", "/v1/jobs/{job_id}"): lambda own: _path("/v1/jobs/{job_id}"),
     ("PATCH", "/v1/memories/{memory_id}"): lambda own: _path("/v1/memories/{memory_id}", {"tags": ["probe"]}),
     ("DELETE", "/v1/memories/{memory_id}"): lambda own: _path("/v1/memories/{memory_id}"),
     ("POST", "/v1/memories/{memory_id}/restore"): lambda own: _path("/v1/memories/{memory_id}/restore"),
@@ -362,6 +362,12 @@ def _plant(bob: httpx.Client, agent: httpx.Client) -> dict[str, dict[str, str]]:
             "episode": made(agent, "/v1/episodes", {"title": "Harbor office review"}),
         },
     }
+    job = bob.post(
+        "/v1/ingest",
+        json={"id": "bob-notes", "sessions": [{"id": "n1", "messages": [{"role": "user", "content": "hi"}]}]},
+    )
+    assert job.status_code == 202, job.text
+    ids["jobs"] = {"bob": str(job.json()["id"])}
     for path, body in (
         ("/v1/sessions/owner-session/turns", {"text": "Remind me the Zorblax launch is on Friday"}),
         ("/v1/sessions/owner-session/reply", {"text": "Zorblax: Friday, noted."}),
@@ -373,7 +379,7 @@ def _plant(bob: httpx.Client, agent: httpx.Client) -> dict[str, dict[str, str]]:
 def _state(bob: httpx.Client, agent: httpx.Client, ids: dict[str, dict[str, str]]) -> dict[str, Any]:
     """What no intruder may change: the planted memories and their links, bob's session."""
     memories = {}
-    for owner in ids.values():
+    for owner in (ids["bob"], ids["shared"]):
         for i in owner.values():
             memory = agent.get(f"/v1/memories/{i}").json()
             for volatile in ("last_accessed_at", "access_count", "stability", "retrievability"):
@@ -391,6 +397,8 @@ def _value(marker: ScopeMarker, field: str, side: Side, ids: dict[str, dict[str,
     """What the intruder puts in a marked field on ``side`` (None: nothing to try there)."""
     if isinstance(marker, UserRef):
         return side.user
+    if isinstance(marker, JobRef):
+        return None if side.target == "shared" else ids["jobs"]["bob"]
     if isinstance(marker, SessionRef):
         return None if side.target == "shared" else side.session
     if side.target == "shared" and marker.need == "visible":
@@ -405,6 +413,8 @@ def _expect(scoped: Scoped, side: Side) -> int | None:
         return 403
     if isinstance(marker, UserRef):
         return 403 if side.user else None
+    if isinstance(marker, JobRef):
+        return 404
     if isinstance(marker, SessionRef) or marker.unknown == "drop":
         return None
     return 403 if side.target == "shared" else 404
@@ -435,7 +445,10 @@ def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
         for side in SIDES:
             intruder = clients[side.key]
             unseen = {
-                i for owner, got in ids.items() for i in got.values() if owner == "bob" or side.key == "b"
+                i
+                for owner, got in ids.items()
+                for i in got.values()
+                if owner in ("bob", "jobs") or side.key == "b"
             }
             own = intruder.post("/v1/memories", json={"type": "fact", "content": "Porto trams are yellow"})
             assert own.status_code == 201, own.text
@@ -561,7 +574,10 @@ async def test_every_marked_tool_parameter_refuses_the_other_sides_memory_sessio
         before = await asyncio.to_thread(_state, clients["bob"], clients["a"], ids)
         for side in SIDES:
             unseen = {
-                i for owner, got in ids.items() for i in got.values() if owner == "bob" or side.key == "b"
+                i
+                for owner, got in ids.items()
+                for i in got.values()
+                if owner in ("bob", "jobs") or side.key == "b"
             }
             http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {keys[side.key]}"}, timeout=120)
             async with Client(streamable_http_client(f"{server.url}/mcp/", http_client=http)) as intruder:

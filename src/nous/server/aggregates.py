@@ -40,7 +40,7 @@ from nous.server.schemas import (
     FrameName,
     dump,
 )
-from nous.server.scope import Caller, MemoryRef, UserRef
+from nous.server.scope import Caller, JobRef, MemoryRef, UserRef
 from nous.storage.base import EmitEvent
 
 
@@ -344,14 +344,9 @@ async def ingest(
     return job(event)
 
 
-async def get_job(job_id: PathId, caller: Who, nous: Agent) -> Job:
+async def get_job(job_id: Annotated[PathId, JobRef()], caller: Who, nous: Agent) -> Job:
     """An ingest job's status and progress (``Nous.events`` of kind ``ingest.requested``)."""
-    found = await nous.store.events(nous.agent_id, event_id=job_id.strip(), limit=1) if job_id.strip() else []
-    if (
-        not found
-        or found[0].kind != EventKind.INGEST_REQUESTED
-        # an agent's key sees all its jobs; a user-bound key only its user's
-        or (caller.user_id is not None and found[0].payload.get("user_id") != caller.user_id)
-    ):
+    found = await nous.store.events(nous.agent_id, event_id=job_id, limit=1)
+    if not found:  # erased since its scope was checked
         raise NotFoundError(f"no job with id {job_id!r}")
     return job(found[0])

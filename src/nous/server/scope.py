@@ -11,7 +11,7 @@ what another has.
 
 Every operation declares its scope where it takes its values, with a marker in the
 ``Annotated`` metadata of a body's field or of a route's or MCP tool's parameter (``MemoryRef``,
-``SessionRef``, ``UserRef``), and a view for the agent's key says so on its caller parameter
+``SessionRef``, ``UserRef``, ``JobRef``), and a view for the agent's key says so on its caller parameter
 (``AgentKey``). ``scoped_value`` is the one function that applies a marker: ``ScopedRoute`` runs
 it on every route's marked parameters and bodies before the handler, ``nous.server.mcp`` on every
 tool's marked parameters before the tool, and the inspector's forms and the OpenAI proxy call it
@@ -34,6 +34,7 @@ from pydantic.fields import FieldInfo
 from nous.api import Nous
 from nous.errors import NotFoundError, PermissionDeniedError
 from nous.models import Edge, Memory
+from nous.models.events import EventKind
 from nous.models.session import SessionState
 
 
@@ -155,6 +156,12 @@ class SessionRef:
 
 
 @dataclass(frozen=True)
+class JobRef:
+    """The field names one of the agent's jobs (an ingest): a user-bound key reaches only its
+    user's jobs; another's, or an id that is no job, answers 404 as a missing one does."""
+
+
+@dataclass(frozen=True)
 class UserRef:
     """The field names the user a call acts for: ``Caller.acting_user`` (a user-bound key's own
     user when none is given; 403 for another)."""
@@ -169,7 +176,7 @@ class AgentKey:
     what: str
 
 
-ScopeMarker = MemoryRef | SessionRef | UserRef
+ScopeMarker = MemoryRef | SessionRef | UserRef | JobRef
 Body = TypeVar("Body", bound=BaseModel)
 
 
@@ -184,7 +191,7 @@ def parameter_scope(annotation: Any) -> ScopeMarker | None:
 
 
 def _marker(metadata: Any) -> ScopeMarker | None:
-    return next((m for m in metadata if isinstance(m, MemoryRef | SessionRef | UserRef)), None)
+    return next((m for m in metadata if isinstance(m, MemoryRef | SessionRef | UserRef | JobRef)), None)
 
 
 def marked_parameters(fn: Callable[..., Any]) -> dict[str, ScopeMarker]:
@@ -224,6 +231,8 @@ async def scoped_value(nous: Nous, caller: Caller, marker: ScopeMarker, value: A
         return None
     if isinstance(marker, SessionRef):
         return caller.session_key(value)
+    if isinstance(marker, JobRef):
+        return await _job_id(nous, caller, value)
     ids = value if isinstance(value, list) else [value]
     kept = []
     for memory_id in ids:
@@ -233,6 +242,19 @@ async def scoped_value(nous: Nous, caller: Caller, marker: ScopeMarker, value: A
             if marker.unknown == "refuse":
                 raise
     return kept if isinstance(value, list) else kept[0] if kept else None
+
+
+async def _job_id(nous: Nous, caller: Caller, job_id: str) -> str:
+    """The id of the caller's job ``job_id`` (an ``ingest.requested`` event of its agent and, for
+    a user-bound key, of its user); NotFoundError otherwise."""
+    found = await nous.store.events(nous.agent_id, event_id=job_id.strip(), limit=1) if job_id.strip() else []
+    if (
+        not found
+        or found[0].kind != EventKind.INGEST_REQUESTED
+        or (caller.user_id is not None and found[0].payload.get("user_id") != caller.user_id)
+    ):
+        raise NotFoundError(f"no job with id {job_id!r}")
+    return found[0].id
 
 
 async def scoped_memory(nous: Nous, caller: Caller, marker: MemoryRef, memory_id: str) -> Memory:
