@@ -23,6 +23,7 @@ from nous.events import Handler, PipelineContext
 from nous.models import EdgeRelation, HistoryAction, HistoryEntry
 from nous.storage import WriteOp
 from nous.storage.base import AddHistory
+from tests.waiting import eventually_async
 
 EFFECT_ACTOR = "event-effect"
 
@@ -110,20 +111,24 @@ async def test_failures_retry_with_backoff_then_dead_letter_and_can_be_revived(s
         calls += 1
         raise RuntimeError("upstream answered 500")
 
+    now = [utcnow()]  # the worker's clock, moved by the test: no wait depends on the machine
     worker = EventWorker(
         nous.pipeline_context(),
         handlers={EventKind.FACT_WRITTEN: [flaky]},
         max_attempts=3,
-        retry_base=timedelta(milliseconds=20),
+        retry_base=timedelta(seconds=20),
+        clock=lambda: now[0],
     )
     first = await worker.run_once()
     assert first.retried == 1 and first.errors
     (event,) = await nous.events(status="pending")
     assert event.attempts == 1 and event.last_error == "RuntimeError: upstream answered 500"
-    assert event.available_at > utcnow()  # backoff: not due yet
-    assert (await worker.run_once()).handled == 0
-    for _ in range(50):
-        await asyncio.sleep(0.05)
+    assert event.available_at >= now[0] + timedelta(seconds=16)  # backoff: 20 s, give or take 20 %
+    assert (await worker.run_once()).handled == 0  # not due yet
+    now[0] += timedelta(seconds=15)
+    assert (await worker.run_once()).handled == 0  # still not due
+    for _ in range(10):
+        now[0] += timedelta(minutes=10)
         await worker.run_once()
         if await nous.events(status="dead"):
             break
@@ -246,8 +251,10 @@ async def test_a_worker_killed_mid_handler_leaves_each_effect_applied_exactly_on
             proc.wait(timeout=30)
         counts = await nous.event_counts()
         assert counts[EventStatus.DONE] == 2 and counts[EventStatus.RUNNING] == 1
-        await asyncio.sleep(1.1)  # the killed worker's lease runs out
-        worker = EventWorker(nous.pipeline_context(), handlers={EventKind.FACT_WRITTEN: [count_effect]})
+        later = utcnow() + timedelta(seconds=2)  # the killed worker's one-second lease has run out
+        worker = EventWorker(
+            nous.pipeline_context(), handlers={EventKind.FACT_WRITTEN: [count_effect]}, clock=lambda: later
+        )
         report = await worker.drain()
         assert report.done == 2 and report.dead == 0
         assert (await nous.event_counts()) == {EventStatus.DONE: 4}
@@ -263,10 +270,11 @@ async def test_the_in_process_worker_runs_events_in_the_background(
     fast = settings.model_copy(update={"events_worker": "in-process", "event_poll_seconds": 0.05})
     async with Nous(fast, database_url=database_url, embedding_provider=provider) as nous:
         await nous.learn("The on-call rotation changes every Monday at 09:00")
-        for _ in range(100):
-            if (await nous.event_counts()).get(EventStatus.DONE) == 1:
-                break
-            await asyncio.sleep(0.05)
+
+        async def done() -> bool:
+            return (await nous.event_counts()).get(EventStatus.DONE) == 1
+
+        assert await eventually_async(done)
         assert await nous.event_counts() == {EventStatus.DONE: 1}
 
 

@@ -21,6 +21,7 @@ from nous import Nous, Settings
 from nous.cli.app import app as cli_app
 from nous.models.events import EventStatus
 from nous.server import create_app, create_key, revoke_key
+from tests.waiting import BOUND_S, eventually
 
 PROBLEM = "application/problem+json"
 
@@ -36,7 +37,7 @@ class LiveServer:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + BOUND_S
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
                 raise RuntimeError("the server did not start")
@@ -357,12 +358,12 @@ def test_the_server_runs_each_agents_events(database_url: str, settings: Setting
             b.post(
                 "/v1/memories", json={"type": "fact", "content": "The release train leaves every Thursday"}
             )
-            for _ in range(100):
+
+            def all_done() -> bool:
                 events = b.get("/v1/events").json()["items"]
-                if events and all(e["status"] == "done" for e in events):
-                    break
-                time.sleep(0.05)
-            assert events and {e["status"] for e in events} == {"done"}
+                return bool(events) and all(e["status"] == "done" for e in events)
+
+            assert eventually(all_done)
     finally:
         server.close()
 
@@ -561,9 +562,11 @@ def test_shutdown_finishes_the_write_in_flight(served: tuple[LiveServer, dict[st
         with _client(server, keys["a"]) as a:
             answer["response"] = a.post("/v1/ingest?wait=true", json=conversation)
 
+    in_flight = server.server.server_state.tasks  # the requests the server is handling
     sender = threading.Thread(target=send)
     sender.start()
-    time.sleep(0.3)  # the ingest is embedding and writing now
+    # asked to stop once the server is handling the ingest (however long it takes to arrive)
+    assert eventually(lambda: bool(in_flight) or "response" in answer)
     server.server.should_exit = True
     sender.join(timeout=120)
     server.thread.join(timeout=120)

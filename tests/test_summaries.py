@@ -5,6 +5,7 @@ real LoCoMo sessions). Covers the summary-quality spec's eleven tests and the ba
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 from nous import EventKind, EventStatus, NotFoundError, Nous, Settings
+from nous._time import utcnow
 from nous.embeddings.base import EmbeddingProvider
 from nous.events.extraction import PER_SESSION
 from nous.events.summary import decision_context
@@ -255,11 +257,12 @@ async def test_bad_llm_output_is_retried_then_dead_lettered(
     assert isinstance(before, Episode)
     worker = llm_nous.event_worker()
     worker.max_attempts = 2
+    hours = itertools.count(1)  # each look at the clock is an hour later: every backoff has run out
+    worker.clock = lambda: utcnow() + timedelta(hours=next(hours))
     for _ in range(40):
         await worker.drain()
         if not [e for e in await llm_nous.events(status="pending") if e.kind == EventKind.EPISODE_CLOSED]:
             break
-        await asyncio.sleep(0.02)
     (dead,) = await llm_nous.events(status="dead")
     assert dead.kind == EventKind.EPISODE_CLOSED and dead.attempts == 2 and words in (dead.last_error or "")
     after = await llm_nous.get(episode_id)  # still readable, unchanged: nothing half-written
@@ -275,7 +278,6 @@ async def test_bad_llm_output_is_retried_then_dead_lettered(
         await worker.drain()
         if not await llm_nous.events(status="pending"):
             break
-        await asyncio.sleep(0.02)
     revived = await llm_nous.get(episode_id)
     assert isinstance(revived, Episode) and revived.title == "Choosing Kafka for billing events"
     assert not await llm_nous.events(status="dead")

@@ -61,6 +61,7 @@ class EventWorker:
         max_attempts: int = 5,
         retry_base: timedelta = timedelta(seconds=2),
         batch: int = 10,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.context = context
         self.repo = context.repo
@@ -70,6 +71,7 @@ class EventWorker:
         self.max_attempts = max_attempts
         self.retry_base = retry_base
         self.batch = batch
+        self.clock = clock  # when events are due, done and retried (a test passes its own)
 
     async def run_once(
         self, now: datetime | None = None, *, stop: asyncio.Event | None = None
@@ -77,7 +79,7 @@ class EventWorker:
         """Claim one batch of due events and handle each; once ``stop`` is set, none after the
         one in hand (a stopping process exits promptly; the rest are claimed again when their
         lease runs out, as after a crash)."""
-        now = now or utcnow()
+        now = now or self.clock()
         events = await self.repo.store.claim_events(
             self.repo.agent_id, self.worker_id, limit=self.batch, lease_until=now + self.lease, now=now
         )
@@ -131,7 +133,7 @@ class EventWorker:
             ops: list[WriteOp] = []
             for handler in self.handlers.get(event.kind, ()):
                 ops.extend(await handler(event, self.context))
-            await self.repo.store.apply([*ops, CompleteEvent(event.id, self.worker_id, utcnow())])
+            await self.repo.store.apply([*ops, CompleteEvent(event.id, self.worker_id, self.clock())])
             report.done += 1
         except LeaseLostError:
             report.lost += 1
@@ -152,7 +154,7 @@ class EventWorker:
         retry_at = None
         if not dead:
             delay = self.retry_base.total_seconds() * 2 ** (event.attempts - 1)
-            retry_at = utcnow() + timedelta(seconds=delay * random.uniform(0.8, 1.2))
+            retry_at = self.clock() + timedelta(seconds=delay * random.uniform(0.8, 1.2))
         (changed,) = await self.repo.store.apply([FailEvent(event.id, self.worker_id, reason, retry_at)])
         if dead and changed:
             log.warning("event %s (%s) is dead: %s", event.id, event.kind.value, reason)
