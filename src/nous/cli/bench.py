@@ -51,10 +51,19 @@ def _progress(message: str) -> None:
     err_console.print(f"[dim]{escape(message)}[/dim]", highlight=False)
 
 
+def _dataset(directory: Path) -> None:
+    """A dataset folder that is not there: one line saying what to pass, exit 2."""
+    if not directory.is_dir():
+        raise fail(
+            f"{directory} is not a directory: pass the folder of a dataset (this repository's "
+            "examples use ../shared/datasets/NAME, beside the clone; give the path where yours is)",
+            2,
+        )
+
+
 def _load(directory: Path, loader: Callable[[], T]) -> T:
     """What ``loader`` reads from ``directory``; a missing folder or a bad file is one line, exit 2."""
-    if not directory.is_dir():
-        raise fail(f"{directory} is not a directory", 2)
+    _dataset(directory)
     try:
         return loader()
     except (NousError, FileNotFoundError) as exc:
@@ -491,8 +500,7 @@ def extraction(
     Example: nous bench extraction ../shared/datasets/locomo ../shared/datasets/beam --json x.json
     """
     for directory in directories:
-        if not directory.is_dir():
-            raise fail(f"{directory} is not a directory", 2)
+        _dataset(directory)
     results: list[dict[str, Any]] = []
     for directory in directories:
         try:
