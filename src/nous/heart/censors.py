@@ -26,11 +26,11 @@ from nous._text import validate_content
 from nous._time import utcnow
 from nous.errors import EmbeddingError, InvalidInputError
 from nous.heart.censor_rules import (
-    SEMANTIC_THRESHOLD,
     ActionCheck,
     CensorMatch,
     decide,
     describe,
+    fires_by_meaning,
     match_patterns,
     similarities,
     validate_pattern,
@@ -152,7 +152,7 @@ class Censors:
             sim = similarity.get(censor.id)
             if hit is None:
                 warnings.append(f"censor {censor.id[:8]}: pattern ran out of time; treated as a match")
-            elif not hit and (sim is None or sim < SEMANTIC_THRESHOLD):
+            elif not hit and not fires_by_meaning(censor, text, sim):
                 continue
             how: Literal["pattern", "semantic"] = "semantic" if hit is False else "pattern"
             escalated = False
