@@ -228,18 +228,28 @@ def censor_text(pattern: str, reason: str) -> str:
     return f"{pattern} — {reason}"
 
 
-def similarities(provider: object, pairs: list[CensorPair]) -> np.ndarray:
-    """Cosine of each action to its censor with ``provider`` (vectors come back normalised)."""
-    censors = provider.embed([censor_text(p, r) for p, r, _ in pairs])  # type: ignore[attr-defined]
+def _meaning_matrix(provider: object, pairs: list[CensorPair]) -> np.ndarray:
+    """Cosine of every action (columns) to every censor's meaning (rows), as ``check_action``
+    reads it: the closer of its reason and its pattern's words (``meaning_texts``)."""
+    from nous.heart.censor_rules import meaning_texts
+    from nous.models import Censor
+
+    readings = [
+        meaning_texts(Censor(agent_id="a", content=p, trigger_pattern=p, reason=r)) for p, r, _ in pairs
+    ]
     actions = provider.embed([a for _, _, a in pairs])  # type: ignore[attr-defined]
-    return np.einsum("ij,ij->i", censors, actions)
+    rows = [(provider.embed(texts) @ actions.T).max(axis=0) for texts in readings]  # type: ignore[attr-defined]
+    return np.stack(rows)
+
+
+def similarities(provider: object, pairs: list[CensorPair]) -> np.ndarray:
+    """Cosine of each action to its censor's meaning with ``provider`` (vectors come back normalised)."""
+    return np.diag(_meaning_matrix(provider, pairs))
 
 
 def cross_similarities(provider: object, pairs: list[CensorPair]) -> np.ndarray:
     """Cosine of each action to every other pair's censor (unrelated pairs: should not match)."""
-    censors = provider.embed([censor_text(p, r) for p, r, _ in pairs])  # type: ignore[attr-defined]
-    actions = provider.embed([a for _, _, a in pairs])  # type: ignore[attr-defined]
-    sims = censors @ actions.T
+    sims = _meaning_matrix(provider, pairs)
     return sims[~np.eye(len(pairs), dtype=bool)]
 
 

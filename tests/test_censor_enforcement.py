@@ -164,6 +164,45 @@ async def test_edit_changes_matching_and_writes_history(nous: Nous) -> None:
         await nous.edit_censor(censor.id)
 
 
+async def test_an_edit_keeps_the_activation_count_unless_asked_to_reset_it(nous: Nous) -> None:
+    censor = await _add(
+        nous, r"rm\s+-rf\s+/", action="warn", reason="destroys the host", escalation_threshold=5
+    )
+    for _ in range(2):
+        await nous.check_action("rm -rf /")
+    kept = await nous.edit_censor(censor.id, action="block")
+    assert kept.action is CensorAction.BLOCK and kept.activation_count == 2
+    assert (await nous.history(censor.id))[-1].new_value == {"action": "block"}
+    same = await nous.edit_censor(censor.id, action="block")  # nothing changes: nothing written
+    assert same.updated_at == kept.updated_at
+    reset = await nous.edit_censor(censor.id, reset_activations=True)
+    assert reset.activation_count == 0 and reset.action is CensorAction.BLOCK
+    assert (await nous.history(censor.id))[-1].old_value == {"activation_count": 2}
+
+
+async def test_meaning_catches_a_paraphrase_but_not_the_patterns_own_command(nous: Nous) -> None:
+    """The two cases of issue 31: a pattern's near miss is the pattern's to judge, and a censor's
+    reason catches what its regex cannot."""
+    await _add(nous, r"rm\s+-rf\s+/", action="block", reason="destroys the host filesystem")
+    await _add(nous, DROP, action="block", reason=DROP_REASON)
+    assert (await nous.check_action("rm -rf ./build", record=False)).decision is ActionDecision.ALLOW
+    assert (
+        await nous.check_action("rm -rf / --no-preserve-root", record=False)
+    ).decision is ActionDecision.BLOCK
+    verdict = await nous.check_action("please delete the users table", record=False)
+    assert verdict.decision is ActionDecision.BLOCK and [m.how for m in verdict.matches] == ["semantic"]
+    assert "similar in meaning" in verdict.reasons[0] and DROP_REASON in verdict.reasons[0]
+
+
+def test_the_command_a_pattern_starts_with() -> None:
+    assert censor_rules.pattern_command(r"rm\s+-rf\s+/") == "rm"
+    assert censor_rules.pattern_command(r"^\bkubectl\s+delete") == "kubectl"
+    assert censor_rules.pattern_command(r"colou?r") is None  # the word is not whole
+    assert censor_rules.pattern_command(r"(api[_-]?key|secret)") is None
+    assert censor_rules.same_command(r"rm\s+-rf\s+/", "sudo RM -rf ./build")
+    assert not censor_rules.same_command(r"rm\s+-rf\s+/", "wipe the root disk; confirm")
+
+
 async def test_retired_censor_never_matches_and_keeps_its_history(nous: Nous) -> None:
     censor = await _add(nous, DROP, action="absolute", reason=DROP_REASON)
     assert (await nous.check_action("DROP TABLE x")).decision is ActionDecision.BLOCK
@@ -291,8 +330,12 @@ def test_semantic_threshold_separates_the_calibration_pairs(provider: EmbeddingP
         f"cross max {cross.max():.3f}; caught at {SEMANTIC_THRESHOLD}: {int(np.sum(pos >= SEMANTIC_THRESHOLD))}"
         f"/{len(pos)}"
     )
-    assert neg.max() < SEMANTIC_THRESHOLD and cross.max() < SEMANTIC_THRESHOLD  # no false positive
-    assert np.sum(pos >= SEMANTIC_THRESHOLD) >= len(pos) // 3  # a useful share of paraphrases caught
+    # Reading a censor's reason and its pattern's words apart catches 17 of the 22 paraphrases
+    # (10 when they were embedded together), at the price of 3 same-topic harmless pairs ("fix a
+    # typo on the pricing page" against "price change"); tests/test_censor_bench.py holds the
+    # verdict figures on labelled actions, and docs/censors.md the held-out ones.
+    assert np.sum(neg >= SEMANTIC_THRESHOLD) <= 3 and np.sum(cross >= SEMANTIC_THRESHOLD) <= 2
+    assert np.sum(pos >= SEMANTIC_THRESHOLD) >= 2 * len(pos) // 3
     assert np.median(pos) > np.median(neg) + 0.15
 
 
@@ -300,7 +343,10 @@ def test_semantic_threshold_separates_the_calibration_pairs(provider: EmbeddingP
 def test_cli_censors_add_list_check_edit_retire(cli: CliRunner, database_url: str) -> None:
     def run(*args: str) -> Any:
         result = cli.invoke(app, ["--db", database_url, *args])
-        assert result.exit_code == 0, (result.output, result.exception)
+        blocked = args[0] == "check-action" and result.stdout.lstrip().lstrip("{").lstrip().startswith(
+            ('"decision": "block"', "block")
+        )
+        assert result.exit_code == (3 if blocked else 0), (result.output, result.exception)
         return json.loads(result.stdout) if "--json" in args else result.stdout
 
     added = run("censors", "add", DROP, "--action", "block", "--reason", "never drop [prod] tables", "--json")
@@ -308,7 +354,7 @@ def test_cli_censors_add_list_check_edit_retire(cli: CliRunner, database_url: st
     plain = run("censors", "add", "--action", "warn", "--no-dedup", "--", "-rf /")
     assert isinstance(plain, str) and len(plain.strip()) == 36
 
-    checked = run("check-action", "DROP TABLE users", "--session", "s1", "--json")  # exit 0 on block
+    checked = run("check-action", "DROP TABLE users", "--session", "s1", "--json")  # exit 3 on block
     assert isinstance(checked, dict) and checked["decision"] == "block"
     assert checked["matches"][0]["censor_id"] == added["id"] and checked["matches"][0]["how"] == "pattern"
     assert "never drop [prod] tables" in checked["reasons"][0]
@@ -338,6 +384,29 @@ def test_cli_censors_add_list_check_edit_retire(cli: CliRunner, database_url: st
     assert added["id"] not in {c["id"] for c in run("censors", "--json")}
 
 
+def test_cli_edit_and_retire_say_what_happened_and_check_action_exits_3_on_block(
+    cli: CliRunner, database_url: str
+) -> None:
+    def run(*args: str, code: int = 0) -> str:
+        result = cli.invoke(app, ["--db", database_url, *args])
+        assert result.exit_code == code, (args, result.output)
+        return result.stdout
+
+    censor = run("censors", "add", r"rm\s+-rf\s+/", "--reason", "destroys the host").strip()
+    assert "warn" in run("check-action", "rm -rf /") and run("check-action", "rm -rf /")
+    line = run("censors", "edit", censor[:8], "--action", "block")
+    assert line.strip() == f"edited {censor[:8]}: action warn → block (activations kept: 2)"
+    assert json.loads(run("check-action", "rm -rf /", "--json", code=3))["decision"] == "block"
+    assert run("check-action", "rm -rf /", code=3).startswith("block")
+    assert run("check-action", "rm -rf ./build").startswith("allow")
+    line = run("censors", "edit", censor[:8], "--threshold", "9", "--reset-count")
+    assert line.strip() == f"edited {censor[:8]}: threshold 3 → 9 (activations reset: 4 → 0)"
+    retired = " ".join(run("censors", "retire", censor[:8]).split())
+    assert retired.startswith(f"retired {censor[:8]}: `rm\\s+-rf\\s+/` no longer fires (it was block")
+    assert "→" not in retired
+    assert run("check-action", "rm -rf /").startswith("allow")
+
+
 def test_cli_censor_errors_are_one_line(cli: CliRunner, database_url: str) -> None:
     for args, needle in (
         (["censors", "add", "(a+)+", "--action", "block"], "nests a quantifier"),
@@ -362,3 +431,7 @@ def test_cli_help_teaches(cli: CliRunner) -> None:
     ):
         result = cli.invoke(app, [*args, "--help"])
         assert result.exit_code == 0 and "Example:" in result.stdout, args
+    for args in (["censors"], ["censors", "add"], ["censors", "edit"]):
+        text = " ".join(cli.invoke(app, [*args, "--help"]).stdout.split())
+        assert all(action in text for action in ("warn (", "block (", "absolute (")), args
+    assert "3 on block" in " ".join(cli.invoke(app, ["check-action", "--help"]).stdout.split())

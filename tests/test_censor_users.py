@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nous import ActionDecision, Censor, CensorAction, InvalidInputError, Nous, Settings
+from nous.cli.app import app
 from tests.cli_support import data, ok
 from tests.test_isolation import _client, _keys
 from tests.test_server import LiveServer, live
@@ -226,7 +227,8 @@ def test_the_cli_makes_a_censor_for_one_user_and_checks_actions_as_a_user(cli: C
     assert data(cli, "check-action", "drop table users", "--user", "alice")["decision"] == "allow"
     fired = data(cli, "check-action", "drop table users", "--user", "bob")
     assert fired["decision"] == "warn" and [m["censor_id"] for m in fired["matches"]] == [bobs["id"]]
-    assert data(cli, "check-action", "please wipe the disk", "--user", "alice")["decision"] == "block"
+    blocked = cli.invoke(app, ["check-action", "please wipe the disk", "--user", "alice", "--json"])
+    assert blocked.exit_code == 3 and json.loads(blocked.stdout)["decision"] == "block"  # 3: blocked
     listed = {c["id"]: c for c in data(cli, "censors")}
     assert listed[bobs["id"]]["activation_count"] == 1  # alice's check counted nothing of bob's
     assert "bob" in ok(cli, "censors").stdout and "everyone" in ok(cli, "censors").stdout

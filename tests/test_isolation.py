@@ -553,6 +553,7 @@ async def test_every_mcp_tool_keeps_the_owners_memory_from_the_intruder(
 NOT_AGENT_SCOPED = {  # command -> why the table has no intruder row for it
     "bench agent": "a benchmark on fresh stores of its own",
     "bench censor-stall": "a benchmark on fresh stores of its own",
+    "bench censors": "a benchmark on fresh stores of its own (labelled censor actions)",
     "bench context": "a benchmark on fresh stores of its own",
     "bench crash": "a benchmark on fresh stores of its own",
     "bench dedup": "a benchmark on fresh stores of its own",

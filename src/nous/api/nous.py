@@ -586,14 +586,18 @@ class Nous:
         action: str | CensorAction | None = None,
         reason: str | None = None,
         escalation_threshold: int | None = None,
+        reset_activations: bool = False,
     ) -> Censor:
-        """Change a censor's pattern, action, reason or escalation threshold (audited)."""
+        """Change a censor's pattern, action (``warn``, ``block``, ``absolute``), reason or
+        escalation threshold (audited). Its activation count is kept unless ``reset_activations``
+        sets it back to 0."""
         return await self.heart.censors.edit(
             censor_id,
             trigger_pattern=trigger_pattern,
             action=action,
             reason=reason,
             escalation_threshold=escalation_threshold,
+            reset_activations=reset_activations,
         )
 
     async def retire_censor(self, censor_id: str, reason: str | None = None) -> Censor:

@@ -407,8 +407,11 @@ class SyncNous:
         action: str | CensorAction | None = None,
         reason: str | None = None,
         escalation_threshold: int | None = None,
+        reset_activations: bool = False,
     ) -> Censor:
-        """Change a censor's pattern, action, reason or escalation threshold (audited)."""
+        """Change a censor's pattern, action (``warn``, ``block``, ``absolute``), reason or
+        escalation threshold (audited). Its activation count is kept unless ``reset_activations``
+        sets it back to 0."""
         return self._runner.run(
             self.nous.edit_censor(
                 censor_id,
@@ -416,6 +419,7 @@ class SyncNous:
                 action=action,
                 reason=reason,
                 escalation_threshold=escalation_threshold,
+                reset_activations=reset_activations,
             )
         )
 

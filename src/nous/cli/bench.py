@@ -916,3 +916,78 @@ def frames(
     if out:
         out.write_text(json.dumps(result, indent=2))
         console.print(f"wrote {out}")
+
+
+@app.command()
+def censors(
+    ctx: typer.Context,
+    data: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Labelled actions with their censors (JSONL; see docs/censors.md); repeat for several "
+            "files. Default: tests/data/censor_actions.jsonl and censor_actions_holdout.jsonl."
+        ),
+    ] = None,
+    sweep: Annotated[
+        bool, typer.Option("--sweep", help="Also print the figures at other semantic thresholds.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")
+    ] = None,
+    errors: Annotated[int, typer.Option(min=0, help="Show this many wrong verdicts per file.")] = 0,
+) -> None:
+    """Censor verdicts: precision and recall of block and of warn on labelled agent actions.
+
+    Each file's censors go into a fresh store and every action is judged by check-action (nothing
+    recorded), at the semantic threshold in force; --sweep re-decides them at other thresholds.
+    The threshold was chosen on the development file; the held-out file was written after.
+
+    Example: nous bench censors --sweep --errors 5
+    """
+    import asyncio
+
+    from nous.bench.censors import default_censor_paths, run_censor_set
+
+    paths = data or default_censor_paths()
+    missing = [p for p in paths if not p.is_file()]
+    if not paths or missing:
+        raise fail("no labelled actions found: pass --data FILE (JSONL with censors and actions)", 2)
+    settings = state(ctx).settings
+    results: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        try:
+            result = asyncio.run(run_censor_set(path, settings, progress=_progress))
+        except (NousError, ValueError) as exc:
+            raise fail(str(exc), 2) from None
+        results[path.name] = result
+
+    def fmt(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    def cells(r: dict[str, Any]) -> list[str]:
+        return [fmt(r[v][k]) for v in ("block", "warn") for k in ("precision", "recall")]
+
+    columns = ["block prec", "block rec", "warn prec", "warn rec"]
+    table(
+        f"censors · semantic threshold {next(iter(results.values()))['threshold']}",
+        ["file", "censors/actions", *columns],
+        [
+            [name.removesuffix(".jsonl"), f"{r['censors']}/{r['actions']}", *cells(r)]
+            for name, r in results.items()
+        ],
+    )
+    if sweep:
+        for name, r in results.items():
+            table(
+                f"sweep · {name}", ["threshold", *columns], [[s["threshold"], *cells(s)] for s in r["sweep"]]
+            )
+    for name, r in results.items():
+        for e in r["errors"][:errors]:
+            fired = ", ".join(e["fired"]) or "nothing fired"
+            console.print(
+                f"[yellow]{name}: {e['expect']} → {e['got']}[/yellow] {escape(e['text'])!r} ({escape(fired)})",
+                highlight=False,
+            )
+    if out:
+        out.write_text(json.dumps(results, indent=2))
+        console.print(f"wrote {out}")

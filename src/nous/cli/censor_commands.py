@@ -10,12 +10,15 @@ from rich.markup import escape
 from nous.api import Nous
 from nous.cli.output import console, print_json, short, table
 from nous.cli.runtime import read_text_arg, with_nous
-from nous.heart import ActionCheck
+from nous.heart import ActionCheck, ActionDecision
 from nous.models import Censor, WriteResult
+from nous.models.heart import censor_actions_text
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 IdArg = Annotated[str, typer.Argument(help="Censor id or 6+ character prefix (see `nous censors`).")]
-ACTIONS = "warn (go ahead, with a warning), block (stop unless overridden) or absolute (always stop)"
+ACTIONS = censor_actions_text()
+# `nous check-action`'s exit code on a block (0 on allow and warn; 1 and 2 are errors, as elsewhere).
+BLOCKED_EXIT = 3
 
 app = typer.Typer(
     name="censors",
@@ -44,14 +47,29 @@ def _row(c: Censor) -> dict[str, Any]:
     }
 
 
-def _show(censor: Censor, status: str, as_json: bool) -> None:
-    if as_json:
-        print_json({"status": status, **_row(censor)})
-        return
-    console.print(
-        f"[green]{status}[/green] {censor.id}  `{escape(censor.trigger_pattern)}` → {censor.action.value}",
-        highlight=False,
-    )
+def _changes(before: Censor, after: Censor) -> list[str]:
+    """What an edit changed, one phrase per field (``action warn → block``)."""
+    said: list[str] = []
+    for field, label in (
+        ("trigger_pattern", "pattern"),
+        ("action", "action"),
+        ("reason", "reason"),
+        ("escalation_threshold", "threshold"),
+    ):
+        old, new = getattr(before, field), getattr(after, field)
+        if old != new:
+            shown = [getattr(v, "value", v) for v in (old, new)]
+            quoted = [
+                f"`{v}`" if field == "trigger_pattern" else repr(v) if field == "reason" else v for v in shown
+            ]
+            said.append(f"{label} {quoted[0]} → {quoted[1]}")
+    return said
+
+
+def _count_line(before: Censor, after: Censor) -> str:
+    if after.activation_count == before.activation_count:
+        return f"activations kept: {after.activation_count}"
+    return f"activations reset: {before.activation_count} → {after.activation_count}"
 
 
 @app.callback(invoke_without_command=True)
@@ -63,8 +81,9 @@ def censors(
     """Censors: what the agent must not do. Without a subcommand, list those in force.
 
     A censor fires on an action when its pattern (a case-insensitive regular expression) matches,
-    or when the action means nearly the same as the censor. Check an action with
-    `nous check-action "TEXT"`. A warn censor becomes block after --threshold firings.
+    or when the action means what the censor's reason forbids. What it then does: warn (go ahead,
+    with a warning; becomes block after --threshold firings), block (stop unless overridden) or
+    absolute (always stop, no override). Check an action with `nous check-action "TEXT"`.
 
     Example: nous censors add "DROP\\s+TABLE" --action block --reason "never drop production tables"
 
@@ -167,28 +186,44 @@ def edit(
     action: Annotated[str | None, typer.Option("--action", "-a", help=f"New action: {ACTIONS}.")] = None,
     reason: Annotated[str | None, typer.Option("--reason", "-r", help="New reason ('' clears it).")] = None,
     threshold: Annotated[
-        int | None, typer.Option("--threshold", min=1, help="New escalation threshold.")
+        int | None, typer.Option("--threshold", min=1, help="New escalation threshold (warn censors).")
     ] = None,
+    reset_count: Annotated[
+        bool, typer.Option("--reset-count", help="Set the activation count back to 0 (kept otherwise).")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Change a censor's pattern, action, reason or threshold; the change is kept in its history.
 
-    A new action restarts the count of firings toward escalation.
+    Prints what changed. The activation count is kept, whatever changes, unless --reset-count is
+    given: a warn censor whose count already reaches its threshold becomes block at its next firing.
 
-    Example: nous censors edit 3f2a9c1b --action warn --reason "allowed in staging"
+    Example: nous censors edit 3f2a9c1b --action warn --reason "allowed in staging" --reset-count
     """
 
-    async def act(nous: Nous) -> Censor:
-        return await nous.heart.censors.edit(
-            censor_id,
+    async def act(nous: Nous) -> tuple[Censor, Censor]:
+        before = await nous.heart.censors.get(censor_id)
+        after = await nous.heart.censors.edit(
+            before.id,
             trigger_pattern=pattern,
             action=action,
             reason=reason,
             escalation_threshold=threshold,
+            reset_activations=reset_count,
             actor="cli",
         )
+        return before, after
 
-    _show(with_nous(ctx, act), "edited", as_json)
+    before, after = with_nous(ctx, act)
+    changed = _changes(before, after)
+    if as_json:
+        print_json({"status": "edited", **_row(after), "changed": changed})
+        return
+    what = ", ".join(changed) if changed else "nothing changed"
+    console.print(
+        f"[green]edited[/green] {after.id[:8]}: {escape(what)} ({_count_line(before, after)})",
+        highlight=False,
+    )
 
 
 @app.command()
@@ -206,7 +241,16 @@ def retire(
     async def act(nous: Nous) -> Censor:
         return await nous.heart.censors.retire(censor_id, reason, actor="cli")
 
-    _show(with_nous(ctx, act), "retired", as_json)
+    censor = with_nous(ctx, act)
+    if as_json:
+        print_json({"status": "retired", **_row(censor)})
+        return
+    fired = f"fired {censor.activation_count} time{'' if censor.activation_count == 1 else 's'}"
+    console.print(
+        f"[green]retired[/green] {censor.id[:8]}: `{escape(censor.trigger_pattern)}` no longer fires "
+        f"(it was {censor.action.value}, {fired}; `nous history {censor.id[:8]}` keeps its record)",
+        highlight=False,
+    )
 
 
 @app.command("false-positive")
@@ -249,10 +293,11 @@ def check_action(
 ) -> None:
     """Check an action against the censors: prints allow, warn or block, and why.
 
-    The exit code is 0 whatever the decision; read `decision` from the output. Each censor that
-    fires is counted, and a warn censor becomes block after its threshold.
+    Exit code: 0 on allow or warn, 3 on block (so a script can stop on it), 1 or 2 on an
+    error. A censor fires when its pattern matches or when the action means nearly what the
+    censor forbids; each firing is counted, and a warn censor becomes block after its threshold.
 
-    Example: nous check-action "DROP TABLE users" --json
+    Example: nous check-action "DROP TABLE users" --json || echo "blocked"
     """
     action_text = read_text_arg(text)
 
@@ -284,8 +329,10 @@ def check_action(
                 ],
             }
         )
-        return
-    colour = {"allow": "green", "warn": "yellow", "block": "bold red"}[verdict.decision.value]
-    console.print(f"[{colour}]{verdict.decision.value}[/{colour}]")
-    for line in [*verdict.reasons, *verdict.warnings]:
-        console.print(f"  {line}", highlight=False, markup=False)
+    else:
+        colour = {"allow": "green", "warn": "yellow", "block": "bold red"}[verdict.decision.value]
+        console.print(f"[{colour}]{verdict.decision.value}[/{colour}]")
+        for line in [*verdict.reasons, *verdict.warnings]:
+            console.print(f"  {line}", highlight=False, markup=False)
+    if verdict.decision is ActionDecision.BLOCK:
+        raise typer.Exit(BLOCKED_EXIT)

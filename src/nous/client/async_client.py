@@ -687,8 +687,10 @@ class AsyncClient:
         action: str | CensorAction | None = None,
         reason: str | None = None,
         escalation_threshold: int | None = None,
+        reset_activations: bool = False,
     ) -> Censor:
-        """Change a censor's pattern, action, reason or escalation threshold (audited)."""
+        """Change a censor's pattern, action (``warn``, ``block``, ``absolute``), reason or escalation threshold
+        (audited). Its activation count is kept unless ``reset_activations`` sets it back to 0."""
         data = await self._call(
             "PATCH",
             f"/v1/censors/{_segment(censor_id)}",
@@ -697,6 +699,7 @@ class AsyncClient:
                 action=action,
                 reason=reason,
                 escalation_threshold=escalation_threshold,
+                reset_activations=reset_activations,
             ),
         )
         return _typed(data, Censor)

@@ -405,8 +405,10 @@ class Client:
         action: str | CensorAction | None = None,
         reason: str | None = None,
         escalation_threshold: int | None = None,
+        reset_activations: bool = False,
     ) -> Censor:
-        """Change a censor's pattern, action, reason or escalation threshold (audited)."""
+        """Change a censor's pattern, action (``warn``, ``block``, ``absolute``), reason or escalation threshold
+        (audited). Its activation count is kept unless ``reset_activations`` sets it back to 0."""
         return self._runner.run(
             self.client.edit_censor(
                 censor_id,
@@ -414,6 +416,7 @@ class Client:
                 action=action,
                 reason=reason,
                 escalation_threshold=escalation_threshold,
+                reset_activations=reset_activations,
             )
         )
 

@@ -24,6 +24,7 @@ import regex
 from pydantic import BaseModel, Field
 
 from nous._patterns import PATTERN_TIMEOUT, compile_pattern, pattern_matches
+from nous._text import pattern_words
 from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
 from nous.models import Censor, CensorAction
@@ -32,17 +33,18 @@ from nous.models import Censor, CensorAction
 # by name (a private module: whether type checkers know it depends on what else is checked).
 _sre: Any = importlib.import_module("re._parser")
 
-# Cosine (all-MiniLM-L6-v2) between an action text and a censor's stored embedding at or above which
-# the censor fires although its pattern does not match. Chosen on the hand-written pairs in
-# tests/censor_calibration.py (`python -m tests.censor_calibration` prints this): 22 actions that
-# do what their censor forbids in other words scored 0.316-0.711 (median 0.434); 22 harmless
-# actions from the same domains -0.034-0.435 (median 0.226); the 462 cross pairs (each action
-# against the other censors) at most 0.431. At 0.45 no harmless pair fires (a margin of 0.015 over
-# the highest; 0.44 would catch one more paraphrase with a margin of 0.005) and 10 of the 22
-# paraphrases are caught. A topic embedding cannot
-# tell "make the bucket public" from "keep the bucket private", so the semantic check is a net
-# under the pattern, not a replacement for it; a lower threshold blocks harmless same-topic actions.
-SEMANTIC_THRESHOLD = 0.45
+# Cosine (all-MiniLM-L6-v2) between an action text and a censor's meaning at or above which the
+# censor fires although its pattern does not match. A censor's meaning is read two ways, and the
+# closer one counts: its reason as written ("never drop tables in the production database") and
+# the words its pattern spells out ("DROP TABLE"). An action that uses the word the pattern starts
+# with (its command: `rm`, `kubectl`, `deploy`) is left to the pattern (``same_command``).
+# Chosen by the sweep `nous bench censors --sweep` prints over tests/data/censor_actions.jsonl
+# (104 labelled actions, 12 censors): at 0.425 block precision 0.96 and recall 0.86, warn 0.94 and
+# 0.80; 0.40 lets two more harmless actions through as blocks, 0.45 misses one more. The held-out
+# file (tests/data/censor_actions_holdout.jsonl, written after) is reported beside it; see
+# docs/censors.md. A topic embedding cannot tell "make the bucket public" from "keep it private":
+# the semantic check is a net under the pattern, not a replacement for it.
+SEMANTIC_THRESHOLD = 0.425
 
 # Regex time bounds. Each pattern gets PATTERN_TIMEOUT seconds; one check spends at most
 # PATTERN_BUDGET seconds on all its patterns, after which each remaining pattern gets
@@ -316,24 +318,69 @@ def semantic_windows(text: str) -> list[str]:
     return windows
 
 
+# The command a pattern starts with: its leading word, after any ``^``, ``\b`` or inline flags,
+# when nothing makes that word optional or partial (a quantifier, a class, a group after it).
+_LEADING_WORD = re.compile(r"(?:\^|\\b|\(\?[a-zA-Z]+\))*([A-Za-z][A-Za-z_-]*)(?![?*+{\[(|A-Za-z])")
+_TOKENS = re.compile(r"[a-z0-9_-]+")
+
+
+def pattern_command(pattern: str) -> str | None:
+    r"""The word a trigger pattern starts with, lowercased (``rm`` for ``rm\s+-rf\s+/``), or None
+    when it starts with anything else (a group, a class)."""
+    found = _LEADING_WORD.match(pattern)
+    return found.group(1).lower() if found else None
+
+
+def same_command(pattern: str, text: str) -> bool:
+    r"""Whether ``text`` uses the command its censor's pattern starts with. Such an action is the
+    pattern's to judge: if the pattern does not match it (``rm -rf ./build`` against
+    ``rm\s+-rf\s+/``), its author has already said it is not what the censor forbids, however
+    close in meaning it is."""
+    command = pattern_command(pattern)
+    return command is not None and command in {t.strip("_-") for t in _TOKENS.findall(text.lower())}
+
+
+def meaning_texts(censor: Censor) -> list[str]:
+    """What a censor means, each read on its own: its reason, and the words its pattern spells out."""
+    texts = [censor.reason or "", pattern_words(censor.trigger_pattern)]
+    return [t for t in dict.fromkeys(texts) if t.strip()] or [censor.trigger_pattern]
+
+
+# Vectors of censors' meaning texts, by text: censors change rarely and are checked often.
+_MEANINGS: dict[str, np.ndarray] = {}
+_MAX_MEANINGS = 20_000
+
+
 def _unit(rows: np.ndarray) -> np.ndarray:
     return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
 
 async def similarities(repo: MemoryRepository, text: str, censors: list[Censor]) -> dict[str, float]:
-    """Cosine of ``text`` (its best window) to each censor's stored embedding; a censor stored
-    while the provider was failing is embedded now. EmbeddingError if the provider fails."""
+    """Cosine of ``text`` (its best window) to each censor's meaning (the closer of its reason and
+    its pattern's words, ``meaning_texts``). EmbeddingError if the provider fails."""
     if not censors:
         return {}
-    stored = await repo.store.vectors(repo.agent_id, [c.id for c in censors])
-    pending = [c for c in censors if c.id not in stored]
-    if pending:
-        fresh = await repo.embedder.embed_many([c.embedding_text() for c in pending])
-        stored = {**stored, **{c.id: v for c, v in zip(pending, fresh, strict=True)}}
+    readings = [meaning_texts(c) for c in censors]
+    missing = list(dict.fromkeys(t for texts in readings for t in texts if t not in _MEANINGS))
+    if missing:
+        if len(_MEANINGS) + len(missing) > _MAX_MEANINGS:
+            _MEANINGS.clear()
+        _MEANINGS.update(zip(missing, _unit(await repo.embedder.embed_many(missing)), strict=True))
     actions = _unit(await repo.embedder.embed_many(semantic_windows(text)))
-    matrix = _unit(np.stack([stored[c.id] for c in censors]).astype(np.float32))
-    best = (matrix @ actions.T).max(axis=1)
-    return {c.id: float(b) for c, b in zip(censors, best, strict=True)}
+    found: dict[str, float] = {}
+    for censor, texts in zip(censors, readings, strict=True):
+        matrix = np.stack([_MEANINGS[t] for t in texts]).astype(np.float32)
+        found[censor.id] = float((matrix @ actions.T).max())
+    return found
+
+
+def fires_by_meaning(censor: Censor, text: str, similarity: float | None) -> bool:
+    """Whether a censor whose pattern did not match ``text`` fires on it by meaning."""
+    return (
+        similarity is not None
+        and similarity >= SEMANTIC_THRESHOLD
+        and not same_command(censor.trigger_pattern, text)
+    )
 
 
 # -- verdict -------------------------------------------------------------------------------------

@@ -26,11 +26,11 @@ from nous._text import validate_content
 from nous._time import utcnow
 from nous.errors import EmbeddingError, InvalidInputError
 from nous.heart.censor_rules import (
-    SEMANTIC_THRESHOLD,
     ActionCheck,
     CensorMatch,
     decide,
     describe,
+    fires_by_meaning,
     match_patterns,
     similarities,
     validate_pattern,
@@ -152,7 +152,7 @@ class Censors:
             sim = similarity.get(censor.id)
             if hit is None:
                 warnings.append(f"censor {censor.id[:8]}: pattern ran out of time; treated as a match")
-            elif not hit and (sim is None or sim < SEMANTIC_THRESHOLD):
+            elif not hit and not fires_by_meaning(censor, text, sim):
                 continue
             how: Literal["pattern", "semantic"] = "semantic" if hit is False else "pattern"
             escalated = False
@@ -258,13 +258,23 @@ class Censors:
         action: str | CensorAction | None = None,
         reason: str | None = None,
         escalation_threshold: int | None = None,
+        reset_activations: bool = False,
         actor: str = "api",
     ) -> Censor:
         """Change a censor's pattern, action, reason or threshold (audited; a new pattern or
-        reason is re-embedded; an empty reason clears it). A new action restarts the escalation
-        count."""
-        if trigger_pattern is None and action is None and reason is None and escalation_threshold is None:
-            raise InvalidInputError("nothing to edit: give a pattern, action, reason or threshold")
+        reason is re-embedded; an empty reason clears it). The activation count is kept, whatever
+        changes, unless ``reset_activations`` sets it back to 0 (a warn censor whose count is
+        already at its threshold becomes block at its next firing)."""
+        if (
+            trigger_pattern is None
+            and action is None
+            and reason is None
+            and escalation_threshold is None
+            and not reset_activations
+        ):
+            raise InvalidInputError(
+                "nothing to edit: give a pattern, action, reason, threshold or a reset of the count"
+            )
         if trigger_pattern is not None:
             validate_pattern(trigger_pattern)
         act = enum_value(CensorAction, action, field="action") if action is not None else None
@@ -282,9 +292,12 @@ class Censors:
                 )
             if act is not None and act != current.action:
                 changes["action"] = act
-                changes["activation_count"] = 0
             if escalation_threshold is not None:
                 changes["escalation_threshold"] = escalation_threshold
+            if reset_activations and current.activation_count:
+                changes["activation_count"] = 0
+            if not changes:  # every value given is the one in force: nothing to write
+                return current
             updated = await self.repo.update(current.id, changes, actor=actor, kind=MemoryKind.CENSOR)
         assert isinstance(updated, Censor)
         return updated

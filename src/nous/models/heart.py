@@ -126,9 +126,26 @@ class Procedure(Memory):
 
 
 class CensorAction(StrEnum):
+    """What a censor does when it fires (``CENSOR_ACTION_EFFECTS`` says it in words)."""
+
     WARN = "warn"
     BLOCK = "block"
     ABSOLUTE = "absolute"
+
+
+# What each action does, in the words every surface shows (CLI help, REST and MCP schemas, the
+# inspector): one place, so none of them can leave an action out.
+CENSOR_ACTION_EFFECTS: dict[CensorAction, str] = {
+    CensorAction.WARN: "go ahead, with a warning; becomes block after its escalation threshold of firings",
+    CensorAction.BLOCK: "stop, unless the caller overrides it (then it is a warning); never escalates",
+    CensorAction.ABSOLUTE: "always stop: no override lifts it (reported as block); set by a person only",
+}
+
+
+def censor_actions_text() -> str:
+    """``warn (…), block (…) or absolute (…)``: every action with what it does."""
+    parts = [f"{a.value} ({CENSOR_ACTION_EFFECTS[a]})" for a in CensorAction]
+    return ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
 class Censor(Memory):
@@ -137,11 +154,15 @@ class Censor(Memory):
     kind: ClassVar[MemoryKind] = MemoryKind.CENSOR
 
     trigger_pattern: str = Field(min_length=1, max_length=2000)
-    action: CensorAction = CensorAction.WARN
+    action: CensorAction = Field(
+        default=CensorAction.WARN, description=f"What happens when it fires: {censor_actions_text()}."
+    )
     reason: str | None = None
     domain: str | None = Field(default=None, max_length=100)
-    activation_count: int = Field(default=0, ge=0)
-    escalation_threshold: int = Field(default=3, ge=1)
+    activation_count: int = Field(default=0, ge=0, description="How many times it has fired.")
+    escalation_threshold: int = Field(
+        default=3, ge=1, description="Firings after which a warn censor becomes block (warn only)."
+    )
     false_positive_count: int = Field(default=0, ge=0, description="Activations reported as wrong.")
 
     def embedding_text(self) -> str:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from nous.errors import InvalidInputError
 from nous.models import CensorAction, DecisionCategory, FactCategory, MemoryKind, WriteResult, WriteStatus
+from nous.models.heart import censor_actions_text
 from nous.server import callers, routes
 from nous.server.bodies import (
     CLEAN,
@@ -62,7 +63,7 @@ class CreateMemory(StrictBody):
     confidence: float | None = Field(default=None, ge=0, le=1)
     reasons: list[ReasonIn] | None = None
     action: Annotated[CensorAction, LAX] | None = Field(
-        default=None, description="censor: what a match does (default warn)"
+        default=None, description=f"censor: what a match does (default warn): {censor_actions_text()}"
     )
     reason: str | None = Field(default=None, pattern=CLEAN, description="censor: why")
     name: str | None = Field(

@@ -19,6 +19,7 @@ from pydantic import BeforeValidator, Field
 
 from nous.api import Nous
 from nous.cognitive import TurnResult
+from nous.models.heart import censor_actions_text
 from nous.server.mcp_schema import (
     CensorActionName,
     Confidence,
@@ -390,10 +391,7 @@ async def create_censor(
     ],
     action: Annotated[
         CensorActionName,
-        Field(
-            description="warn (allowed, with a warning; escalates to block after repeated "
-            "firings), block (refused unless overridden) or absolute (always refused)."
-        ),
+        Field(description=f"What happens when it fires: {censor_actions_text()}."),
     ] = "warn",
 ) -> dict[str, Any]:
     nous, who = caller()

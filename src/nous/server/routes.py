@@ -26,6 +26,7 @@ from nous.models import (
     MemoryKind,
 )
 from nous.models.events import EventStatus
+from nous.models.heart import censor_actions_text
 from nous.models.session import IdentitySection
 from nous.server.bodies import (
     CLEAN,
@@ -406,9 +407,15 @@ class CensorEdit(StrictBody):
     model_config = ConfigDict(json_schema_extra={"minProperties": 1})  # something to edit
 
     trigger_pattern: str | None = Field(default=None, pattern=CLEAN, max_length=5000)
-    action: Literal["warn", "block", "absolute"] | None = None
+    action: Literal["warn", "block", "absolute"] | None = Field(
+        default=None, description=f"What happens when it fires: {censor_actions_text()}."
+    )
     reason: str | None = Field(default=None, pattern=SOLID, max_length=5000)
     escalation_threshold: Annotated[int, Field(ge=1, le=1_000_000), BeforeValidator(_integral)] | None = None
+    reset_activations: bool = Field(
+        default=False,
+        description="Set the activation count back to 0 (kept otherwise, whatever else changes).",
+    )
 
 
 class NoteRequest(StrictBody):

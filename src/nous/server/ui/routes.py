@@ -34,6 +34,7 @@ from nous.api import Nous
 from nous.errors import InvalidInputError, NotFoundError, NousError
 from nous.models import CensorAction, EdgeRelation, HistoryEntry, LifecycleState, Memory, MemoryKind
 from nous.models.events import EventStatus
+from nous.models.heart import CENSOR_ACTION_EFFECTS
 from nous.server.keys import key_from_header, verify_key
 from nous.server.request_ids import client_message
 from nous.server.routes import UpdateMemory
@@ -563,14 +564,14 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
             "censors.html",
             me,
             censors=found,
-            actions=[a.value for a in CensorAction],
+            actions={a.value: CENSOR_ACTION_EFFECTS[a] for a in CensorAction},
             changeable=me.caller.user_id is None,
         )
 
     @app.post("/ui/censors/{censor_id}/{action}", include_in_schema=False)
     @shown
     async def censor_action(request: Request, censor_id: str, action: str) -> Response:
-        """Edit (pattern, action, reason, threshold), report a false positive, or retire a
+        """Edit (pattern, action, reason, threshold, a reset of the count), report a false positive, or retire a
         censor: ``Nous.edit_censor`` / ``report_false_positive`` / ``retire_censor``."""
         me, fields = await checked(request)
         if action not in ("edit", "false-positive", "retire"):
@@ -590,6 +591,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
                 action=fields.get("action") or None,
                 reason=fields.get("reason") or None,
                 escalation_threshold=int(threshold) if threshold else None,
+                reset_activations=bool(fields.get("reset_activations")),
             )
         elif action == "false-positive":
             await nous.report_false_positive(found.id, note)
