@@ -1015,7 +1015,10 @@ export interface components {
             last_reviewed_at?: string | null;
             /** Trigger Pattern */
             trigger_pattern: string;
-            /** @default warn */
+            /**
+             * @description What happens when it fires: warn (go ahead, with a warning; becomes block after its escalation threshold of firings), block (stop, unless the caller overrides it (then it is a warning); never escalates) or absolute (always stop: no override lifts it (reported as block); set by a person only).
+             * @default warn
+             */
             action?: components["schemas"]["CensorAction"];
             /** Reason */
             reason?: string | null;
@@ -1023,11 +1026,13 @@ export interface components {
             domain?: string | null;
             /**
              * Activation Count
+             * @description How many times it has fired.
              * @default 0
              */
             activation_count?: number;
             /**
              * Escalation Threshold
+             * @description Firings after which a warn censor becomes block (warn only).
              * @default 3
              */
             escalation_threshold?: number;
@@ -1040,6 +1045,7 @@ export interface components {
         };
         /**
          * CensorAction
+         * @description What a censor does when it fires (``CENSOR_ACTION_EFFECTS`` says it in words).
          * @enum {string}
          */
         CensorAction: "warn" | "block" | "absolute";
@@ -1047,12 +1053,21 @@ export interface components {
         CensorEdit: {
             /** Trigger Pattern */
             trigger_pattern?: string | null;
-            /** Action */
+            /**
+             * Action
+             * @description What happens when it fires: warn (go ahead, with a warning; becomes block after its escalation threshold of firings), block (stop, unless the caller overrides it (then it is a warning); never escalates) or absolute (always stop: no override lifts it (reported as block); set by a person only).
+             */
             action?: ("warn" | "block" | "absolute") | null;
             /** Reason */
             reason?: string | null;
             /** Escalation Threshold */
             escalation_threshold?: number | null;
+            /**
+             * Reset Activations
+             * @description Set the activation count back to 0 (kept otherwise, whatever else changes).
+             * @default false
+             */
+            reset_activations?: boolean;
         };
         /**
          * CensorMatch
@@ -1160,7 +1175,10 @@ export interface components {
             last_reviewed_at?: string | null;
             /** Trigger Pattern */
             trigger_pattern: string;
-            /** @default warn */
+            /**
+             * @description What happens when it fires: warn (go ahead, with a warning; becomes block after its escalation threshold of firings), block (stop, unless the caller overrides it (then it is a warning); never escalates) or absolute (always stop: no override lifts it (reported as block); set by a person only).
+             * @default warn
+             */
             action?: components["schemas"]["CensorAction"];
             /** Reason */
             reason?: string | null;
@@ -1168,11 +1186,13 @@ export interface components {
             domain?: string | null;
             /**
              * Activation Count
+             * @description How many times it has fired.
              * @default 0
              */
             activation_count?: number;
             /**
              * Escalation Threshold
+             * @description Firings after which a warn censor becomes block (warn only).
              * @default 3
              */
             escalation_threshold?: number;
@@ -1371,7 +1391,7 @@ export interface components {
             confidence?: number | null;
             /** Reasons */
             reasons?: components["schemas"]["ReasonIn"][] | null;
-            /** @description censor: what a match does (default warn) */
+            /** @description censor: what a match does (default warn): warn (go ahead, with a warning; becomes block after its escalation threshold of firings), block (stop, unless the caller overrides it (then it is a warning); never escalates) or absolute (always stop: no override lifts it (reported as block); set by a person only) */
             action?: components["schemas"]["CensorAction"] | null;
             /**
              * Reason
