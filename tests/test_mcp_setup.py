@@ -83,8 +83,8 @@ async def test_every_clients_config_starts_nous_on_the_named_store(
         argv = argv_of(client, printed_config(cli, ["--db", database_url, "--agent", "desk"], client))
         assert argv[1:] == ["--db", database_url, "--agent", "desk", "mcp"], argv
         commands.setdefault(tuple(argv), []).append(client)
-    for argv, clients in commands.items():
-        async with Client(as_client_spawns(list(argv), elsewhere), read_timeout_seconds=120) as session:
+    for command, clients in commands.items():
+        async with Client(as_client_spawns(list(command), elsewhere), read_timeout_seconds=120) as session:
             assert {t.name for t in (await session.list_tools()).tools} == TOOLS, clients
             stored = _data(await session.call_tool("remember", {"content": "Deploys happen on Tuesdays"}))
             assert stored["status"] in ("created", "duplicate"), clients
