@@ -117,3 +117,14 @@ async def test_the_home_reaches_the_command_as_an_option(tmp_path: Path, given: 
         assert stored["status"] == "created"
     async with Nous(Settings(home=home, events_worker="off"), agent_id="desk") as nous:
         assert [m.content for m in await nous.memories("fact")] == ["Prefers short answers"]
+
+
+def test_json_gives_scripts_the_command_and_each_clients_block(cli: CliRunner, tmp_path: Path) -> None:
+    for client in McpClient:
+        result = cli.invoke(app, ["--home", str(tmp_path), "mcp", "config", "-c", client.value, "--json"])
+        assert result.exit_code == 0, result.output
+        found = json.loads(result.stdout)
+        argv = [found["command"], *found["args"]]
+        assert argv[1:] == ["--home", str(tmp_path), "--agent", "default", "mcp"]
+        printed = found["config"] if isinstance(found["config"], str) else json.dumps(found["config"])
+        assert argv_of(client, printed) == argv and found["where"]

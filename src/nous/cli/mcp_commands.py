@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from nous.cli.output import err_console
+from nous.cli.output import err_console, print_json
 from nous.cli.runtime import state
 from nous.config import Settings
 
@@ -128,6 +128,10 @@ def config(
         McpClient, typer.Option("--client", "-c", help="The MCP client to configure.")
     ] = McpClient.CLAUDE_DESKTOP,
     name: Annotated[str, typer.Option("--name", help="The server's name in the client.")] = "nous",
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print one JSON object for scripts: command, args, config, where."),
+    ] = False,
 ) -> None:
     """Print an MCP client's configuration for `nous mcp` on this store and agent: JSON for
     Claude Desktop, Cursor, VS Code and Windsurf, a `claude mcp add` line for Claude Code. The
@@ -138,5 +142,19 @@ def config(
     Example: nous --agent my-agent mcp config --client cursor
     """
     st = state(ctx)
-    print(client_config(client, mcp_argv(st.settings, st.agent_id), name))
+    argv = mcp_argv(st.settings, st.agent_id)
+    printed = client_config(client, argv, name)
+    if as_json:
+        config = printed if client is McpClient.CLAUDE_CODE else json.loads(printed)
+        print_json(
+            {
+                "client": client.value,
+                "command": argv[0],
+                "args": argv[1:],
+                "config": config,
+                "where": WHERE[client],
+            }
+        )
+        return
+    print(printed)
     err_console.print(f"[dim]{client.value}: {WHERE[client]}[/dim]", highlight=False, soft_wrap=True)
