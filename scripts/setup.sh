@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Create .venv (if needed) and install Nous into it; with dev, also the TypeScript client's npm
-# packages (npm ci in clients/typescript). Usage: scripts/setup.sh [dev]
+# Create .venv (if needed) and install Nous into it (editable, from this folder: the distribution
+# nousmem, the package and CLI nous); with dev, also the TypeScript client's npm packages (npm ci
+# in clients/typescript). Usage: scripts/setup.sh [dev]
 # torch (pulled in by the model package) is pinned to the CPU build 2.13.0, so pip never fetches CUDA.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,11 @@ extra=""
 stamp=".venv/.nous-installed${extra}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
+  # The distribution was called `nous` before it became `nousmem` (`nous` on PyPI is another
+  # project); a .venv made then still lists it, and both would claim the `nous` package and CLI.
+  if .venv/bin/python -m pip show --quiet nous >/dev/null 2>&1; then
+    .venv/bin/python -m pip uninstall --quiet --disable-pip-version-check -y nous
+  fi
   # requirements.lock pins every dependency's version (see SECURITY.md).
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e ".${extra}"
   touch "$stamp"

@@ -21,7 +21,7 @@ from nous.cli.app import app, reflow
 
 ROOT = typer.main.get_command(app)
 # Options of the root command that take a value (they may come before the command's path).
-ROOT_VALUE_OPTIONS = {"--db", "--agent"}
+ROOT_VALUE_OPTIONS = {"--db", "--home", "--agent"}
 
 
 def walk(command: Command, path: tuple[str, ...] = ("nous",)) -> Iterator[tuple[tuple[str, ...], Command]]:

@@ -568,6 +568,7 @@ NOT_AGENT_SCOPED = {  # command -> why the table has no intruder row for it
     "keys revoke": "the operator revokes a key",
     "serve": "long-running; its routes are the REST table above",
     "mcp": "long-running stdio; its tools are the MCP table above",
+    "mcp config": "prints an MCP client's configuration; opens no store",
     "chat": "interactive with a language model; its turn loop is context/reply below",
     "demo": "loads the sample into its own demo agent",
     "init": "creates or migrates the store; reads no memory",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -17,12 +18,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from mcp import Client
 
 from nous import Nous
 from nous.events.context import PipelineContext
 from nous.events.worker import EventWorker
 from nous.models.events import Event, EventKind, EventStatus
 from nous.storage import WriteOp
+from tests.test_mcp import TOOLS, _data
+from tests.test_mcp_setup import as_client_spawns
 
 NOUS = str(Path(sys.executable).parent / "nous")
 CURL = "/usr/bin/curl"
@@ -122,6 +126,21 @@ def test_the_mcp_command_runs_as_printed(demo: Serve) -> None:
     assert command.endswith(" mcp")
     stats = json.loads(_shell(command.removesuffix(" mcp") + " stats --json"))
     assert sum(stats["active_by_kind"].values()) > 0, stats
+
+
+async def test_the_mcp_command_starts_as_a_client_starts_it(demo: Serve, tmp_path: Path) -> None:
+    """The MCP line is an argv with no `VAR=value` prefix: started as an MCP client starts a
+    server (no shell, the client's own environment, another working directory) it lists the
+    tools and recalls the sample data the server stored; the config line prints the same argv."""
+    argv = shlex.split(demo.line("MCP:"))
+    async with Client(as_client_spawns(argv, tmp_path), read_timeout_seconds=120) as session:
+        assert {t.name for t in (await session.list_tools()).tools} == TOOLS
+        hits = _data(await session.call_tool("recall", {"query": "Where is the offsite?", "limit": 5}))
+        assert any("Lisbon" in hit["content"] for hit in hits), hits
+    config = json.loads(
+        _shell(demo.line("MCP client config (Claude Desktop, Cursor, VS Code, Claude Code, Windsurf):"))
+    )
+    assert [config["mcpServers"]["nous"]["command"], *config["mcpServers"]["nous"]["args"]] == argv
 
 
 def test_without_a_new_key_the_banner_says_how_to_make_one(tmp_path: Path) -> None:

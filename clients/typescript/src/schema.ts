@@ -6411,7 +6411,7 @@ export interface operations {
             content: {
                 "application/json": {
                     [key: string]: unknown;
-                };
+                } | unknown[];
             };
         };
         responses: {

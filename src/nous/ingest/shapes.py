@@ -1,6 +1,7 @@
 """Which shape a conversation file has, and the chat-log shapes turned into the native one.
 
-Accepted (``ACCEPTED`` says it in one line, for errors):
+Accepted: the rows of ``SHAPES`` (``ACCEPTED`` lists them in one line, for errors; docs/rest.md
+lists the same, and tests/test_ingest_rest.py keeps the three in step):
 
 - native: ``{"sessions": [{"id", "started_at", "messages": [...]}]}`` (``nous.ingest.formats``);
 - messages: ``{"messages": [{"role", "content", "name"?}]}`` (an OpenAI-style chat log, the
@@ -17,17 +18,59 @@ A chat log's instructions and tool traffic are not conversation: ``system``, ``d
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from nous.errors import InvalidInputError
 
 Shape = Literal["native", "messages", "locomo"]
 
-ACCEPTED = (
-    'accepted: {"sessions": [{"messages": [...]}]}, {"messages": [{"role", "content"}]}, '
-    'a list of messages [{"role", "content"}], a list of {"messages": [...]}, '
-    'LoCoMo {"conversation": {"session_1": [...]}} or a list of LoCoMo samples'
+
+@dataclass(frozen=True)
+class ConversationShape:
+    """One accepted shape: the format it is read as, how errors and docs name it, and a small
+    conversation of that shape (an example in the OpenAPI document and the tests)."""
+
+    format: Shape
+    named: str
+    example: Any
+
+
+_TURN = {"role": "user", "content": "I moved to Porto last spring."}
+_REPLY = {"role": "assistant", "content": "Porto is lovely. How is the new flat?"}
+_LOCOMO = {
+    "speaker_a": "Ana",
+    "speaker_b": "Rui",
+    "session_1_date_time": "1:56 pm on 8 May, 2023",
+    "session_1": [
+        {"speaker": "Ana", "dia_id": "D1:1", "text": "I moved to Porto last spring."},
+        {"speaker": "Rui", "dia_id": "D1:2", "text": "Porto is lovely. How is the new flat?"},
+    ],
+}
+SHAPES: tuple[ConversationShape, ...] = (
+    ConversationShape(
+        "native",
+        '{"sessions": [{"messages": [...]}]}',
+        {"sessions": [{"id": "s1", "started_at": "2024-05-01T10:00:00Z", "messages": [_TURN, _REPLY]}]},
+    ),
+    ConversationShape("messages", '{"messages": [{"role", "content"}]}', {"messages": [_TURN, _REPLY]}),
+    ConversationShape("messages", 'a list of messages [{"role", "content"}]', [_TURN, _REPLY]),
+    ConversationShape(
+        "messages",
+        'a list of chats [{"messages": [...]}]',
+        [{"id": "first", "messages": [_TURN]}, {"id": "second", "messages": [_REPLY]}],
+    ),
+    ConversationShape(
+        "locomo", 'a LoCoMo sample {"conversation": {"session_1": [...]}}', {"conversation": _LOCOMO}
+    ),
+    ConversationShape("locomo", 'a LoCoMo conversation {"session_1": [...]}', _LOCOMO),
+    ConversationShape(
+        "locomo",
+        "a list of LoCoMo samples",
+        [{"sample_id": "a", "conversation": _LOCOMO}, {"sample_id": "b", "conversation": _LOCOMO}],
+    ),
 )
+ACCEPTED = "accepted: " + "; ".join(shape.named for shape in SHAPES)
 SKIPPED_ROLES = frozenset({"system", "developer", "tool", "function"})
 _LOCOMO_KEY = re.compile(r"^session_\d+$")
 

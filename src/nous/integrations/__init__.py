@@ -1,8 +1,9 @@
 """Nous in agent frameworks' memory slots (optional extras; ``import nous`` never needs them).
 
-- ``nous.integrations.langgraph.NousStore``: a LangGraph ``BaseStore`` (``pip install nous[langgraph]``).
+- ``nous.integrations.langgraph.NousStore``: a LangGraph ``BaseStore``
+  (``pip install "nousmem[langgraph]"``; in the repository ``pip install -e ".[langgraph]"``).
 - ``nous.integrations.openai_agents.NousSession``: an OpenAI Agents SDK ``Session``
-  (``pip install nous[openai-agents]``).
+  (``pip install "nousmem[openai-agents]"``).
 
 See ``docs/integrations.md``.
 """

@@ -6,15 +6,16 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import Query, Response
+from fastapi import Body, Query, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from nous.api import Nous
 from nous.errors import NotFoundError
 from nous.events.ingest_job import PROGRESS, job_payload
 from nous.ingest.formats import parse_conversation
 from nous.ingest.ingest import IngestReport
+from nous.ingest.shapes import SHAPES
 from nous.models import DecisionCategory, EpisodeOutcome, MemoryKind, Stakes
 from nous.models.events import Event, EventKind, EventStatus
 from nous.server.bodies import (
@@ -124,6 +125,28 @@ INGEST_ANSWERS: dict[int | str, dict[str, Any]] = {
     },
     200: {"description": "With `wait=true`: the conversation is stored", "model": IngestReport},
 }
+
+
+# The body of POST /v1/ingest: any JSON value reaches ``parse_conversation``, which reads every
+# shape `nous ingest` reads and answers anything else with a 422 that lists them (so FastAPI does
+# not validate it); the document says the same, with one example per shape.
+ConversationBody = Annotated[
+    Any,
+    WithJsonSchema(
+        {
+            "title": "Conversation",
+            "description": "A conversation in one of the shapes `nous ingest` reads: "
+            + "; ".join(shape.named for shape in SHAPES)
+            + ". Anything else is 422 (nothing stored).",
+            "anyOf": [{"type": "object", "additionalProperties": True}, {"type": "array", "minItems": 1}],
+        }
+    ),
+    Body(
+        openapi_examples={
+            f"{n + 1}": {"summary": shape.named, "value": shape.example} for n, shape in enumerate(SHAPES)
+        }
+    ),
+]
 
 
 class PreviewRequest(StrictBody):
@@ -312,7 +335,7 @@ async def preview_turn(body: PreviewRequest, caller: Who, nous: Agent) -> dict[s
 
 
 async def ingest(
-    body: dict[str, Any],
+    body: ConversationBody,
     caller: Who,
     nous: Agent,
     response: Response,
