@@ -28,6 +28,7 @@ class ChatServer:
         self.protocol = protocol
         self.script: list[Reply] = [Reply("{}")]
         self.requests: list[dict[str, Any]] = []
+        self.ignore_stream = False  # answer with one JSON document even when a stream is asked for
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,7 +55,12 @@ class ChatServer:
                 reply = outer.script.pop(0) if len(outer.script) > 1 else outer.script[0]
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
-                if body.get("stream") and reply.status == 200 and reply.raw is None:
+                if (
+                    body.get("stream")
+                    and not outer.ignore_stream
+                    and reply.status == 200
+                    and reply.raw is None
+                ):
                     events = outer._stream_events(reply, body)
                     raw_sse = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
                     if outer.protocol == "openai":

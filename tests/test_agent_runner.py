@@ -96,3 +96,21 @@ def test_nous_chat_without_a_model_is_one_clear_line(cli: CliRunner) -> None:
     done = cli.invoke(app, ["chat"], input="hello\n")
     assert done.exit_code != 0 and "NOUS_LLM_PROVIDER" in done.stderr
     assert done.stderr.strip().count("\n") == 0
+
+
+def test_nous_chat_shows_a_whole_answer_and_says_when_one_is_empty(
+    cli: CliRunner, server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upstream that ignores `stream: true` answers with one JSON document: its text is
+    printed all the same. An answer with no text is said to be empty (stderr), not silence."""
+    monkeypatch.setenv("NOUS_LLM_PROVIDER", server.protocol)
+    monkeypatch.setenv("NOUS_LLM_API_BASE", server.url)
+    monkeypatch.setenv("NOUS_LLM_MODEL", "loopback-model")
+    server.ignore_stream = True
+    server.script = [Reply("You told me you like tea."), Reply("")]
+    done = cli.invoke(app, ["chat", "--session", "c2"], input="What do I like?\nAnd what else?\nexit\n")
+    assert done.exit_code == 0, done.output
+    assert all(r["body"]["stream"] is True for r in server.requests)  # asked for, and ignored
+    assert done.stdout.splitlines() == ["You told me you like tea.", ""]
+    (warning,) = done.stderr.strip().splitlines()
+    assert "loopback-model sent an empty answer" in warning and "NOUS_LLM_MODEL" in warning

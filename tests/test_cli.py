@@ -127,7 +127,7 @@ def test_listing_history_export_import_in_process(cli: CliRunner, tmp_path: Path
     assert cli.invoke(app, ["export", "--out", str(out)]).exit_code == 0
     imported = cli.invoke(app, ["--agent", "copy", "import", str(out), "--json"])
     assert imported.exit_code == 0, imported.output
-    assert json.loads(imported.stdout) == {"status": "imported", "memories": 2}
+    assert json.loads(imported.stdout) == {"status": "imported", "memories": 2, "already_present": 0}
     copy_stats = json.loads(cli.invoke(app, ["--agent", "copy", "stats", "--json"]).stdout)
     assert copy_stats["active_by_kind"] == {"fact": 1, "decision": 1}
 

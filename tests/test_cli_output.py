@@ -302,3 +302,44 @@ def test_every_listing_fits_80_columns_with_whole_headers(
         assert not any(
             line.startswith("│ ") and re.search(r"\d{4}-\d{2}-\d{2} \d{2}:…", line) for line in lines
         )
+
+
+def test_facts_give_the_content_the_width_and_filter_like_rest(
+    cli: CliRunner, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long subjects and categories are cut before the content: at 80 columns the content is the
+    widest column; at 200 every column is whole. --user, --subject and --category narrow the
+    list as GET /v1/memories's parameters do."""
+    subject = "quarterly infrastructure budget review"
+    run(cli, database_url, "learn", LONG, "--subject", subject, "--category", "technical")
+    run(
+        cli, database_url, "learn", "Deploys happen on Tuesdays", "--subject", "deploys", "--category", "rule"
+    )
+    run(cli, database_url, "learn", "Ana prefers tea to coffee", "--user", "ana", "--category", "preference")
+    for columns in (80, 200):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        out, _ = run(cli, database_url, "facts", "--user", "ana")
+        assert max(len(line) for line in out.splitlines()) <= columns
+        rows = table_rows(out)
+        assert len(rows) == 3  # one line per fact
+        priya = next(r for r in rows if "Priya" in r).strip("│").split("│")
+        cells, widths = [c.strip() for c in priya], [len(c) for c in priya]
+        content = cells[1]
+        if columns == 80:
+            assert widths[1] >= 30 and widths[1] > widths[2] + widths[3], widths
+            assert cells[2].endswith("…") and subject.startswith(cells[2][:-1])
+            assert content.endswith("…") and LONG.startswith(content[:-1].rstrip())
+        else:
+            assert cells[2] == subject and cells[3] == "technical"
+            assert LONG.startswith(content.removesuffix("…")) and len(content) >= 60
+    everything = {f["content"] for f in data(cli, "--db", database_url, "facts")}
+    assert everything == {LONG, "Deploys happen on Tuesdays", "Ana prefers tea to coffee"}
+    shared = {f["content"] for f in data(cli, "--db", database_url, "facts", "--user", "bob")}
+    assert shared == {LONG, "Deploys happen on Tuesdays"}  # ana's own fact is not bob's
+    assert [f["content"] for f in data(cli, "--db", database_url, "facts", "--subject", "deploys")] == [
+        "Deploys happen on Tuesdays"
+    ]
+    assert [
+        f["content"]
+        for f in data(cli, "--db", database_url, "facts", "--user", "ana", "--category", "preference")
+    ] == ["Ana prefers tea to coffee"]

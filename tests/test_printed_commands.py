@@ -125,7 +125,9 @@ def test_every_printed_command_parses_and_names_what_is_there(file: str, number:
             pytest.fail(f"{file}:{number} `nous {' '.join(call)}` does not parse: {exc.format_message()}")
         for token in call:
             if token.startswith("../shared/"):
-                assert (REPO / token).exists(), f"{file}:{number} names {token}, which is not beside the clone"
+                assert (REPO / token).exists(), (
+                    f"{file}:{number} names {token}, which is not beside the clone"
+                )
 
 
 def test_a_wrong_line_fails_the_parse() -> None:
@@ -180,7 +182,9 @@ class Tour:
         """The id ``ID`` / ``DECISION_ID`` stands for in ``call``: the newest memory of the kind
         the command takes, the same one for the commands of one line that follow (a censor
         edited, then retired, then reported is one censor)."""
-        listing = {"censors": "censors", "procedures": "procedures", "review": "decisions"}.get(call[0], "facts")
+        listing = {"censors": "censors", "procedures": "procedures", "review": "decisions"}.get(
+            call[0], "facts"
+        )
         if listing not in self.ids:
             self.ids[listing] = self.newest([listing])
         return self.ids[listing]
@@ -199,6 +203,8 @@ def test_the_readme_tour_runs_as_printed(tmp_path: Path, monkeypatch: pytest.Mon
             args = [walk.placeholder(call) if t in PLACEHOLDERS else t for t in call]
             answer = walk.run(args)
             allowed = {0} | DOCUMENTED_EXITS.get(tuple(call[:1]), set())
-            assert answer.exit_code in allowed, f"README.md:{number} `nous {' '.join(args)}`:\n{answer.output}"
+            assert answer.exit_code in allowed, (
+                f"README.md:{number} `nous {' '.join(args)}`:\n{answer.output}"
+            )
             ran += 1
     assert ran >= 35, ran

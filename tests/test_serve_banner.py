@@ -25,6 +25,7 @@ from nous.events.context import PipelineContext
 from nous.events.worker import EventWorker
 from nous.models.events import Event, EventKind, EventStatus
 from nous.storage import WriteOp
+from tests.llm_servers import ChatServer
 from tests.test_mcp import TOOLS, _data
 from tests.test_mcp_setup import as_client_spawns
 
@@ -184,6 +185,22 @@ def test_the_access_log_is_optional(tmp_path: Path, how: str) -> None:
     quiet = Serve(tmp_path / "home", "--no-auth")
     assert httpx.get(f"{quiet.url}/health?probe=2").status_code == 200
     assert "/health?probe=2" not in quiet.stop()
+
+
+def test_calls_to_the_model_are_logged_only_with_the_access_log(tmp_path: Path) -> None:
+    """With a language model configured, each call to its API is an httpx request: a line per
+    call only when the access log is on."""
+    upstream = ChatServer("openai")
+    try:
+        model = {"NOUS_LLM_PROVIDER": "openai", "NOUS_LLM_API_BASE": upstream.url, "COLUMNS": "200"}
+        for args, shown in (([], False), (["--access-log"], True)):
+            served = Serve(tmp_path / "home", "--no-auth", *args, **model)
+            assert httpx.get(f"{served.url}/v1/models").status_code == 200
+            out = served.stop()
+            assert ("HTTP Request:" in out) is shown, out
+        assert [r["path"] for r in upstream.requests] == ["/v1/models", "/v1/models"]
+    finally:
+        upstream.close()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -451,8 +451,11 @@ def test_organ_routes_and_their_isolation(served: tuple[LiveServer, dict[str, st
         )
         lines = exported.text.strip().splitlines()
         assert len(lines) > 5 and "Lisbon" in exported.text
-        imported = b.post("/v1/import", content=exported.content).json()["imported"]
-        assert imported == len(lines) - 1 - sum('"edge"' in line for line in lines[1:])
+        imported = b.post("/v1/import", content=exported.content).json()
+        in_file = len(lines) - 1 - sum('"edge"' in line for line in lines[1:])
+        assert imported == {"imported": in_file, "already_present": 0}
+        again = b.post("/v1/import", content=exported.content).json()
+        assert again == {"imported": 0, "already_present": in_file}
         assert any(
             "Lisbon" in h["content"]
             for h in b.post("/v1/recall", json={"query": "where is the offsite?"}).json()["results"]

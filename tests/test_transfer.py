@@ -48,16 +48,44 @@ async def test_round_trip_into_another_agent(nous: Nous, tmp_path: Path) -> None
     edges = await target.store.edges("restored", [decision.id])
     assert [(e.source_id, e.target_id) for e in edges] == [(decision.id, decision.episode_id)]
     links = [h for h in await target.history(decision.id) if h.action.value == "link"]
-    assert [(h.actor, (h.new_value or {}).get("target_id")) for h in links] == [
-        ("import", decision.episode_id)
-    ]
+    assert [(h.actor, (h.new_value or {}).get("target_id")) for h in links] == [("api", decision.episode_id)]
     hits = await target.recall("which vendor did we choose?", limit=1)
     assert hits and hits[0].id in {m.id for m in restored.values()}
-    # importing again is idempotent, and so is restoring into the same agent
-    assert await target.import_jsonl(path) == 3
-    assert sum((await target.stats()).active_by_kind.values()) == 3
-    assert await nous.import_jsonl(path) == 3
+    # importing again changes nothing (no memory written, no audit row, no link), and neither
+    # does restoring into the same agent: each says none was new out of the file's three
+    before = (await target.stats(), await target.store.all_edges("restored"))
+    trails = {m: await target.history(m) for m in restored_ids(restored)}
+    told: list[int] = []
+    assert await target.import_jsonl(path, on_parsed=told.append) == 0 and told == [3]
+    assert (await target.stats(), await target.store.all_edges("restored")) == before
+    assert {m: await target.history(m) for m in trails} == trails
+    assert await nous.import_jsonl(path) == 0
     assert sum((await nous.stats()).active_by_kind.values()) == 3
+
+
+def restored_ids(memories: dict[str, Any]) -> list[str]:
+    return [m.id for m in memories.values()]
+
+
+async def test_import_adds_only_what_is_missing(nous: Nous, tmp_path: Path) -> None:
+    """A file holding memories the store has and ones it lacks writes the missing ones alone
+    (with their links); the stored ones keep their state, forgotten included."""
+    await _seed(nous)
+    path = tmp_path / "export.jsonl"
+    await nous.export_jsonl(path)
+    decision = next(m for m in await nous.memories(limit=10) if isinstance(m, Decision))
+    assert decision.episode_id is not None
+    await nous.forget(decision.id, hard=True)
+    fact = next(m for m in await nous.memories("fact", limit=10))
+    await nous.forget(fact.id)
+    assert await nous.import_jsonl(path, actor="cli") == 1
+    back = await nous.get(decision.id)
+    assert back.content == decision.content
+    assert not (await nous.get(fact.id)).active  # present (forgotten): left as it is
+    links = [h for h in await nous.history(decision.id) if h.action.value == "link"]
+    assert [(h.actor, (h.new_value or {}).get("target_id")) for h in links] == [("cli", decision.episode_id)]
+    episode_links = [h for h in await nous.history(decision.episode_id) if h.action.value == "link"]
+    assert episode_links == []
 
 
 async def test_bad_line_names_itself_and_stores_nothing(nous: Nous, tmp_path: Path) -> None:

@@ -104,20 +104,30 @@ class TurnOutcome:
 class AgentRunner:
     """A conversation with a model, one session, memory through the cognitive layer."""
 
-    def __init__(self, nous: Nous, llm: LLMProvider, session_id: str, *, user_id: str | None = None) -> None:
+    def __init__(
+        self,
+        nous: Nous,
+        llm: LLMProvider,
+        session_id: str,
+        *,
+        user_id: str | None = None,
+        actor: str = "api",
+    ) -> None:
+        """``actor`` signs what the conversation writes (turns, facts, decisions, censors)."""
         if not llm.available:
             raise LLMError(
                 "no language model is configured: set NOUS_LLM_PROVIDER=openai (with NOUS_LLM_API_BASE, "
                 "e.g. http://localhost:11434/v1 for Ollama, and NOUS_LLM_MODEL) or anthropic (with NOUS_LLM_API_KEY)"
             )
         self.nous, self.llm, self.session_id, self.user_id = nous, llm, session_id, user_id
+        self.actor = actor
         self.history: list[ChatMessage] = []
 
     async def turn(
         self, user_text: str, *, on_text: Callable[[str], Awaitable[None]] | None = None
     ) -> TurnOutcome:
         """Answer one user message."""
-        ctx = await self.nous.pre_turn(self.session_id, user_text, user_id=self.user_id)
+        ctx = await self.nous.pre_turn(self.session_id, user_text, user_id=self.user_id, actor=self.actor)
         frame = get_frame(ctx.frame)
         offered = [TOOLS[_FRAME_TOOL[t]] for t in frame.tools if t in _FRAME_TOOL]
         messages = [
@@ -146,7 +156,9 @@ class AgentRunner:
             ChatMessage(role="assistant", content=outcome.reply),
         ]
         await self.nous.post_turn(
-            self.session_id, TurnResult(reply=outcome.reply or "(no reply)", tools_used=outcome.tools_used)
+            self.session_id,
+            TurnResult(reply=outcome.reply or "(no reply)", tools_used=outcome.tools_used),
+            actor=self.actor,
         )
         return outcome
 
@@ -155,7 +167,7 @@ class AgentRunner:
         if call.name not in offered:
             return json.dumps({"error": f"tool {call.name!r} is not available in this frame"})
         planned = f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)}"
-        verdict = await self.nous.check_action(planned, session_id=self.session_id)
+        verdict = await self.nous.check_action(planned, session_id=self.session_id, actor=self.actor)
         if verdict.decision == "block":
             outcome.refused.append(call.name)
             return json.dumps({"refused": True, "reasons": [m.reason for m in verdict.matches]})
@@ -187,7 +199,11 @@ class AgentRunner:
             }
         if call.name == "learn_fact":
             written = await n.learn(
-                str(a.get("content", "")), subject=a.get("subject"), session_id=session, user_id=self.user_id
+                str(a.get("content", "")),
+                subject=a.get("subject"),
+                session_id=session,
+                user_id=self.user_id,
+                actor=self.actor,
             )
             return {"id": written.memory.id, "status": written.status.value}
         if call.name == "record_decision":
@@ -197,6 +213,7 @@ class AgentRunner:
                 confidence=float(a.get("confidence", 0.5)),
                 reasons=reasons,
                 session_id=session,
+                actor=self.actor,
             )
             return {"id": decision.id, "flags": decision.flags}
         if call.name == "create_censor":
@@ -204,6 +221,7 @@ class AgentRunner:
                 str(a.get("pattern", "")),
                 action=str(a.get("action", "warn")),
                 reason=str(a.get("reason", "")),
+                actor=self.actor,
             )
             return {"id": made.memory.id, "status": made.status.value}
         return {"error": f"unknown tool {call.name!r}"}

@@ -49,10 +49,28 @@ class LeaseLostError(ConflictError):
 
 
 class GuardrailError(NousError):
-    """A guardrail blocked the operation."""
+    """A guardrail blocked the operation. Besides the message, it says which rule refused
+    (``guardrail``), its reason (``problem``) and what would satisfy it: at least one reason
+    (``needs_reasons``), a confidence of at least ``min_confidence``; so each interface can say
+    what to do in its own terms (the CLI names its options)."""
 
     code = "guardrail_blocked"
     http_status = 422
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        guardrail: str | None = None,
+        problem: str | None = None,
+        needs_reasons: bool = False,
+        min_confidence: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.guardrail = guardrail
+        self.problem = problem or message
+        self.needs_reasons = needs_reasons
+        self.min_confidence = min_confidence
 
 
 class StorageError(NousError):

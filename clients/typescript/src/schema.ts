@@ -2089,9 +2089,15 @@ export interface components {
         Imported: {
             /**
              * Imported
-             * @description Memories written.
+             * @description Memories written: those the store did not have yet.
              */
             imported: number;
+            /**
+             * Already Present
+             * @description Memories of the file the store already had (left as they are).
+             * @default 0
+             */
+            already_present?: number;
         };
         /**
          * IngestReport

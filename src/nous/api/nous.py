@@ -374,13 +374,14 @@ class Nous:
         frame: str | None = None,
         budget: int | None = None,
         at: datetime | None = None,
+        actor: str = "api",
     ) -> TurnContext:
         """Before the agent answers: choose the frame, record the message, open the session's
         episode if it has earned one, and assemble the context within the frame's token budget
         (``budget`` overrides the total). A new ``session_id`` starts a session."""
         validate_content(user_text, field="user_text", max_bytes=self.settings.max_content_bytes)
         return await self.cognitive.pre_turn(
-            session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at
+            session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at, actor=actor
         )
 
     async def preview_turn(
@@ -410,18 +411,23 @@ class Nous:
         )
 
     async def post_turn(
-        self, session_id: str, result: TurnResult | str, *, at: datetime | None = None
+        self, session_id: str, result: TurnResult | str, *, at: datetime | None = None, actor: str = "api"
     ) -> SessionState:
         """After the agent answered: count the turn, store the exchange in the session's episode
         and link the decisions and facts written during it (``TurnResult``)."""
-        return await self.cognitive.post_turn(session_id, result, at=at)
+        return await self.cognitive.post_turn(session_id, result, at=at, actor=actor)
 
     async def end_session(
-        self, session_id: str, *, reflection: str | None = None, at: datetime | None = None
+        self,
+        session_id: str,
+        *,
+        reflection: str | None = None,
+        at: datetime | None = None,
+        actor: str = "api",
     ) -> SessionEnd:
         """End a session: close its episode (discarded if the session stayed trivial), learn each
         reflection line as a lesson, and mark the session ended for the event pipeline."""
-        return await self.cognitive.end_session(session_id, reflection=reflection, at=at)
+        return await self.cognitive.end_session(session_id, reflection=reflection, at=at, actor=actor)
 
     async def session(self, session_id: str) -> SessionState:
         """A session's state (NotFoundError if it never had a turn)."""
@@ -657,13 +663,15 @@ class Nous:
         validate_limit_and_window(limit, None, None)
         return await self.brain.decisions.proposals(limit=limit)
 
-    async def accept_proposal(self, decision_id: str) -> Decision:
+    async def accept_proposal(self, decision_id: str, *, actor: str = "api") -> Decision:
         """Resolve a decision with its proposed outcome."""
-        return await self.brain.decisions.accept_proposal(await self._need().resolve_id(decision_id))
+        resolved = await self._need().resolve_id(decision_id)
+        return await self.brain.decisions.accept_proposal(resolved, actor=actor)
 
-    async def reject_proposal(self, decision_id: str) -> Decision:
+    async def reject_proposal(self, decision_id: str, *, actor: str = "api") -> Decision:
         """Drop a decision's proposed outcome; it stays pending."""
-        return await self.brain.decisions.reject_proposal(await self._need().resolve_id(decision_id))
+        resolved = await self._need().resolve_id(decision_id)
+        return await self.brain.decisions.reject_proposal(resolved, actor=actor)
 
     async def calibration(self) -> Calibration:
         return await self.brain.calibration()
@@ -1043,6 +1051,7 @@ class Nous:
         user_id: str | None = None,
         progress: Callable[[int], None] | None = None,
         on_parsed: Callable[[Conversation], None] | None = None,
+        actor: str = "api",
     ) -> IngestReport:
         """Store a multi-session conversation (a file path, JSON text or parsed ``Conversation``):
         one episode per session, one retrievable turn per message. Bad files store nothing."""
@@ -1063,7 +1072,12 @@ class Nous:
         if on_parsed:
             on_parsed(conversation)
         return await ingest_conversation(
-            self._need(), conversation, sessions=self.heart.sessions, user_id=user_id, progress=progress
+            self._need(),
+            conversation,
+            sessions=self.heart.sessions,
+            user_id=user_id,
+            progress=progress,
+            actor=actor,
         )
 
     # -- export / import ----------------------------------------------------------
@@ -1089,8 +1103,13 @@ class Nous:
         progress: Callable[[int], None] | None = None,
         on_parsed: Callable[[int], None] | None = None,
         vectors: bool = False,
+        actor: str = "api",
     ) -> int:
-        """Import an export file (validated whole first); returns memories imported.
+        """Import an export file (validated whole first); returns how many memories were new.
+
+        What the store already has (a memory by its id, an edge) is left as it is, so importing a
+        file again changes nothing: ``on_parsed`` is told how many memories the file holds, and
+        the difference from the answer is how many were already present.
 
         ``vectors``: reuse the embeddings an export made with ``vectors=True`` carries, where the
         file names this store's embedding model and the text is unchanged, instead of embedding
@@ -1114,5 +1133,4 @@ class Nous:
         if on_parsed:
             on_parsed(len(memories))
         known = file.vectors_for(repo.embedder.model_name, repo.embedder.dimensions) if vectors else None
-        await import_records(repo, memories, edges, progress, vectors=known)
-        return len(memories)
+        return await import_records(repo, memories, edges, progress, vectors=known, actor=actor)

@@ -213,12 +213,15 @@ class SyncNous:
         frame: str | None = None,
         budget: int | None = None,
         at: datetime | None = None,
+        actor: str = "api",
     ) -> TurnContext:
         """Before the agent answers: choose the frame, record the message, open the session's
         episode if it has earned one, and assemble the context within the frame's token budget
         (``budget`` overrides the total). A new ``session_id`` starts a session."""
         return self._runner.run(
-            self.nous.pre_turn(session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at)
+            self.nous.pre_turn(
+                session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at, actor=actor
+            )
         )
 
     def preview_turn(
@@ -249,18 +252,23 @@ class SyncNous:
         )
 
     def post_turn(
-        self, session_id: str, result: TurnResult | str, *, at: datetime | None = None
+        self, session_id: str, result: TurnResult | str, *, at: datetime | None = None, actor: str = "api"
     ) -> SessionState:
         """After the agent answered: count the turn, store the exchange in the session's episode
         and link the decisions and facts written during it (``TurnResult``)."""
-        return self._runner.run(self.nous.post_turn(session_id, result, at=at))
+        return self._runner.run(self.nous.post_turn(session_id, result, at=at, actor=actor))
 
     def end_session(
-        self, session_id: str, *, reflection: str | None = None, at: datetime | None = None
+        self,
+        session_id: str,
+        *,
+        reflection: str | None = None,
+        at: datetime | None = None,
+        actor: str = "api",
     ) -> SessionEnd:
         """End a session: close its episode (discarded if the session stayed trivial), learn each
         reflection line as a lesson, and mark the session ended for the event pipeline."""
-        return self._runner.run(self.nous.end_session(session_id, reflection=reflection, at=at))
+        return self._runner.run(self.nous.end_session(session_id, reflection=reflection, at=at, actor=actor))
 
     def session(self, session_id: str) -> SessionState:
         """A session's state (NotFoundError if it never had a turn)."""
@@ -479,13 +487,13 @@ class SyncNous:
         """Pending decisions whose outcome the reviewer proposed from later conversations."""
         return self._runner.run(self.nous.outcome_proposals(limit=limit))
 
-    def accept_proposal(self, decision_id: str) -> Decision:
+    def accept_proposal(self, decision_id: str, *, actor: str = "api") -> Decision:
         """Resolve a decision with its proposed outcome."""
-        return self._runner.run(self.nous.accept_proposal(decision_id))
+        return self._runner.run(self.nous.accept_proposal(decision_id, actor=actor))
 
-    def reject_proposal(self, decision_id: str) -> Decision:
+    def reject_proposal(self, decision_id: str, *, actor: str = "api") -> Decision:
         """Drop a decision's proposed outcome; it stays pending."""
-        return self._runner.run(self.nous.reject_proposal(decision_id))
+        return self._runner.run(self.nous.reject_proposal(decision_id, actor=actor))
 
     def calibration(self) -> Calibration:
         return self._runner.run(self.nous.calibration())
@@ -736,11 +744,14 @@ class SyncNous:
         user_id: str | None = None,
         progress: Callable[[int], None] | None = None,
         on_parsed: Callable[[Conversation], None] | None = None,
+        actor: str = "api",
     ) -> IngestReport:
         """Store a multi-session conversation (a file path, JSON text or parsed ``Conversation``):
         one episode per session, one retrievable turn per message. Bad files store nothing."""
         return self._runner.run(
-            self.nous.ingest(source, fmt=fmt, user_id=user_id, progress=progress, on_parsed=on_parsed)
+            self.nous.ingest(
+                source, fmt=fmt, user_id=user_id, progress=progress, on_parsed=on_parsed, actor=actor
+            )
         )
 
     def export_lines(self, vectors: bool = False) -> list[str]:
@@ -759,10 +770,15 @@ class SyncNous:
         progress: Callable[[int], None] | None = None,
         on_parsed: Callable[[int], None] | None = None,
         vectors: bool = False,
+        actor: str = "api",
     ) -> int:
-        """Import an export file (validated whole first); returns memories imported.
+        """Import an export file (validated whole first); returns how many memories were new.
+
+        What the store already has (a memory by its id, an edge) is left as it is, so importing a
+        file again changes nothing: ``on_parsed`` is told how many memories the file holds, and
+        the difference from the answer is how many were already present.
 
         ``vectors``: reuse the embeddings an export made with ``vectors=True`` carries, where the
         file names this store's embedding model and the text is unchanged, instead of embedding
         again. Only for files you trust: a stored vector is reused by every agent for its text."""
-        return self._runner.run(self.nous.import_jsonl(source, progress, on_parsed, vectors))
+        return self._runner.run(self.nous.import_jsonl(source, progress, on_parsed, vectors, actor))

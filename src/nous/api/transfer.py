@@ -2,8 +2,8 @@
 
 The first line is a header; then one ``{"memory": {...}}`` line per memory and one
 ``{"edge": {...}}`` line per edge. Import validates the whole file before writing,
-names the first bad line, and is idempotent (ids are kept), so an interrupted
-import resumes cleanly when run again.
+names the first bad line, and is idempotent (ids are kept; a memory or edge already stored is
+left alone, with no new audit row), so an interrupted import resumes cleanly when run again.
 
 An export made ``with_vectors`` also carries each memory's stored embedding beside it:
 ``"embedding": {"content_hash": ..., "float32": <base64, little-endian>}``. An import told to
@@ -205,34 +205,56 @@ async def import_records(
     edges: list[Edge],
     progress: Callable[[int], None] | None = None,
     vectors: dict[str, np.ndarray] | None = None,
-) -> None:
+    actor: str = "api",
+) -> int:
     """Write validated records in batches; each batch is one transaction. ``vectors`` (content
-    hash -> embedding, from ``ExportFile.vectors_for``) are reused instead of embedding again."""
+    hash -> embedding, from ``ExportFile.vectors_for``) are reused instead of embedding again.
+
+    What the store already has is left alone: a memory whose id is stored (active, forgotten or
+    changed since) is neither written again nor audited again, and an edge that exists is not
+    linked again; so importing a file twice changes nothing the second time. Returns how many
+    memories were new; ``progress`` counts the others too."""
     for memory in memories:
         repo.validate(memory)
+    stored = set(await repo.store.get_many(repo.agent_id, list({m.id for m in memories})))
+    seen: set[str] = set()
+    new: list[Memory] = []
+    for memory in memories:
+        if memory.id not in stored and memory.id not in seen:
+            seen.add(memory.id)
+            new.append(memory)
+    if progress and len(new) < len(memories):
+        progress(len(memories) - len(new))
     async with repo.store.bulk_load():  # into an empty store, the vector index is built at the end
-        for i in range(0, len(memories), IMPORT_BATCH):
-            batch = memories[i : i + IMPORT_BATCH]
+        for i in range(0, len(new), IMPORT_BATCH):
+            batch = new[i : i + IMPORT_BATCH]
             embedded, _ = await repo.embed(batch, known=vectors)
-            await repo.create_many(batch, actor="import", action=HistoryAction.IMPORT, embedded=embedded)
+            await repo.create_many(batch, actor=actor, action=HistoryAction.IMPORT, embedded=embedded)
             if progress:
                 progress(len(batch))
     known = {m.id for m in memories}
     missing = {e.source_id for e in edges} | {e.target_id for e in edges}
     present = set(await repo.store.get_many(repo.agent_id, list(missing - known))) | known
+    linked = {
+        (e.source_id, e.target_id, e.relation) for e in await repo.store.edges(repo.agent_id, list(missing))
+    }
     ops: list[WriteOp] = []
     for e in edges:
-        if e.source_id in present and e.target_id in present:
+        key = (e.source_id, e.target_id, e.relation)
+        if e.source_id in present and e.target_id in present and key not in linked:
+            linked.add(key)
             ops.append(PutEdge(e))
             ops.append(
                 repo.audit(
                     e.source_id,
                     HistoryAction.LINK,
                     new={"target_id": e.target_id, "relation": e.relation.value, "weight": e.weight},
-                    actor="import",
+                    actor=actor,
                 )
             )
-    await repo.store.apply(ops)
+    if ops:
+        await repo.store.apply(ops)
+    return len(new)
 
 
 def read_lines(stream: IO[str]) -> list[str]:

@@ -125,7 +125,16 @@ class Decisions:
                 stakes=decision.stakes, confidence=decision.confidence, reasons=decision.reasons
             ):
                 if rail.action == "block":
-                    raise GuardrailError(f"decision refused by guardrail {rail.name!r}: {rail.message}")
+                    c, reasons = decision.confidence, decision.reasons
+                    low = rail.min_confidence is not None and c < rail.min_confidence
+                    raise GuardrailError(
+                        f"decision refused by guardrail {rail.name!r}: {rail.message}: "
+                        f"{rail.remedy(confidence=c, reasons=reasons)}",
+                        guardrail=rail.name,
+                        problem=rail.message,
+                        needs_reasons=rail.require_reasons and not reasons,
+                        min_confidence=rail.min_confidence if low else None,
+                    )
                 flags.append(f"guardrail:{rail.name}: {rail.message}")
         if is_noise_decision(decision.content, decision.reasons):
             log.warning(

@@ -85,6 +85,15 @@ class Guardrail(BaseModel):
             return True
         return self.require_reasons and not reasons
 
+    def remedy(self, *, confidence: float, reasons: list[Reason]) -> str:
+        """What would satisfy the rule, in the terms of the Python and REST arguments."""
+        wants = []
+        if self.require_reasons and not reasons:
+            wants.append("pass reasons=[{type, text}]")
+        if self.min_confidence is not None and confidence < self.min_confidence:
+            wants.append(f"pass confidence >= {self.min_confidence:g}")
+        return " and ".join(wants)
+
 
 DEFAULT_GUARDRAILS = (
     Guardrail(
@@ -92,7 +101,7 @@ DEFAULT_GUARDRAILS = (
         action="block",
         stakes=[Stakes.CRITICAL],
         require_reasons=True,
-        message="a critical decision needs at least one reason: pass reasons=[{type, text}]",
+        message="a critical decision needs at least one reason",
     ),
     Guardrail(
         name="high-stakes-low-confidence",

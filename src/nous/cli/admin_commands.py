@@ -203,26 +203,42 @@ def import_(
     text is unchanged; the rest are embedded. Import only files you trust: a stored vector is
     reused for the same text by every agent of the store (--re-embed ignores the file's vectors).
 
+    What the store already has is left as it is (a memory by its id, a link): importing the same
+    file again changes nothing and says how many were already present.
+
     Example: nous import backup.jsonl
     """
     if not file.exists():
         raise fail(f"{file} does not exist", 2)
 
+    in_file = 0
+
     async def act(nous: Nous) -> int:
         with progress_bar() as progress:
             task = progress.add_task("importing", total=None)
+
+            def parsed(count: int) -> None:
+                nonlocal in_file
+                in_file = count
+                progress.update(task, total=count)
+
             return await nous.import_jsonl(
                 file,
-                on_parsed=lambda n: progress.update(task, total=n),
+                on_parsed=parsed,
                 progress=lambda n: progress.advance(task, n),
                 vectors=not re_embed,
+                actor="cli",
             )
 
-    count = with_nous(ctx, act)
+    new = with_nous(ctx, act)
     if as_json:
-        print_json({"status": "imported", "memories": count})
+        print_json({"status": "imported", "memories": new, "already_present": in_file - new})
     else:
-        console.print(f"[green]imported[/green] {plural(count, 'memory', 'memories')} from {file}")
+        console.print(
+            f"[green]imported[/green] {new} new, {in_file - new} already present "
+            f"({plural(in_file, 'memory', 'memories')} in {file})",
+            highlight=False,
+        )
 
 
 async def _drain_events(nous: Nous) -> WorkerReport:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import sys
 import uuid
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from nous.api import Nous
 from nous.cli.output import console, err_console
 from nous.cli.runtime import run, state
+
+if TYPE_CHECKING:
+    from nous.llm import LLMProvider
 
 
 def register(root: typer.Typer) -> None:
@@ -49,7 +52,7 @@ def chat(
     async def go() -> None:
         llm = create_llm_provider(st.settings)
         async with Nous(st.settings, agent_id=st.agent_id, llm_provider=llm) as nous:
-            runner = AgentRunner(nous, llm, session_id, user_id=user)
+            runner = AgentRunner(nous, llm, session_id, user_id=user, actor="cli")
             if interactive:
                 err_console.print(
                     f"[dim]session {session_id} · frame-aware memory on · `exit` to leave[/dim]"
@@ -68,11 +71,22 @@ def chat(
                     outcome = await runner.turn(line.strip(), on_text=stream)
                     tools = f" [dim]({', '.join(outcome.tools_used)})[/dim]" if outcome.tools_used else ""
                     console.print(tools if interactive else "", highlight=False)
+                    if not outcome.reply.strip():
+                        err_console.print(_empty_answer(llm), highlight=False, soft_wrap=True)
             finally:  # leaving ends the session, so the pipeline summarises it
                 if await _exists(nous, session_id) and not (await nous.session(session_id)).ended:
-                    await nous.end_session(session_id)
+                    await nous.end_session(session_id, actor="cli")
 
     run(go())
+
+
+def _empty_answer(llm: LLMProvider) -> str:
+    """What to say when the model's answer had no text."""
+    model = f" {llm.model}" if llm.model else ""
+    return (
+        f"[yellow]warning:[/yellow] the {llm.name} model{model} sent an empty answer: check "
+        "NOUS_LLM_MODEL and NOUS_LLM_API_BASE, and the server's log"
+    )
 
 
 async def _exists(nous: Nous, session_id: str) -> bool:

@@ -108,7 +108,7 @@ def context(
     user_text = read_text_arg(text)
 
     async def act(nous: Nous) -> TurnContext:
-        return await nous.pre_turn(session, user_text, user_id=user, frame=frame, budget=budget)
+        return await nous.pre_turn(session, user_text, user_id=user, frame=frame, budget=budget, actor="cli")
 
     turn = with_nous(ctx, act)
     if as_json:

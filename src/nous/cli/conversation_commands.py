@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from nous.api import Nous
-from nous.cli.output import console, plural, print_json, progress_bar, short, table, when
+from nous.cli.output import Steps, console, plural, print_json, short, table, when
 from nous.cli.runtime import fail, with_nous
 from nous.cli.server_commands import nous_command
 from nous.ingest import Conversation, IngestReport
@@ -42,7 +42,8 @@ def ingest(
     "messages": [{"role": "user", "name": "Ana", "content": "..."}]}]}
 
     The whole file is checked first; a bad record is named and nothing is stored. Running the same
-    file again skips sessions already stored (an interrupted run resumes).
+    file again skips sessions already stored (an interrupted run resumes). Progress goes to
+    stderr: a bar on a terminal, a line every tenth of the turns otherwise.
 
     Example: nous ingest chat.json --json
     """
@@ -50,14 +51,19 @@ def ingest(
         raise fail(f"{file} does not exist or is not a file", 2)
 
     async def act(nous: Nous) -> tuple[IngestReport, int]:
-        with progress_bar() as progress:
-            task = progress.add_task("ingesting turns", total=None)
+        # Turns are reported a batch at a time as they are embedded, within each session too.
+        with Steps("ingesting turns") as steps:
 
             def parsed(conv: Conversation) -> None:
-                progress.update(task, total=sum(len(s.messages) for s in conv.sessions))
+                steps.retotal(sum(len(s.messages) for s in conv.sessions))
 
             report = await nous.ingest(
-                file, fmt=fmt, user_id=user, on_parsed=parsed, progress=lambda n: progress.advance(task, n)
+                file,
+                fmt=fmt,
+                user_id=user,
+                on_parsed=parsed,
+                progress=lambda n: steps.advance(count=n),
+                actor="cli",
             )
         # A CLI command runs no event worker, so the summaries and facts of what was just stored
         # wait for one: say so, or the new episodes look finished when they are not.

@@ -14,11 +14,13 @@ from typer._click import exceptions as click_errors
 from nous.api import Nous
 from nous.cli.output import console, day, err_console, plural, print_json, readable, short, table, when
 from nous.cli.runtime import fail, read_text_arg, with_nous
+from nous.errors import GuardrailError
 from nous.memory.dedup import SimilarityCheck
 from nous.models import Decision, Episode, ErasureReceipt, Fact, HistoryEntry, Memory, RecallHit, WriteResult
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 LimitOpt = Annotated[int, typer.Option("--limit", "-k", min=1, max=1000, help="How many to show.")]
+FACTS_FULL_WIDTH = 100  # narrower terminals leave out the conf and seen columns of `nous facts`
 
 
 def register(app: typer.Typer) -> None:
@@ -260,21 +262,37 @@ def decide(
         reasons.append({"type": kind.strip().lower(), "text": text.strip()})
 
     async def act(nous: Nous) -> Decision:
-        return await nous.record_decision(
-            description,
-            confidence=confidence,
-            category=category,
-            stakes=stakes,
-            context=context,
-            reasons=reasons,
-            actor="cli",
-        )
+        try:
+            return await nous.record_decision(
+                description,
+                confidence=confidence,
+                category=category,
+                stakes=stakes,
+                context=context,
+                reasons=reasons,
+                actor="cli",
+            )
+        except GuardrailError as exc:
+            raise GuardrailError(_refusal_in_cli_terms(exc)) from None
 
     decision = with_nous(ctx, act)
     if as_json:
         print_json({"id": decision.id, "status": "created", "decision": decision})
     else:
         console.print(f"[green]recorded[/green] {decision.id}  {short(decision.content)}")
+
+
+def _refusal_in_cli_terms(exc: GuardrailError) -> str:
+    """A guardrail's refusal, saying which options of `nous decide` would satisfy it."""
+    wants = []
+    if exc.needs_reasons:
+        wants.append("add --reason TYPE:TEXT, e.g. --reason analysis:'because ...' (repeatable)")
+    if exc.min_confidence is not None:
+        wants.append(f"raise --confidence to at least {exc.min_confidence:g}")
+    if not wants:
+        return str(exc)
+    rule = f" by guardrail {exc.guardrail!r}" if exc.guardrail else ""
+    return f"decision refused{rule}: {exc.problem}: {' and '.join(wants)}"
 
 
 def _list(ctx: typer.Context, kind: str, limit: int) -> list[Memory]:
@@ -284,32 +302,53 @@ def _list(ctx: typer.Context, kind: str, limit: int) -> list[Memory]:
     return with_nous(ctx, act)
 
 
-def facts(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
+def facts(
+    ctx: typer.Context,
+    limit: LimitOpt = 50,
+    user: Annotated[
+        str | None,
+        typer.Option(
+            "--user", help="As this user sees them: theirs and the agent's shared ones (default: all)."
+        ),
+    ] = None,
+    subject: Annotated[str | None, typer.Option("--subject", help="Only this subject (exact).")] = None,
+    category: Annotated[str | None, typer.Option("--category", help="Only this category (exact).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """List facts, newest first.
 
-    Long contents end in an ellipsis to keep one fact per line; --json prints them in full.
+    The content gets the width: subject and category are cut first, and on a terminal narrower
+    than 100 columns the conf and seen columns are left out. Long contents end in an ellipsis to
+    keep one fact per line; --json prints them whole, every field included.
 
-    Example: nous facts --limit 20
+    Example: nous facts --subject Alice --limit 20
     """
-    found = [f for f in _list(ctx, "fact", limit) if isinstance(f, Fact)]
+
+    async def act(nous: Nous) -> list[Memory]:
+        return await nous.memories("fact", limit=limit, user_id=user, subject=subject, category=category)
+
+    found = [f for f in with_nous(ctx, act) if isinstance(f, Fact)]
     if as_json:
         print_json(found)
         return
+    narrow = console.width < FACTS_FULL_WIDTH
+    columns = ["id", "content", "subject", "category", *([] if narrow else ["conf", "seen"]), "learned"]
     table(
         "facts",
-        ["id", "content", "subject", "category", "conf", "seen", "learned"],
+        columns,
         [
             (
                 f.id[:8],
                 short(f.content, 70),
                 f.subject,
                 f.category,
-                f"{f.confidence:.2f}",
-                f.confirmation_count + 1,
+                *([] if narrow else [f"{f.confidence:.2f}", f.confirmation_count + 1]),
                 day(f.created_at),
             )
             for f in found
         ],
+        main="content",
+        side=["subject", "category"],
     )
 
 

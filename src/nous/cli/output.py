@@ -56,10 +56,17 @@ def day(value: datetime | None) -> str:
 # rest of the width, each at least TEXT_MIN_WIDTH wide.
 SHORT_CELL = 20
 TEXT_MIN_WIDTH = 12
+SIDE_MIN_WIDTH = 8
 
 
 def table(
-    title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, wrap: bool = False
+    title: str | None,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    wrap: bool = False,
+    main: str | None = None,
+    side: Sequence[str] = (),
 ) -> None:
     """Print a table; says so plainly when there is nothing to show.
 
@@ -67,6 +74,10 @@ def table(
     in proportion to their longest value and end in an ellipsis when a value does not fit (one
     row, one line), or, with ``wrap``, break at spaces (for tables that exist to show values in
     full, such as ``nous show``). The full values are in each command's ``--json``.
+
+    ``main`` names the column that matters most (a fact's content): the ``side`` columns (its
+    subject, its category) give up their width first, down to their header or SIDE_MIN_WIDTH,
+    before it is cut; the other columns are kept whole as short ones.
     """
     cells = [["" if v is None else str(v) for v in r] for r in rows]
     if not cells:
@@ -76,16 +87,23 @@ def table(
         max([len(name), *(len(Text.from_markup(r[i]).plain) for r in cells if i < len(r))])
         for i, name in enumerate(columns)
     ]
-    text_columns = [i for i, n in enumerate(natural) if n > max(SHORT_CELL, len(columns[i]))]
     widths = list(natural)
-    # each column costs its width plus two spaces of padding and one border line
-    room = (
-        console.width - 1 - 3 * len(columns) - sum(n for i, n in enumerate(natural) if i not in text_columns)
-    )
-    wanted = sum(natural[i] for i in text_columns)
-    if wanted > room:
-        for i in text_columns:
-            widths[i] = max(TEXT_MIN_WIDTH, room * natural[i] // wanted)
+    if main is not None:
+        text_columns = [columns.index(main), *(columns.index(c) for c in side)]
+        _main_first(widths, [len(c) for c in columns], text_columns)
+    else:
+        text_columns = [i for i, n in enumerate(natural) if n > max(SHORT_CELL, len(columns[i]))]
+        # each column costs its width plus two spaces of padding and one border line
+        room = (
+            console.width
+            - 1
+            - 3 * len(columns)
+            - sum(n for i, n in enumerate(natural) if i not in text_columns)
+        )
+        wanted = sum(natural[i] for i in text_columns)
+        if wanted > room:
+            for i in text_columns:
+                widths[i] = max(TEXT_MIN_WIDTH, room * natural[i] // wanted)
     # still too wide (many columns on a narrow terminal): cut the widest short values, never
     # below their header or 8 characters, so a value is shortened rather than split in two
     excess = sum(widths) + 1 + 3 * len(columns) - console.width
@@ -105,6 +123,22 @@ def table(
     for r in cells:
         t.add_row(*r)
     console.print(t)
+
+
+def _main_first(widths: list[int], headers: list[int], text_columns: list[int]) -> None:
+    """Share the room left by the short columns: the first of ``text_columns`` (the main one)
+    takes what it needs once the others are cut to their floor; what it leaves goes back to them
+    in order. ``widths`` holds each column's natural width and is changed in place."""
+    main, *sides = text_columns
+    room = console.width - 1 - 3 * len(widths)
+    room -= sum(w for i, w in enumerate(widths) if i not in text_columns)
+    floor = {i: min(widths[i], max(headers[i], SIDE_MIN_WIDTH)) for i in sides}
+    widths[main] = max(TEXT_MIN_WIDTH, min(widths[main], room - sum(floor.values())))
+    spare = room - widths[main] - sum(floor.values())
+    for i in sides:
+        grant = max(0, min(widths[i] - floor[i], spare))
+        widths[i] = floor[i] + grant
+        spare -= grant
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
@@ -214,7 +248,7 @@ class Steps:
             self._line(note)
 
     def _due(self) -> bool:
-        if self.done <= 1 or self.done == self.total:
+        if self._printed == 0 or self.done == self.total:
             return True
         if self.total is not None:
             step = -(-self.total // 10)  # a tenth, rounded up

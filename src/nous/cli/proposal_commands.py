@@ -74,7 +74,7 @@ def accept(ctx: typer.Context, decision_id: IdArg, as_json: JsonOpt = False) -> 
     """
 
     async def act(nous: Nous) -> Decision:
-        return await nous.accept_proposal(decision_id)
+        return await nous.accept_proposal(decision_id, actor="cli")
 
     d = with_nous(ctx, act)
     if as_json:
@@ -91,7 +91,7 @@ def reject(ctx: typer.Context, decision_id: IdArg, as_json: JsonOpt = False) -> 
     """
 
     async def act(nous: Nous) -> Decision:
-        return await nous.reject_proposal(decision_id)
+        return await nous.reject_proposal(decision_id, actor="cli")
 
     d = with_nous(ctx, act)
     if as_json:

@@ -14,7 +14,7 @@ import typer
 from nous.api import Nous
 from nous.cli.output import err_console
 from nous.config import Settings
-from nous.errors import InvalidInputError, NotFoundError, NousError
+from nous.errors import GuardrailError, InvalidInputError, NotFoundError, NousError
 
 T = TypeVar("T")
 
@@ -39,11 +39,13 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def run(coro: Awaitable[T]) -> T:
-    """Run a coroutine; NousError becomes one line on stderr and a non-zero exit."""
+    """Run a coroutine; NousError becomes one line on stderr and a non-zero exit: 2 for what the
+    caller can fix (bad input, an unknown id, a guardrail's refusal), 1 for failures of the store
+    or a model."""
     logging.getLogger("nous").setLevel(logging.WARNING)
     try:
         return asyncio.run(coro)  # type: ignore[arg-type]
-    except (InvalidInputError, NotFoundError) as exc:
+    except (InvalidInputError, NotFoundError, GuardrailError) as exc:
         raise fail(str(exc), 2) from None
     except NousError as exc:
         raise fail(str(exc), 1) from None

@@ -147,6 +147,7 @@ class CognitiveLayer:
         frame: str | None = None,
         budget: int | None = None,
         at: datetime | None = None,
+        actor: str = "api",
     ) -> TurnContext:
         """Everything before the agent answers; returns the context to give it."""
         plan = await self._plan(session_id, user_text, user_id=user_id, frame=frame, budget=budget, at=at)
@@ -162,7 +163,7 @@ class CognitiveLayer:
                 at=plan.now,
             )
             episode = await self.heart.sessions.start_episode(
-                state, plan.text, frame=plan.frame.id, censors=plan.censor_ids, at=plan.now
+                state, plan.text, frame=plan.frame.id, censors=plan.censor_ids, at=plan.now, actor=actor
             )
             return state, episode
 

@@ -177,10 +177,12 @@ async def ingest_conversation(
     sessions: Sessions | None = None,
     user_id: str | None = None,
     progress: Callable[[int], None] | None = None,
+    actor: str = "api",
 ) -> IngestReport:
     """Store every session of the conversation that is not stored yet; ``progress`` is called
     with the number of turns processed, a few at a time as they are embedded (a skipped
-    session's all at once); each session is written once its last turn is."""
+    session's all at once); each session is written once its last turn is. ``actor`` signs the
+    audit rows."""
     agent = repo.agent_id
     # A user's conversation ids are its own: two users of one agent may both ingest "c1", and
     # neither is skipped as a re-run of the other's (the ids of the agent's own are unchanged).
@@ -244,9 +246,7 @@ async def ingest_conversation(
             trivial += 1
             reason = discard_reason(state)
             discarded.append(f"{session.id}: {reason}")
-            ops.append(
-                repo.audit(episode.id, HistoryAction.DELETE, new={"discarded": reason}, actor="ingest")
-            )
+            ops.append(repo.audit(episode.id, HistoryAction.DELETE, new={"discarded": reason}, actor=actor))
         memories: list[Memory] = [*([] if duplicate else [episode]), *turns]
         # Embedding is most of the time a session takes: it runs a slice at a time so progress
         # moves per turn on a long session, and the session is still written in one transaction.
@@ -256,7 +256,7 @@ async def ingest_conversation(
             embedded += vectors
             if progress:
                 progress(sum(isinstance(m, Turn) for m in memories[start : start + PROGRESS_SLICE]))
-        await repo.create_many(memories, actor="ingest", extra_ops=ops, embedded=embedded)
+        await repo.create_many(memories, actor=actor, extra_ops=ops, embedded=embedded)
         stored_sessions += 1
         stored_turns += len(turns)
     return IngestReport(

@@ -9,7 +9,7 @@ from typing import Any
 from nous.config import Settings
 from nous.errors import LLMError
 from nous.llm.base import ChatMessage, Completion, LLMProvider, TextSink, ToolCall, ToolSpec
-from nous.llm.http import HTTPChat
+from nous.llm.http import HTTPChat, WholeReply
 
 DEFAULT_MODEL = "claude-3-5-haiku-latest"
 DEFAULT_BASE = "https://api.anthropic.com/v1"
@@ -58,6 +58,10 @@ class AnthropicProvider(LLMProvider):
         if on_text is not None:
             return await self._stream(body, on_text)
         data, latency = await self._http.post("/messages", body)
+        return self._completion(data, latency)
+
+    def _completion(self, data: dict[str, Any], latency: float) -> Completion:
+        """A whole (not streamed) Messages answer."""
         try:
             blocks = data["content"]
             text = "".join(b["text"] for b in blocks if b.get("type") == "text")
@@ -87,6 +91,11 @@ class AnthropicProvider(LLMProvider):
         model, tokens_in, tokens_out = self.model, 0, 0
         try:
             async for event in self._http.events("/messages", {**body, "stream": True}):
+                if isinstance(event, WholeReply):  # the server ignored stream: true
+                    whole = self._completion(event.data, (time.perf_counter() - started) * 1000)
+                    if whole.text:
+                        await on_text(whole.text)
+                    return whole
                 kind = event.get("type")
                 if kind == "message_start":
                     message = event.get("message") or {}

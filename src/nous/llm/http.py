@@ -5,11 +5,19 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from nous.errors import LLMError
+
+
+@dataclass(frozen=True)
+class WholeReply:
+    """A plain JSON answer to a request for a stream: some servers ignore ``stream: true``."""
+
+    data: dict[str, Any]
 
 
 class HTTPChat:
@@ -44,13 +52,27 @@ class HTTPChat:
             raise LLMError(f"{self.label} at {self.base_url} sent an unexpected body")
         return data, latency
 
-    async def events(self, path: str, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        """The JSON payloads of a server-sent-events reply (``data: {...}`` lines), in order."""
+    async def events(self, path: str, body: dict[str, Any]) -> AsyncIterator[dict[str, Any] | WholeReply]:
+        """The JSON payloads of a server-sent-events reply (``data: {...}`` lines), in order; or,
+        from a server that answered with one JSON document instead of a stream, that document
+        alone as a ``WholeReply``."""
         try:
             async with self.client.stream("POST", path, json=body) as response:
                 if response.status_code != 200:
                     text = (await response.aread()).decode("utf-8", "replace")[:200]
                     raise LLMError(f"{self.label} at {self.base_url} answered {response.status_code}: {text}")
+                kind = response.headers.get("content-type", "")
+                if "json" in kind and "event-stream" not in kind:
+                    try:
+                        whole = json.loads(await response.aread())
+                    except ValueError as exc:
+                        raise LLMError(
+                            f"{self.label} at {self.base_url} sent a body that is not JSON"
+                        ) from exc
+                    if not isinstance(whole, dict):
+                        raise LLMError(f"{self.label} at {self.base_url} sent an unexpected body")
+                    yield WholeReply(whole)
+                    return
                 async for line in response.aiter_lines():
                     if not line.startswith("data:"):
                         continue

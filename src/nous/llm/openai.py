@@ -9,7 +9,7 @@ from typing import Any
 from nous.config import Settings
 from nous.errors import LLMError
 from nous.llm.base import ChatMessage, Completion, LLMProvider, TextSink, ToolCall, ToolSpec
-from nous.llm.http import HTTPChat
+from nous.llm.http import HTTPChat, WholeReply
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_BASE = "https://api.openai.com/v1"
@@ -58,6 +58,10 @@ class OpenAIChatProvider(LLMProvider):
         if on_text is not None:
             return await self._stream(body, on_text)
         data, latency = await self._http.post("/chat/completions", body)
+        return self._completion(data, latency)
+
+    def _completion(self, data: dict[str, Any], latency: float) -> Completion:
+        """A whole (not streamed) chat-completions answer."""
         try:
             message = data["choices"][0]["message"]
             text = message.get("content") or ""
@@ -94,6 +98,11 @@ class OpenAIChatProvider(LLMProvider):
             async for event in self._http.events(
                 "/chat/completions", {**body, "stream": True, "stream_options": {"include_usage": True}}
             ):
+                if isinstance(event, WholeReply):  # the server ignored stream: true
+                    whole = self._completion(event.data, (time.perf_counter() - started) * 1000)
+                    if whole.text:
+                        await on_text(whole.text)
+                    return whole
                 model = str(event.get("model") or model)
                 usage = event.get("usage") or usage
                 for choice in event.get("choices") or []:

@@ -578,4 +578,11 @@ async def import_memories(
         raise InvalidInputError("the body is not UTF-8 text", field="body") from None
     if not text.strip():
         raise InvalidInputError("the body is empty: send an export's JSONL lines", field="body")
-    return Imported(imported=await nous.import_jsonl(io.StringIO(text)))
+    total = 0
+
+    def parsed(count: int) -> None:
+        nonlocal total
+        total = count
+
+    new = await nous.import_jsonl(io.StringIO(text), on_parsed=parsed)
+    return Imported(imported=new, already_present=total - new)

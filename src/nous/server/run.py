@@ -44,8 +44,11 @@ def serve_here(sock: socket.socket, settings: Settings, *, auth: bool, access_lo
         http=guarded_protocol(settings.request_timeout_s),  # slow clients are cut off
     )
     logging.getLogger("uvicorn.error").addFilter(_quiet_cancel)
-    if not access_log:  # the MCP session manager's start/stop lines are noise next to the banner
+    if not access_log:
+        # The MCP session manager's start/stop lines are noise next to the banner, and so is a
+        # line per call to the language model's API (httpx logs each request at INFO).
         logging.getLogger("mcp").setLevel(logging.WARNING)
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     uvicorn.Server(config).run(sockets=[sock])
 
 

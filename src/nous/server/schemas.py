@@ -145,7 +145,10 @@ class LinkCreated(BaseModel):
 
 
 class Imported(BaseModel):
-    imported: int = Field(description="Memories written.")
+    imported: int = Field(description="Memories written: those the store did not have yet.")
+    already_present: int = Field(
+        default=0, description="Memories of the file the store already had (left as they are)."
+    )
 
 
 class TurnOutput(Context):
