@@ -30,7 +30,7 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "clien
 # Commands that run until stopped, or for minutes over whole datasets: parsed, not run.
 LONG_RUNNING = {("serve",), ("worker",), ("mcp",), ("chat",), ("bench",), ("demo",)}
 # Exit codes a printed command may give besides 0, as its --help documents them.
-DOCUMENTED_EXITS = {("check-action",): {3}}  # 3: the action is blocked
+DOCUMENTED_EXITS: dict[tuple[str, ...], set[int]] = {("check-action",): {3}}  # 3: the action is blocked
 # Lines of a docs block that are a fragment of a script around them (their shell variables are
 # set by lines before), by file and the text they start with.
 FRAGMENTS = {
