@@ -138,7 +138,9 @@ class RecallResponse(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"]
+    status: Literal["ok", "starting"] = Field(
+        description="`starting` (with 503) while the embedding model and vector index load; then `ok`."
+    )
     backend: str
     version: str
     worker: int = Field(
@@ -146,10 +148,14 @@ class Health(BaseModel):
     )
 
 
-async def health(request: Request) -> Health:
-    """Whether the server answers, and from which store backend and process."""
+async def health(request: Request, response: Response) -> Health:
+    """Whether the server is ready (200 `ok`) or still loading its embedding model and vector index
+    (503 `starting`: a load balancer sends it no traffic yet), from which store backend and process."""
     root = callers.root(request)
-    return Health(status="ok", backend=root.store.info.backend, version=_version(), worker=os.getpid())
+    ready = bool(request.app.state.ready())
+    response.status_code = 200 if ready else 503
+    status: Literal["ok", "starting"] = "ok" if ready else "starting"
+    return Health(status=status, backend=root.store.info.backend, version=_version(), worker=os.getpid())
 
 
 async def create_memory(body: CreateMemory, who: Who, nous: Agent, response: Response) -> CreatedMemory:
