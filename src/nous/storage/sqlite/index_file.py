@@ -161,13 +161,14 @@ class IndexFile:
 
     # -- writing ---------------------------------------------------------------------------------
     def save(self, state: IndexState, busy_timeout_s: float = 30.0) -> bool:
-        """Write ``state`` and record its token in the store; False when a newer file is already
-        there (another process saved it) and nothing was written."""
+        """Write ``state`` and record its token in the store; False when a file of a later rev is
+        already there (another process saved it) and nothing was written. One of the same rev is
+        replaced: it may be one the index rejected as damaged."""
         token = secrets.token_hex(16)
         with open(f"{self.path}.lock", "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                if self._saved_rev() >= state.rev:
+                if self._saved_rev() > state.rev:
                     return False
                 tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
                 try:

@@ -165,6 +165,11 @@ class SQLiteStore(SQLStore):
         await self._r().run(index.refresh)
         self._save_soon()
 
+    @property
+    def index_restored(self) -> bool:
+        """Whether the vector index was opened from its file (not rebuilt from the rows)."""
+        return self._index is not None and self._index.restored
+
     async def save_index(self) -> bool:
         """Write the vector index's file now if it holds rows the file lacks; whether it wrote."""
         if self._saving is not None:

@@ -74,7 +74,8 @@ class VectorIndex:
     def __init__(self, dimensions: int, file: IndexFile | None = None) -> None:
         self.dimensions = dimensions
         self.file = file  # where the index is kept between runs (None: rebuilt on every open)
-        self.opened_from_file = False
+        self.restored = False  # whether the state came from the file
+        self._file_tried = False
         self.unsaved = 0  # rows taken in since the index was opened from or saved to the file
         self._lock = threading.Lock()
         self._rev = -1
@@ -160,7 +161,7 @@ class VectorIndex:
         if rev == self._rev:
             return
         with self._lock:
-            if self._rev < 0 and self.file is not None and not self.opened_from_file:
+            if self._rev < 0 and self.file is not None and not self._file_tried:
                 self._open_file(conn)
             if rev == self._rev:
                 return
@@ -206,9 +207,10 @@ class VectorIndex:
         """Take the saved state when the file matches the store (the caller holds the lock)."""
         assert self.file is not None
         state = self.file.load(conn)
-        self.opened_from_file = True  # tried: a rejected file is not read again
+        self._file_tried = True  # a rejected file is not read again
         if state is not None:
             self._restore(state)
+            self.restored = True
 
     def _restore(self, state: IndexState) -> None:
         a = state.arrays
