@@ -87,6 +87,7 @@ class IndexFile:
         self.db = db
         self.model = model
         self.dimensions = dimensions
+        self.rejected = False  # a file was there and not used: a save replaces it even at its rev
 
     # -- reading ---------------------------------------------------------------------------------
     def load(self, conn: sqlite3.Connection) -> IndexState | None:
@@ -107,16 +108,16 @@ class IndexFile:
         finally:
             os.close(fd)
         if data is None:
+            self.rejected = True
             return None
         try:
-            state = self._parse(data, store_state(conn))
+            return self._parse(data, store_state(conn))
         except _Mismatch as why:
             log.info("vector index file %s not used (%s): rebuilding", self.path, why)
-            return None
         except (ValueError, KeyError, TypeError, OverflowError) as exc:
             log.warning("vector index file %s is damaged (%s): rebuilding", self.path, exc)
-            return None
-        return state
+        self.rejected = True
+        return None
 
     def _parse(self, data: mmap.mmap, store: StoreState) -> IndexState:
         view = memoryview(data)
@@ -161,14 +162,15 @@ class IndexFile:
 
     # -- writing ---------------------------------------------------------------------------------
     def save(self, state: IndexState, busy_timeout_s: float = 30.0) -> bool:
-        """Write ``state`` and record its token in the store; False when a file of a later rev is
-        already there (another process saved it) and nothing was written. One of the same rev is
-        replaced: it may be one the index rejected as damaged."""
+        """Write ``state`` and record its token in the store; False when the file there is as
+        recent (another process saved it) and nothing was written. A file this process rejected
+        (damaged) is replaced even at the same rev."""
         token = secrets.token_hex(16)
         with open(f"{self.path}.lock", "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                if self._saved_rev() > state.rev:
+                saved = self._saved_rev()
+                if saved > state.rev or (saved == state.rev and not self.rejected):
                     return False
                 tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
                 try:
@@ -178,6 +180,7 @@ class IndexFile:
                     tmp.unlink(missing_ok=True)
                 _fsync_dir(self.path.parent)
                 self._record(token, busy_timeout_s)
+                self.rejected = False
                 return True
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
