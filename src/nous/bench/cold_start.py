@@ -6,7 +6,8 @@ Two measures on one SQLite store of N memories (``run_fill``'s synthetic ones):
   removed) and opened from its file, with both answers compared;
 - a real `nous serve --workers W` started on the store, then killed with SIGKILL and started again:
   for each start, the time until its socket accepts, until ``/health`` answers 200 and until a
-  recall sent as soon as the socket accepts is answered.
+  recall sent as soon as the socket accepts is answered, and the CPU its processes used until
+  ready (on a busy machine the wall times stretch; the CPU barely does).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import httpx
 import numpy as np
 
 from nous.api import Nous
-from nous.bench.load import _free_port, _tree
+from nous.bench.load import _cpu_s, _free_port, _tree
 from nous.bench.scale import run_fill
 from nous.config import Settings
 from nous.embeddings import EmbeddingProvider, create_provider
@@ -145,6 +146,7 @@ async def start_server(
             check()
             await asyncio.sleep(POLL_S)
         figures["health_ok_s"] = time.perf_counter() - started
+        figures["cpu_to_ready_s"] = _cpu_s(proc.pid) or 0.0  # the server's processes, whatever the load
         await recalling
     return proc, {k: round(v, 3) for k, v in figures.items()}
 
@@ -189,6 +191,7 @@ async def run_cold_start(
         except subprocess.TimeoutExpired:
             _kill(proc)
     return {
+        "load_average": round(os.getloadavg()[0], 1),  # other work on the machine slows every figure
         "backend": "sqlite",
         "memories": max(memories, have),
         "workers": workers,

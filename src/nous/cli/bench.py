@@ -690,15 +690,16 @@ def cold_start(
     )
     table(
         f"nous serve --workers {result['workers']} · seconds from the command",
-        ["start", "socket accepts", "/health ok", "first recall"],
+        ["start", "socket accepts", "/health ok", "first recall", "CPU s to ready"],
         [
-            [what, f["socket_s"], f["health_ok_s"], f["first_recall_s"]]
+            [what, f["socket_s"], f["health_ok_s"], f["first_recall_s"], f["cpu_to_ready_s"]]
             for what, f in (
                 ("first start", result["serve"]["first_start"]),
                 ("after SIGKILL", result["serve"]["after_sigkill"]),
             )
         ],
     )
+    console.print(f"load average {result['load_average']} on {result['cores']} cores", highlight=False)
     if out:
         out.write_text(json.dumps(result, indent=2))
         console.print(f"wrote {out}")
