@@ -187,3 +187,16 @@ async def test_a_stale_or_damaged_file_is_rebuilt_with_correct_answers(
     async with Nous(run, embedding_provider=provider) as nous:
         assert await answers(nous) == built
         assert store_of(nous).index_restored
+
+
+async def test_a_file_that_cannot_be_written_leaves_the_store_working(
+    run: Settings, provider: EmbeddingProvider, caplog: pytest.LogCaptureFixture
+) -> None:
+    Path(f"{db_path(run)}.vindex.lock").mkdir(parents=True)  # the save's lock cannot be opened
+    async with Nous(run, embedding_provider=provider) as nous:
+        await add(nous, N, seed=1, prefix="first")
+        built = await answers(nous)
+        assert not await store_of(nous).save_index()
+        assert "vector index not saved" in caplog.text
+        assert await answers(nous) == built
+    assert not Path(f"{db_path(run)}.vindex").exists()

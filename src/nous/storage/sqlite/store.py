@@ -186,7 +186,6 @@ class SQLiteStore(SQLStore):
         try:
             return index.file.save(state, self._busy_timeout_s)
         except (OSError, ValueError, sqlite3.Error) as exc:
-            index.unsaved_again()
             log.warning(
                 "vector index not saved to %s: %s (it is rebuilt on the next open)", index.file.path, exc
             )

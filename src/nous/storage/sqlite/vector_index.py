@@ -104,7 +104,6 @@ class VectorIndex:
         self._chunk_reduced = np.zeros((0, REDUCED_DIMS), dtype=np.float32)
         self._chunks_of: dict[int, list[int]] = {}  # memory row -> its chunk rows
         self._free_chunks: list[int] = []
-        self._snapshot_unsaved = 0
 
     @property
     def _pos(self) -> dict[str, int]:
@@ -240,7 +239,8 @@ class VectorIndex:
 
     def snapshot(self) -> IndexState | None:
         """A copy of the state to save (its used rows only), or None when nothing is new; resets
-        ``unsaved`` (added back by ``unsaved_again`` if the save fails)."""
+        ``unsaved`` (so a save that fails, in a read-only folder say, is tried again only after as
+        many new rows: the index stays correct without its file, only slower to open)."""
         with self._lock:
             if self._rev < 0 or not self.unsaved:
                 return None
@@ -256,14 +256,8 @@ class VectorIndex:
                 rev=self._rev, ids=list(self._ids), codes=dict(self._codes), basis_rows=self._basis_rows
             )
             state.arrays = arrays
-            self.unsaved, state_unsaved = 0, self.unsaved
-            self._snapshot_unsaved = state_unsaved
+            self.unsaved = 0
             return state
-
-    def unsaved_again(self) -> None:
-        """The last snapshot was not saved: count its rows as unsaved again."""
-        with self._lock:
-            self.unsaved += self._snapshot_unsaved
 
     def _load_rows(self, rows: list[tuple[str, str, str, int, int, bytes | None]]) -> list[int]:
         """Take in one batch of changed rows; their row numbers."""
