@@ -1,5 +1,5 @@
-"""`nous serve` answers while it starts: /health says 503 `starting` until the embedding model and
-the vector index are loaded, then 200 `ok`; a request arriving meanwhile waits for them (bounded
+"""`nous serve` answers while it starts: /health answers 503 (problem details, code `starting`)
+until the embedding model and the vector index are loaded, then 200 `ok`; a request arriving meanwhile waits for them (bounded
 by NOUS_STARTUP_WAIT_S, then 503 `starting`). Readiness is held by an event the test releases."""
 
 from __future__ import annotations
@@ -62,8 +62,9 @@ def test_health_says_starting_then_ok(gated: tuple[LiveServer, dict[str, str]]) 
     server, _ = gated
     with httpx.Client(base_url=server.url, timeout=120) as client:
         starting = client.get("/health")
-        assert starting.status_code == 503
-        assert starting.json()["status"] == "starting" and starting.json()["backend"]
+        assert starting.status_code == 503 and starting.headers["content-type"].startswith(PROBLEM)
+        assert starting.json()["code"] == "starting" and starting.json()["backend"]
+        assert starting.headers["retry-after"] == "1"
         assert client.get("/openapi.json").status_code == 200  # served while starting
         GATE.set()
         health = wait_ok(client)
@@ -82,7 +83,7 @@ def test_a_request_during_the_start_waits_then_is_answered(
             answers.append(client.post("/v1/recall", json={"query": "staging region", "limit": 3}))
 
     with httpx.Client(base_url=server.url, timeout=120) as client:
-        assert client.get("/health").json()["status"] == "starting"
+        assert client.get("/health").json()["code"] == "starting"
         asker = threading.Thread(target=recall)
         asker.start()
         GATE.set()

@@ -122,7 +122,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/health",
         tag="service",
         response=essentials.Health,
-        answers={503: {"model": essentials.Health, "description": "Starting: not ready for traffic yet."}},
+        answers=errors(503),
     ),
     Operation(
         essentials.create_memory,
