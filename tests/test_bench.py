@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nous import Nous, Settings
+from nous.bench.cold_start import run_cold_start
 from nous.bench.context import run_context
 from nous.bench.extraction import run_extraction
 from nous.bench.junk import (
@@ -163,6 +164,19 @@ async def test_scale_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider
     assert result["ingest_per_s"] > 0 and result["storage_overhead_ratio"] > 0
     assert result["recall_latency_ms"]["p95"] >= result["recall_latency_ms"]["p50"] > 0
     assert result["pre_turn_latency_ms"]["p95"] >= result["pre_turn_latency_ms"]["p50"] > 0
+
+
+async def test_bench_cold_start_against_a_real_server(tmp_path: Path) -> None:
+    """`nous bench cold-start` on a small store: the index opened from its file answers as the
+    rebuild did; each start of the server is timed in order (socket, then ready, then a recall)."""
+    result = await run_cold_start(300, workers=1, db=tmp_path / "cold.db")
+    index = result["index"]
+    assert index["same_results"] and index["file_mb"] > 0
+    assert index["from_file"]["from_file"] and not index["rebuilt"]["from_file"]
+    for start in result["serve"].values():
+        assert 0 < start["socket_s"] <= start["health_ok_s"]
+        assert start["first_recall_s"] >= start["socket_s"]
+    assert result["memories"] == 300
 
 
 async def test_bench_fill_adds_memories_with_vectors_to_the_configured_store(

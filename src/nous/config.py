@@ -84,6 +84,13 @@ class Settings(BaseSettings):
         default=5.0, gt=0, le=600, description="How long opening a PostgreSQL store may wait for the server."
     )
     sqlite_readers: int = Field(default=4, ge=1, le=32)
+    startup_wait_s: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        description="nous serve: how long a request that arrives while the server is starting waits "
+        "for the embedding model and vector index to load before it gets 503 (code starting).",
+    )
     request_timeout_s: float = Field(
         default=30.0,
         gt=0,

@@ -201,8 +201,17 @@ async def run_load(
 
 
 def _tree(pid: int) -> list[int]:
-    """A process and its children (the workers of `nous serve --workers N`), from Linux /proc."""
-    return [pid, *map(int, Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
+    """A process and its descendants (the workers of `nous serve --workers N`, which are the
+    fork server's children), from Linux /proc."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        try:
+            todo += map(int, Path(f"/proc/{p}/task/{p}/children").read_text().split())
+        except OSError:
+            continue
+    return found
 
 
 def _cpu_s(pid: int) -> float | None:

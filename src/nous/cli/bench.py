@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from nous.bench.agent import BASELINES, load_conversations, load_scenarios, run_agent
 from nous.bench.censor_stall import run_censor_stall
+from nous.bench.cold_start import run_cold_start
 from nous.bench.context import run_context
 from nous.bench.crash import run_crash
 from nous.bench.dedup import default_pairs_paths, load_pairs, run_dedup
@@ -647,6 +648,66 @@ def censor_stall(
         rows,
     )
     console.print(f"{checks['count']} checks; {result['patterns_timed_out']} pattern runs ran out of time")
+    if out:
+        out.write_text(json.dumps(result, indent=2))
+        console.print(f"wrote {out}")
+
+
+@app.command("cold-start")
+def cold_start(
+    memories: Annotated[
+        int, typer.Option("--memories", min=1, max=10_000_000, help="Memories in the SQLite store.")
+    ] = 100_000,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, max=64, help="Server processes (nous serve --workers).")
+    ] = 2,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            help="A SQLite file to use and keep (filled up to --memories if it holds fewer): a second "
+            "run skips the fill. Default: a temporary one.",
+        ),
+    ] = None,
+    out: Annotated[Path | None, _JSON_OPTION] = None,
+) -> None:
+    """How soon a restarted server answers, and what the vector index file saves, on a SQLite store of
+    N synthetic memories: the first vector search after reopening the store with the index rebuilt
+    from the rows and opened from its file (same answers; the ratio), then `nous serve --workers W`
+    started, killed with SIGKILL and started again: time until its socket accepts, until /health
+    says ok and until a recall sent at once is answered.
+
+    Example: nous bench cold-start --memories 100000 --store /tmp/cold.db
+    """
+    if store is not None and store.exists() and not store.is_file():
+        raise fail(f"--store {store} is not a file; give a SQLite file to create or reuse", 2)
+    result = run(run_cold_start(memories, workers=workers, db=store, progress=_progress))
+    index = result["index"]
+    table(
+        f"first vector search after reopening · sqlite · {result['memories']} memories",
+        ["index", "open s", "first search s", "save s"],
+        [
+            [what, index[key]["open_s"], index[key]["first_search_s"], index[key]["save_s"]]
+            for key, what in (("rebuilt", "rebuilt from the rows"), ("from_file", "opened from its file"))
+        ],
+    )
+    console.print(
+        f"rebuild / file ×{index['ratio_rebuild_to_file']} · same results {index['same_results']} · "
+        f"file {index['file_mb']} MB",
+        highlight=False,
+    )
+    table(
+        f"nous serve --workers {result['workers']} · seconds from the command",
+        ["start", "socket accepts", "/health ok", "first recall", "CPU s to ready"],
+        [
+            [what, f["socket_s"], f["health_ok_s"], f["first_recall_s"], f["cpu_to_ready_s"]]
+            for what, f in (
+                ("first start", result["serve"]["first_start"]),
+                ("after SIGKILL", result["serve"]["after_sigkill"]),
+            )
+        ],
+    )
+    console.print(f"load average {result['load_average']} on {result['cores']} cores", highlight=False)
     if out:
         out.write_text(json.dumps(result, indent=2))
         console.print(f"wrote {out}")

@@ -88,12 +88,17 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
         state["stop"] = stop
+        ready = state["ready"] = asyncio.Event()
         async with Nous(settings) as root, mcp_server.session_manager.run():
             state["root"] = root  # the root runs its own agent's event worker when configured
             state["upstream"] = create_upstream(settings)  # the proxy's model; None when offline
+            # The socket answers at once; the model and the vector index load behind it.
+            warming = asyncio.create_task(_warm_up(root, ready))
             try:
                 yield
             finally:
+                warming.cancel()
+                await asyncio.gather(warming, return_exceptions=True)
                 stop.set()  # the other agents' workers finish the event in hand, then stop
                 await asyncio.gather(*state["workers"], return_exceptions=True)
                 if state["upstream"] is not None:
@@ -125,6 +130,8 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     async def key_first(request: Request, call_next: Any) -> Any:
         started = time.perf_counter()
         response = await _unauthorized(request) if auth else None
+        if response is None and not state["ready"].is_set() and not _ungated(request.url.path):
+            response = await _until_ready(state["ready"], settings.startup_wait_s)
         if response is None:
             response = await call_next(request)
         route = request.scope.get("route")
@@ -264,6 +271,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
 
     # what the handlers' dependencies (nous.server.callers) resolve their values with
     app.state.caller_of, app.state.nous_for, app.state.root = caller, nous_for, lambda: state["root"]
+    app.state.ready = lambda: state["ready"].is_set()
 
     async def _any_key(request: Request) -> ApiKey | None:
         return await request_key(state["root"].store, request)
@@ -310,6 +318,40 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         app, authenticate=proxy_caller, nous_for=nous_for, upstream_of=lambda: state.get("upstream")
     )
     return app
+
+
+UNGATED = ("/health", "/metrics", "/openapi.json", "/docs")  # answered while the server starts
+
+
+def _ungated(path: str) -> bool:
+    return path in UNGATED or path.startswith("/docs/")
+
+
+async def _warm_up(root: Nous, ready: asyncio.Event) -> None:
+    """Load the embedding model and open the store's vector index, then mark the server ready.
+    A failure is logged and the server marked ready all the same: each request then meets the
+    error itself (a typed 503), as it would without the warm-up."""
+    try:
+        await asyncio.to_thread(root.embedder.provider.warm_up)
+        await root.store.warm_up()
+    except Exception:
+        log.exception("warming up the embedding model and the vector index failed")
+    finally:
+        ready.set()
+
+
+async def _until_ready(ready: asyncio.Event, wait_s: float) -> Response | None:
+    """None once the server is ready, waiting up to ``wait_s``; else a 503 saying it is starting."""
+    try:
+        await asyncio.wait_for(ready.wait(), wait_s)
+        return None
+    except TimeoutError:
+        return problem(
+            503,
+            "the server is starting (loading the embedding model and the vector index); retry shortly",
+            code="starting",
+            headers={"Retry-After": "1"},
+        )
 
 
 def _known_query(request: Request) -> None:

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Request, Response
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from nous.errors import InvalidInputError
@@ -26,7 +27,7 @@ from nous.server.bodies import (
     _integral,
 )
 from nous.server.callers import Agent, Who
-from nous.server.problems import sent_as
+from nous.server.problems import problem, sent_as
 from nous.server.schemas import AnyMemory, CreatedMemory, FrameName, PresetName, created, dump, written
 from nous.server.scope import MemoryRef
 
@@ -147,10 +148,24 @@ class Health(BaseModel):
     )
 
 
-async def health(request: Request) -> Health:
-    """Whether the server answers, and from which store backend and process."""
+async def health(request: Request) -> Health | JSONResponse:
+    """Whether the server is ready (200, `status: ok`), or still loading its embedding model and
+    vector index (503 problem details with `code: starting`: a load balancer sends it no traffic
+    yet), and from which store backend and process."""
     root = callers.root(request)
-    return Health(status="ok", backend=root.store.info.backend, version=_version(), worker=os.getpid())
+    backend, worker = root.store.info.backend, os.getpid()
+    if not request.app.state.ready():
+        detail = "starting: loading the embedding model and the vector index; retry shortly"
+        return problem(
+            503,
+            detail,
+            {"Retry-After": "1"},
+            code="starting",
+            backend=backend,
+            version=_version(),
+            worker=worker,
+        )
+    return Health(status="ok", backend=backend, version=_version(), worker=worker)
 
 
 async def create_memory(body: CreateMemory, who: Who, nous: Agent, response: Response) -> CreatedMemory:

@@ -117,7 +117,12 @@ class Operation:
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
-        essentials.health, "GET", "/health", tag="service", response=essentials.Health, answers=errors(503)
+        essentials.health,
+        "GET",
+        "/health",
+        tag="service",
+        response=essentials.Health,
+        answers=errors(503),
     ),
     Operation(
         essentials.create_memory,

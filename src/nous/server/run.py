@@ -1,8 +1,9 @@
 """Run the API on a bound socket: in this process, or in N worker processes sharing it.
 
-Workers are spawned (not forked: the parent may already run threads) and each opens the store
-itself, so N processes serve requests on N cores. This is correct because everything a request
-reads is in the store: SQLite (WAL, one writer at a time across processes, the vector index
+Workers are forked from a fork server that imported the server's modules once (not from the
+parent, which may already run threads; spawned where there is no fork server), and each opens
+the store itself, so N processes serve requests on N cores. This is correct because everything
+a request reads is in the store: SQLite (WAL, one writer at a time across processes, the vector index
 catching up on other processes' writes by revision) and PostgreSQL both serve several processes,
 exclusive sections lock across processes, and the event queue is leased per event.
 """
@@ -81,7 +82,7 @@ def serve_workers(
     Where ``spread_connections()``, ``sock`` must have been bound with SO_REUSEPORT: each worker
     listens on a socket of its own on that port (``sock`` itself never listens, so no connection
     waits on it); elsewhere the workers share ``sock``."""
-    context = multiprocessing.get_context("spawn")
+    context = _worker_context()
     spread = spread_connections()
     processes = [
         context.Process(
@@ -116,6 +117,22 @@ def serve_workers(
     if not signalled:
         print("nous serve: a worker process stopped; the others were stopped too", file=sys.stderr)
     return 0 if signalled else 1
+
+
+# What every worker imports before it can serve: loaded once by the fork server, not once per worker.
+PRELOAD = ["nous.server.run", "nous.server.app", "uvicorn"]
+
+
+def _worker_context() -> multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext:
+    """Where workers start: a fork server (a fresh process that imports the server's modules
+    once, then forks each worker from that clean, single-threaded state) where the platform has
+    one; else spawned, each importing everything itself. Forking this process instead is unsafe:
+    it may already run threads."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
 
 
 def _worker(sock: socket.socket, settings: Settings, *, auth: bool, access_log: bool) -> None:

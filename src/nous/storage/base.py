@@ -675,6 +675,10 @@ class Store(MemoryStore, SessionStore, Outbox, KeyStore, IdempotencyStore):
     async def close(self) -> None:
         """Release connections and threads."""
 
+    async def warm_up(self) -> None:
+        """Make the first search fast: load what a backend keeps in process (the SQLite vector
+        index, from its file or the rows). Searching before it is correct, only slower."""
+
     @abstractmethod
     def exclusive(self, key: str) -> AbstractAsyncContextManager[None]:
         """Run the block as the only holder of ``key`` among every process using this store (see

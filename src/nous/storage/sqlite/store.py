@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Iterable
@@ -32,7 +34,10 @@ from nous.storage.migrations import load_migrations
 from nous.storage.sql.plan import Dialect, Plan, Result, Rows, Stmt, T, to_json
 from nous.storage.sql.store import SQLStore, apply_ops, claim_embedding_space
 from nous.storage.sqlite.connection import ReaderPool, WriterThread, rollback
+from nous.storage.sqlite.index_file import IndexFile
 from nous.storage.sqlite.vector_index import IndexFilter, VectorIndex
+
+log = logging.getLogger(__name__)
 
 CHUNK = 500  # ids per statement: SQLite binds each as its own parameter
 
@@ -134,6 +139,7 @@ class SQLiteStore(SQLStore):
         self._index: VectorIndex | None = None
         self._term_counts = _TermCounts()
         self._slots = SlotLocks()
+        self._saving: asyncio.Task[bool] | None = None
 
     # -- lifecycle -----------------------------------------------------------------
     async def open(self, *, embedding_model: str, embedding_dimensions: int) -> None:
@@ -148,7 +154,48 @@ class SQLiteStore(SQLStore):
         self.info.embedding_model = embedding_model
         self.info.embedding_dimensions = embedding_dimensions
         self._readers = ReaderPool(self.path, self._readers_count, busy_timeout_s=self._busy_timeout_s)
-        self._index = VectorIndex(embedding_dimensions)
+        file = IndexFile(self.path, model=embedding_model, dimensions=embedding_dimensions)
+        self._index = VectorIndex(embedding_dimensions, file)
+
+    async def warm_up(self) -> None:
+        """Open the vector index from its file (or build it) and catch it up with the rows."""
+        index = self._index
+        if index is None:
+            raise StorageError("store is not open")
+        await self._r().run(index.refresh)
+        self._save_soon()
+
+    @property
+    def index_restored(self) -> bool:
+        """Whether the vector index was opened from its file (not rebuilt from the rows)."""
+        return self._index is not None and self._index.restored
+
+    async def save_index(self) -> bool:
+        """Write the vector index's file now if it holds rows the file lacks; whether it wrote."""
+        if self._saving is not None:
+            await asyncio.gather(self._saving, return_exceptions=True)
+        index = self._index
+        if index is None or index.file is None:
+            return False
+        return await asyncio.to_thread(self._save_index, index)
+
+    def _save_index(self, index: VectorIndex) -> bool:
+        state = index.snapshot()
+        if state is None or index.file is None:
+            return False
+        try:
+            return index.file.save(state, self._busy_timeout_s)
+        except (OSError, ValueError, sqlite3.Error) as exc:
+            log.warning(
+                "vector index not saved to %s: %s (it is rebuilt on the next open)", index.file.path, exc
+            )
+            return False
+
+    def _save_soon(self) -> None:
+        """Save the index in the background once enough new rows came in (one save at a time)."""
+        index = self._index
+        if index is not None and index.wants_save() and (self._saving is None or self._saving.done()):
+            self._saving = asyncio.get_running_loop().create_task(asyncio.to_thread(self._save_index, index))
 
     @asynccontextmanager
     async def exclusive(self, key: str) -> AsyncIterator[None]:
@@ -168,6 +215,11 @@ class SQLiteStore(SQLStore):
                 slots.release(slot)
 
     async def close(self) -> None:
+        if self._saving is not None:
+            await asyncio.gather(self._saving, return_exceptions=True)
+            self._saving = None
+        if self._index is not None and self._index.wants_save() and self._writer is not None:
+            await asyncio.to_thread(self._save_index, self._index)
         if self._readers is not None:
             self._readers.close()
             self._readers = None
@@ -257,7 +309,9 @@ class SQLiteStore(SQLStore):
                 ScoredId(i, s, main=m) for i, s, m in index.search(conn, vector, flt, limit, chunks=chunks)
             ]
 
-        return await self._r().run(read)
+        found = await self._r().run(read)
+        self._save_soon()
+        return found
 
     async def vectors(self, agent_id: str, ids: list[str]) -> dict[str, np.ndarray]:
         index = self._index

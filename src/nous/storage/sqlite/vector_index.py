@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nous._blas import single_blas_thread
+from nous.storage.sqlite.index_file import IndexFile, IndexState
 
 APPROX_MIN_ROWS = 20_000  # below this the int8 pass over every row is already a few milliseconds
 REDUCED_DIMS = 64
@@ -42,6 +43,7 @@ RERANK_MIN = 1_000  # rows passed from the reduced pass to the int8 pass (at lea
 RESCORE_MIN = 50  # rows re-scored with their float32 vectors from the file (at least 4x the limit)
 PCA_SAMPLE = 10_000
 LOAD_BATCH = 8_192  # rows read per step when catching up: a full load never holds every blob at once
+SAVE_EVERY = 20_000  # rows taken in before the index is saved again (or a twentieth of the rows)
 PROJECT_BATCH = 65_536  # rows dequantised at a time when projecting the whole store
 # The per-memory-row arrays (each grows with the rows; ``_reduced`` too once there is a basis).
 ROW_ARRAYS = ("_codes8", "_scale", "_kind", "_agent", "_present", "_active", "_current")
@@ -69,12 +71,16 @@ def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class VectorIndex:
     """Nearest-neighbour search over normalised vectors, with exact cosines for the results."""
 
-    def __init__(self, dimensions: int) -> None:
+    def __init__(self, dimensions: int, file: IndexFile | None = None) -> None:
         self.dimensions = dimensions
+        self.file = file  # where the index is kept between runs (None: rebuilt on every open)
+        self.restored = False  # whether the state came from the file
+        self._file_tried = False
+        self.unsaved = 0  # rows taken in since the index was opened from or saved to the file
         self._lock = threading.Lock()
         self._rev = -1
         self._ids: list[str] = []
-        self._pos: dict[str, int] = {}
+        self._pos_of: dict[str, int] | None = {}  # None until needed after opening from the file
         self._size = 0
         self._codes8 = np.zeros((0, dimensions), dtype=np.int8)
         self._scale = np.zeros(0, dtype=np.float32)
@@ -98,6 +104,14 @@ class VectorIndex:
         self._chunk_reduced = np.zeros((0, REDUCED_DIMS), dtype=np.float32)
         self._chunks_of: dict[int, list[int]] = {}  # memory row -> its chunk rows
         self._free_chunks: list[int] = []
+
+    @property
+    def _pos(self) -> dict[str, int]:
+        """Row number of each id (built on first use after opening from the file: on a million
+        rows, building it is most of the time opening takes, and a plain search never needs it)."""
+        if self._pos_of is None:
+            self._pos_of = {id_: pos for pos, id_ in enumerate(self._ids)}
+        return self._pos_of
 
     def _grow(self, needed: int) -> None:
         if needed > len(self._codes8):
@@ -146,6 +160,8 @@ class VectorIndex:
         if rev == self._rev:
             return
         with self._lock:
+            if self._rev < 0 and self.file is not None and not self._file_tried:
+                self._open_file(conn)
             if rev == self._rev:
                 return
             changed: list[int] = []
@@ -181,21 +197,80 @@ class VectorIndex:
             for id_, blobs in by_memory.items():
                 new_chunks += self._add_chunks(self._pos[id_], blobs)
             self._rev = rev
+            self.unsaved += len(changed) + len(purged)
             self._masks.clear()
             self._last_reduced = None
             self._update_reduced(changed, new_chunks)
+
+    def _open_file(self, conn: sqlite3.Connection) -> None:
+        """Take the saved state when the file matches the store (the caller holds the lock)."""
+        assert self.file is not None
+        state = self.file.load(conn)
+        self._file_tried = True  # a rejected file is not read again
+        if state is not None:
+            self._restore(state)
+            self.restored = True
+
+    def _restore(self, state: IndexState) -> None:
+        a = state.arrays
+        self._ids, self._pos_of, self._codes = state.ids, None, dict(state.codes)
+        self._size = len(state.ids)
+        for name in ROW_ARRAYS:
+            setattr(self, name, a[name])
+        if "_basis" in a:
+            self._basis, self._basis_rows, self._reduced = a["_basis"], state.basis_rows, a["_reduced"]
+            self._chunk_reduced = a["_chunk_reduced"]
+        self._chunk_matrix, self._chunk_owner = a["_chunk_matrix"], a["_chunk_owner"]
+        self._chunk_size = len(self._chunk_owner)
+        owner = self._chunk_owner
+        live = np.flatnonzero(owner >= 0)
+        self._chunks_of = {}
+        for row in live[np.argsort(owner[live], kind="stable")].tolist():
+            self._chunks_of.setdefault(int(owner[row]), []).append(row)
+        self._free_chunks = np.flatnonzero(owner < 0).tolist()
+        self._rev = state.rev
+        self.unsaved = 0
+
+    def wants_save(self) -> bool:
+        """Whether enough rows came in since the file was written that a restart would spend
+        noticeable time catching them up (at most ~``SAVE_EVERY`` rows, or a twentieth, are read
+        again after a crash)."""
+        return self.file is not None and self.unsaved >= max(SAVE_EVERY, self._size // 20)
+
+    def snapshot(self) -> IndexState | None:
+        """A copy of the state to save (its used rows only), or None when nothing is new; resets
+        ``unsaved`` (so a save that fails, in a read-only folder say, is tried again only after as
+        many new rows: the index stays correct without its file, only slower to open)."""
+        with self._lock:
+            if self._rev < 0 or not self.unsaved:
+                return None
+            n, m = self._size, self._chunk_size
+            arrays = {name: getattr(self, name)[:n].copy() for name in ROW_ARRAYS}
+            arrays["_chunk_matrix"] = self._chunk_matrix[:m].copy()
+            arrays["_chunk_owner"] = self._chunk_owner[:m].copy()
+            if self._basis is not None:
+                arrays["_basis"] = self._basis.copy()
+                arrays["_reduced"] = self._reduced[:n].copy()
+                arrays["_chunk_reduced"] = self._chunk_reduced[:m].copy()
+            state = IndexState(
+                rev=self._rev, ids=list(self._ids), codes=dict(self._codes), basis_rows=self._basis_rows
+            )
+            state.arrays = arrays
+            self.unsaved = 0
+            return state
 
     def _load_rows(self, rows: list[tuple[str, str, str, int, int, bytes | None]]) -> list[int]:
         """Take in one batch of changed rows; their row numbers."""
         self._grow(self._size + len(rows))
         positions, embedded, blobs = [], [], []
+        pos_of = self._pos
         for id_, kind, agent, active, current, blob in rows:
-            pos = self._pos.get(id_)
+            pos = pos_of.get(id_)
             if pos is None:
                 pos = self._size
                 self._size += 1
                 self._ids.append(id_)
-                self._pos[id_] = pos
+                pos_of[id_] = pos
             positions.append(pos)
             self._kind[pos] = self._code(kind)
             self._agent[pos] = self._code(agent)
@@ -223,8 +298,7 @@ class VectorIndex:
                 sample = self._dequantised(
                     np.sort(rng.choice(rows, min(PCA_SAMPLE, rows.size), replace=False))
                 )
-                _, _, vt = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
-                self._basis = np.ascontiguousarray(vt[:REDUCED_DIMS].T, dtype=np.float32)
+                self._basis = principal_axes(sample, REDUCED_DIMS)
                 self._basis_rows = n
                 self._reduced = np.zeros((len(self._codes8), REDUCED_DIMS), dtype=np.float32)
                 for start in range(0, n, PROJECT_BATCH):
@@ -356,6 +430,16 @@ class VectorIndex:
         scores[has_chunk] = np.maximum(scores[has_chunk], best[at[has_chunk]])
         top = _top(scores, limit)
         return rows[top], scores[top], main[top]
+
+
+def principal_axes(sample: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` principal axes of ``sample``'s rows (dimensions x k, float32): the top eigenvectors
+    of its covariance. Their span is the SVD's; a d x d eigenproblem on one BLAS thread takes a
+    fraction of a second, where the SVD of the sample took 5-15 s on a busy 2-core machine."""
+    centred = np.asarray(sample - sample.mean(axis=0), dtype=np.float64)
+    with single_blas_thread():
+        _, vectors = np.linalg.eigh(centred.T @ centred)  # eigenvalues ascending
+    return np.ascontiguousarray(vectors[:, ::-1][:, :k], dtype=np.float32)
 
 
 def _grown(arr: np.ndarray, capacity: int, used: int, fill: int = 0) -> np.ndarray:
