@@ -13,7 +13,9 @@ export interface paths {
         };
         /**
          * Health
-         * @description Whether the server answers, and from which store backend and process.
+         * @description Whether the server is ready (200, `status: ok`), or still loading its embedding model and
+         *     vector index (503 problem details with `code: starting`: a load balancer sends it no traffic
+         *     yet), and from which store backend and process.
          */
         get: operations["health"];
         put?: never;
