@@ -61,7 +61,7 @@ from nous.models.brain import DecisionCategory, Reason, Stakes
 from nous.models.events import Event, EventStatus
 from nous.models.heart import EpisodeOutcome, FactCategory
 from nous.models.llm import LLMUsage
-from nous.models.metadata import MetaFilter, parse_where
+from nous.models.metadata import parse_where
 from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
 from nous.retrieval.query import validate_limit_and_window, validate_min_score
@@ -696,7 +696,7 @@ class Nous:
         preset: str | None = None,
         min_score: float | None = None,
         in_session: str | None = None,
-        where: Mapping[str, Any] | MetaFilter | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score.
 
@@ -796,7 +796,7 @@ class Nous:
         lifecycle: Sequence[str | LifecycleState] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
-        where: Mapping[str, Any] | MetaFilter | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[Memory]:
         """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones.
 

@@ -36,7 +36,7 @@ MAX_IN_VALUES = 100
 
 Scalar = str | int | float | bool
 Op = Literal["eq", "in", "exists", "gt", "gte", "lt", "lte"]
-RANGE_OPS = ("gt", "gte", "lt", "lte")
+RANGE_OPS: tuple[Op, ...] = ("gt", "gte", "lt", "lte")
 OPS: tuple[Op, ...] = ("eq", "in", "exists", *RANGE_OPS)
 
 
@@ -131,8 +131,22 @@ def _condition(key: str, op: str, operand: object, field: str) -> MetaCondition:
     if op in RANGE_OPS:
         if not _is_number(operand):
             raise InvalidInputError(f"{op} takes a finite number", field=field)
-        return MetaCondition(key, op, operand)  # type: ignore[arg-type]
+        return MetaCondition(key, next(o for o in RANGE_OPS if o == op), operand)
     raise InvalidInputError(f"unknown operator {op!r}; use one of {', '.join(OPS)}", field=field)
+
+
+def decode_where(text: str | None, *, field: str = "where") -> dict[str, Any] | None:
+    """A filter sent as JSON text (a query parameter), checked; None for no text."""
+    if text is None or not text.strip():
+        return None
+    try:
+        where = json.loads(text)
+    except ValueError:
+        raise InvalidInputError("where must be a JSON object", field=field) from None
+    if not isinstance(where, dict):
+        raise InvalidInputError("where must be a JSON object", field=field)
+    parse_where(where, field=field)
+    return where
 
 
 def parse_where(where: object, *, field: str = "where") -> MetaFilter | None:
@@ -141,10 +155,7 @@ def parse_where(where: object, *, field: str = "where") -> MetaFilter | None:
     if where is None or isinstance(where, MetaFilter):
         return where if where is None or where.conditions else None
     if isinstance(where, str):
-        try:
-            where = json.loads(where)
-        except ValueError:
-            raise InvalidInputError("where must be a JSON object", field=field) from None
+        where = decode_where(where, field=field)
     if not isinstance(where, Mapping):
         raise InvalidInputError("where must be an object of metadata keys to conditions", field=field)
     if len(where) > MAX_FILTER_KEYS:
@@ -188,12 +199,64 @@ def matches(metadata: Mapping[str, Any], where: MetaFilter | None) -> bool:
         elif c.op == "in":
             ok = present and any(_same(value, v) for v in c.value)
         else:
-            ok = _is_number(value) and {
-                "gt": value > c.value,
-                "gte": value >= c.value,
-                "lt": value < c.value,
-                "lte": value <= c.value,
-            }[c.op]
+            ok = (
+                _is_number(value)
+                and {
+                    "gt": value > c.value,
+                    "gte": value >= c.value,
+                    "lt": value < c.value,
+                    "lte": value <= c.value,
+                }[c.op]
+            )
         if not ok:
             return False
     return True
+
+
+_SCALAR_SCHEMA: dict[str, Any] = {"type": ["string", "number", "boolean"]}
+_KEY_SCHEMA: dict[str, Any] = {"minLength": 1, "maxLength": MAX_KEY_CHARS}
+
+# JSON Schemas of a metadata object and of a filter, for the REST and MCP schemas (what a schema
+# cannot say, the byte size and the depth, the validators above check).
+METADATA_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "maxProperties": MAX_TOP_KEYS,
+    "propertyNames": _KEY_SCHEMA,
+    "description": (
+        f"Your own JSON object, returned as given and filtered on with `where`: at most "
+        f"{MAX_TOP_KEYS} keys at the top level, {MAX_DEPTH} levels deep, {MAX_METADATA_BYTES // 1024} KB "
+        f"as JSON, keys of 1 to {MAX_KEY_CHARS} characters."
+    ),
+}
+WHERE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "maxProperties": MAX_FILTER_KEYS,
+    "propertyNames": _KEY_SCHEMA,
+    "additionalProperties": {
+        "anyOf": [
+            _SCALAR_SCHEMA,
+            {
+                "type": "object",
+                "minProperties": 1,
+                "additionalProperties": False,
+                "properties": {
+                    "eq": _SCALAR_SCHEMA,
+                    "in": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": MAX_IN_VALUES,
+                        "items": _SCALAR_SCHEMA,
+                    },
+                    "exists": {"type": "boolean"},
+                    **{op: {"type": "number"} for op in RANGE_OPS},
+                },
+            },
+        ]
+    },
+    "description": (
+        'Only memories whose metadata passes every condition: {"project": "x"} (equal), '
+        '{"project": {"in": ["x", "y"]}}, {"reviewed": {"exists": true}}, '
+        '{"priority": {"gte": 2, "lt": 5}} (also gt, lte).'
+    ),
+    "examples": [{"project": "x", "priority": {"gte": 2}}],
+}

@@ -26,6 +26,7 @@ from nous.models import (
     MemoryKind,
 )
 from nous.models.events import EventStatus
+from nous.models.metadata import decode_where
 from nous.models.session import IdentitySection
 from nous.server.bodies import (
     CLEAN,
@@ -35,6 +36,7 @@ from nous.server.bodies import (
     Clean,
     Cursor,
     IsoDatetime,
+    Metadata,
     OwnedId,
     OwnSession,
     OwnSessionPath,
@@ -73,6 +75,7 @@ class UpdateMemory(StrictBody):
     subject: Clean | None = None
     category: Annotated[FactCategory, LAX] | Annotated[DecisionCategory, LAX] | None = None
     tags: list[Clean] | None = None
+    metadata: Metadata | None = Field(default=None, description="Replaces the whole metadata object.")
     confidence: float | None = Field(default=None, ge=0, le=1)
 
 
@@ -239,6 +242,14 @@ async def list_memories(
     ),
     since: IsoDatetime | None = Query(default=None, description="Occurred at or after this time (ISO 8601)."),
     until: IsoDatetime | None = Query(default=None, description="Occurred before this time (ISO 8601)."),
+    where: str | None = Query(
+        default=None,
+        max_length=10_000,
+        description=(
+            'A metadata filter as JSON, e.g. {"project":"x","priority":{"gte":2}}: equality, '
+            "in, exists, gt/gte/lt/lte (docs/rest.md)."
+        ),
+    ),
 ) -> dict[str, Any]:
     """Memories, most recent first: ``Nous.memories``."""
     offset = _offset(cursor)
@@ -258,6 +269,7 @@ async def list_memories(
             lifecycle=lifecycle,
             since=since,
             until=until,
+            where=decode_where(where),
         )
     more = len(found) > limit
     return {

@@ -103,7 +103,9 @@ class Dialect:
             return f"({sql})", [self.json({key: v}) for v in values]
         if c.op == "exists":
             return f"({column} -> {mark}) IS {'NOT ' if c.value else ''}NULL", [key]
-        number = f"(CASE WHEN jsonb_typeof({column} -> {mark}) = 'number' THEN ({column} ->> {mark})::numeric END)"
+        number = (
+            f"(CASE WHEN jsonb_typeof({column} -> {mark}) = 'number' THEN ({column} ->> {mark})::numeric END)"
+        )
         return f"{number} {RANGE_SQL[c.op]} {mark}", [key, key, Decimal(str(c.value))]
 
     def vector(self, value: np.ndarray) -> Any:
