@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -19,6 +20,44 @@ from nous.models import Decision, Episode, ErasureReceipt, Fact, HistoryEntry, M
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 LimitOpt = Annotated[int, typer.Option("--limit", "-k", min=1, max=1000, help="How many to show.")]
+MetaOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--meta",
+        "-m",
+        metavar="KEY=VALUE",
+        help="A metadata entry; repeat for more. VALUE is read as JSON when it parses (3, true, "
+        '["a"]), else as text.',
+    ),
+]
+MetaFilterOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--meta",
+        "-m",
+        metavar="KEY=VALUE",
+        help="Only memories whose metadata has KEY equal to VALUE (JSON when it parses, else text); "
+        "repeat for more.",
+    ),
+]
+
+
+def meta_pairs(pairs: list[str] | None) -> dict[str, Any] | None:
+    """``--meta key=value`` options as a dict: each value JSON when it parses, else the text."""
+    if not pairs:
+        return None
+    found: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(
+                f"{pair!r} is not KEY=VALUE, e.g. --meta project=apollo", param_hint="--meta"
+            )
+        try:
+            found[key.strip()] = json.loads(text)
+        except ValueError:
+            found[key.strip()] = text
+    return found
 
 
 def register(app: typer.Typer) -> None:
@@ -86,6 +125,7 @@ def learn(
         str | None,
         typer.Option("--user", help="The user it belongs to (default: the agent's shared memory)."),
     ] = None,
+    meta: MetaOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remember a fact, checking first for what is already known.
@@ -95,8 +135,10 @@ def learn(
     superseded (stored as the update of an older fact, which is kept in history).
 
     Example: nous learn "Alice prefers morning meetings" --subject Alice --category preference
+    --meta project=apollo --meta priority=2
     """
     content = read_text_arg(text)
+    metadata = meta_pairs(meta)
 
     async def act(nous: Nous) -> WriteResult:
         return await nous.learn(
@@ -108,6 +150,7 @@ def learn(
             supersedes=supersedes,
             dedup=dedup,
             user_id=user,
+            metadata=metadata,
             actor="cli",
         )
 
@@ -171,6 +214,7 @@ def recall(
             help="Leave out results below this relevance (0-1; default NOUS_RECALL_MIN_SCORE).",
         ),
     ] = None,
+    meta: MetaFilterOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Find the memories most relevant to a query (dense + keyword fusion, then a re-ranker).
@@ -180,8 +224,9 @@ def recall(
     the search: "what did we decide last week?", "in May 2023", "before the trip". Recap questions
     ("what did we talk about?") list the latest episodes first.
 
-    Example: nous recall "what does Alice prefer?" --limit 5 --json
+    Example: nous recall "what does Alice prefer?" --limit 5 --json --meta project=apollo
     """
+    where = meta_pairs(meta)
 
     async def act(nous: Nous) -> list[RecallHit]:
         return await nous.recall(
@@ -194,6 +239,7 @@ def recall(
             frame=frame,
             preset=preset,
             min_score=min_score,
+            where=where,
         )
 
     hits = with_nous(ctx, act)
@@ -277,21 +323,23 @@ def decide(
         console.print(f"[green]recorded[/green] {decision.id}  {short(decision.content)}")
 
 
-def _list(ctx: typer.Context, kind: str, limit: int) -> list[Memory]:
+def _list(ctx: typer.Context, kind: str, limit: int, where: dict[str, Any] | None = None) -> list[Memory]:
     async def act(nous: Nous) -> list[Memory]:
-        return await nous.memories(kind, limit=limit)
+        return await nous.memories(kind, limit=limit, where=where)
 
     return with_nous(ctx, act)
 
 
-def facts(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
+def facts(
+    ctx: typer.Context, limit: LimitOpt = 50, meta: MetaFilterOpt = None, as_json: JsonOpt = False
+) -> None:
     """List facts, newest first.
 
     Long contents end in an ellipsis to keep one fact per line; --json prints them in full.
 
-    Example: nous facts --limit 20
+    Example: nous facts --limit 20 --meta project=apollo
     """
-    found = [f for f in _list(ctx, "fact", limit) if isinstance(f, Fact)]
+    found = [f for f in _list(ctx, "fact", limit, meta_pairs(meta)) if isinstance(f, Fact)]
     if as_json:
         print_json(found)
         return

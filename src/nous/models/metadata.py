@@ -27,9 +27,9 @@ from typing import Any, Literal
 
 from nous.errors import InvalidInputError
 
-MAX_METADATA_BYTES = 16 * 1024
+MAX_METADATA_BYTES = 64 * 1024
 MAX_TOP_KEYS = 64
-MAX_DEPTH = 4
+MAX_DEPTH = 6
 MAX_KEY_CHARS = 100
 MAX_FILTER_KEYS = 20
 MAX_IN_VALUES = 100
@@ -222,12 +222,12 @@ METADATA_SCHEMA: dict[str, Any] = {
     "type": "object",
     "maxProperties": MAX_TOP_KEYS,
     "propertyNames": _KEY_SCHEMA,
-    "description": (
-        f"Your own JSON object, returned as given and filtered on with `where`: at most "
-        f"{MAX_TOP_KEYS} keys at the top level, {MAX_DEPTH} levels deep, {MAX_METADATA_BYTES // 1024} KB "
-        f"as JSON, keys of 1 to {MAX_KEY_CHARS} characters."
-    ),
 }
+METADATA_DOC = (
+    f"Your own JSON object, returned as given and filtered on with `where`: at most {MAX_TOP_KEYS} "
+    f"keys at the top level, {MAX_DEPTH} levels deep, {MAX_METADATA_BYTES // 1024} KB as JSON, keys "
+    f"of 1 to {MAX_KEY_CHARS} characters."
+)
 WHERE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "maxProperties": MAX_FILTER_KEYS,
@@ -253,10 +253,9 @@ WHERE_SCHEMA: dict[str, Any] = {
             },
         ]
     },
-    "description": (
-        'Only memories whose metadata passes every condition: {"project": "x"} (equal), '
-        '{"project": {"in": ["x", "y"]}}, {"reviewed": {"exists": true}}, '
-        '{"priority": {"gte": 2, "lt": 5}} (also gt, lte).'
-    ),
-    "examples": [{"project": "x", "priority": {"gte": 2}}],
 }
+WHERE_DOC = (
+    'Only memories whose metadata passes every condition: {"project": "x"} (equal), '
+    '{"project": {"in": ["x", "y"]}}, {"reviewed": {"exists": true}}, {"priority": {"gte": 2, "lt": 5}} '
+    "(also gt, lte)."
+)

@@ -10,7 +10,14 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from nous.models import ReasonType
-from nous.models.metadata import METADATA_SCHEMA, WHERE_SCHEMA, check_metadata, parse_where
+from nous.models.metadata import (
+    METADATA_DOC,
+    METADATA_SCHEMA,
+    WHERE_DOC,
+    WHERE_SCHEMA,
+    check_metadata,
+    parse_where,
+)
 from nous.server.scope import MemoryRef, SessionRef, UserRef
 
 ISO_DATE = re.compile(r"\s*\d{4}-\d{2}-\d{2}")
@@ -97,9 +104,14 @@ def _where(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-# A memory's metadata, and a filter on it (``nous.models.metadata``), in a body.
-Metadata = Annotated[dict[str, Any], AfterValidator(_metadata), Field(json_schema_extra=METADATA_SCHEMA)]
-Where = Annotated[dict[str, Any], AfterValidator(_where), Field(json_schema_extra=WHERE_SCHEMA)]
+# A memory's metadata, and a filter on it (``nous.models.metadata``): the checked values (an MCP
+# tool describes them in its own words), and the body fields.
+MetadataObject = Annotated[
+    dict[str, Any], AfterValidator(_metadata), Field(json_schema_extra=METADATA_SCHEMA)
+]
+WhereObject = Annotated[dict[str, Any], AfterValidator(_where), Field(json_schema_extra=WHERE_SCHEMA)]
+Metadata = Annotated[MetadataObject, Field(description=METADATA_DOC)]
+Where = Annotated[WhereObject, Field(description=WHERE_DOC)]
 # A page cursor, as ``next_cursor`` gave it.
 Cursor = Annotated[
     str | None, Query(pattern=r"^[0-9]{1,9}$", description="`next_cursor` of the page before.")
