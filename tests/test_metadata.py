@@ -213,6 +213,9 @@ def test_metadata_and_filters_over_rest(served: tuple[LiveServer, dict[str, str]
             assert made.json()["memory"]["metadata"] == metadata
             ids[word(content)] = made.json()["id"]
         assert http.get(f"/v1/memories/{ids['Apollo']}").json()["metadata"] == LABELLED[0][1]
+        page = http.get(f"/ui/memories/{ids['Apollo']}").text  # the inspector shows it
+        shown = page[page.index("<h2>Metadata</h2>") : page.index("<h2>Provenance</h2>")]
+        assert all(f"<dt>{key}</dt>" in shown for key in LABELLED[0][1]) and "apollo" in shown
         for where, expected in FILTERS:
             page = http.get("/v1/memories", params={"where": json.dumps(where)}).json()
             assert {word(m["content"]) for m in page["items"]} == expected, where
@@ -328,3 +331,15 @@ def test_the_cli_writes_and_filters_metadata(
     bad = cli.invoke(cli_app, ["facts", "--meta", 'priority={"between": 1}'])
     assert bad.exit_code != 0 and "unknown operator" in bad.output
     assert len(data(cli, "facts")) == 2
+
+
+async def test_langgraph_items_live_in_the_metadata(nous: Nous) -> None:
+    from nous.integrations.langgraph import NousStore
+
+    store = NousStore(nous)
+    value = {"content": "Alice drinks green tea", "details": {"cups": [1, 2]}}
+    await store.aput(("memories", "alice"), "tea", value)
+    found = await nous.memories(where={"langgraph_namespace": "memories.alice"})
+    assert [m.metadata["langgraph_value"] for m in found] == [value] and found[0].tags == []
+    item = await store.aget(("memories", "alice"), "tea")
+    assert item is not None and item.value == value
