@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -265,7 +266,9 @@ class SQLiteStore(SQLStore):
             index.refresh(conn)
             allowed: set[str] | None = None
             if query.narrows_beyond_kind():
-                where, params = where_clause(query, "?", dialect=self.dialect, time_param=fmt_time)
+                where, params = where_clause(
+                    _beyond_index(query), "?", dialect=self.dialect, time_param=fmt_time
+                )
                 allowed = {r[0] for r in conn.execute(f"SELECT id FROM memories WHERE {where}", params)}
             flt = IndexFilter(
                 agent_id=query.agent_id,
@@ -344,6 +347,15 @@ class SQLiteStore(SQLStore):
             ]
 
         return await self._r().run(read)
+
+
+def _beyond_index(query: MemoryQuery) -> MemoryQuery:
+    """What the SQL of a filtered vector search must check: the index's filter applies kind,
+    activity and supersession itself (but as of a past time, or for superseded memories only, the
+    SQL decides those). Left to the index, they leave a metadata filter to a covering index."""
+    if query.as_of is not None or query.superseded_only:
+        return query
+    return replace(query, kinds=None, include_inactive=True, include_superseded=True)
 
 
 def _quote(term: str) -> str:
