@@ -9,9 +9,9 @@ How an item maps onto Nous (``docs/integrations.md``):
   namespace's items;
 - its key is the fact's subject, so ``get`` is one exact lookup;
 - its value is kept whole as the metadata's ``langgraph_value``, so ``get`` returns exactly what
-  was put (within the metadata limits of docs/rest.md: 64 KB, the value nested 5 levels deep); the fact's
-  content (what recall embeds and keyword-indexes) is the value's text: the ``index`` fields,
-  else a "content", "text" or "memory" string, else the JSON;
+  was put (within the metadata limits of docs/rest.md: 64 KB, the value nested 5 levels deep);
+  the fact's content (what recall embeds and keyword-indexes) is the value's text: the ``index``
+  fields, else a "content", "text" or "memory" string, else the JSON;
 - ``put`` of a known key updates that fact (a history row); ``put`` of a new key that the write
   path finds a duplicate of a fact stores the key as a pointer (superseded by that fact), and one
   the write path finds an update of a fact supersedes it: either way the older key reads the
