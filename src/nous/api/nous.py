@@ -61,6 +61,7 @@ from nous.models.brain import DecisionCategory, Reason, Stakes
 from nous.models.events import Event, EventStatus
 from nous.models.heart import EpisodeOutcome, FactCategory
 from nous.models.llm import LLMUsage
+from nous.models.metadata import parse_where
 from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
 from nous.retrieval.query import validate_limit_and_window, validate_min_score
@@ -271,6 +272,7 @@ class Nous:
         source: str | None = None,
         confidence: float = 1.0,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         session_id: str | None = None,
         occurred_at: datetime | None = None,
@@ -292,6 +294,7 @@ class Nous:
             source=source,
             confidence=confidence,
             tags=tags,
+            metadata=metadata,
             user_id=user_id,
             session_id=session_id,
             occurred_at=occurred_at,
@@ -314,6 +317,7 @@ class Nous:
         started_at: datetime | None = None,
         participants: list[str] | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         censors: list[str] | None = None,
         provenance: Provenance | None = None,
         opening: str | None = None,
@@ -330,6 +334,7 @@ class Nous:
             started_at=started_at,
             participants=participants,
             tags=tags,
+            metadata=metadata,
             censors=censors,
             provenance=provenance,
             opening=opening,
@@ -459,6 +464,7 @@ class Nous:
         core_concepts: list[str] | None = None,
         notes: str | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         frame: str | None = None,
         censors: list[str] | None = None,
         session_id: str | None = None,
@@ -480,6 +486,7 @@ class Nous:
             core_concepts=core_concepts,
             notes=notes,
             tags=tags,
+            metadata=metadata,
             frame=frame,
             censors=censors,
             session_id=session_id,
@@ -498,6 +505,7 @@ class Nous:
         domain: str | None = None,
         escalation_threshold: int = 3,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         occurred_at: datetime | None = None,
         dedup: bool = True,
@@ -512,6 +520,7 @@ class Nous:
             domain=domain,
             escalation_threshold=escalation_threshold,
             tags=tags,
+            metadata=metadata,
             user_id=user_id,
             occurred_at=occurred_at,
             dedup=dedup,
@@ -622,6 +631,7 @@ class Nous:
         reasons: Sequence[Reason | Mapping[str, Any]] | None = None,
         pattern: str | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         thoughts: list[str] | None = None,
         session_id: str | None = None,
         episode_id: str | None = None,
@@ -645,6 +655,7 @@ class Nous:
             reasons=reasons,
             pattern=pattern,
             tags=tags,
+            metadata=metadata,
             thoughts=thoughts,
             session_id=session_id,
             episode_id=episode_id,
@@ -697,6 +708,7 @@ class Nous:
         preset: str | None = None,
         min_score: float | None = None,
         in_session: str | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score.
 
@@ -720,8 +732,14 @@ class Nous:
         ``in_session`` names the live session a tool's recall serves: its frame and active censors
         boost what was stored in the same state, as ``pre_turn``'s own recall does (unlike
         ``session_id``, it filters nothing).
+
+        ``where`` keeps only memories whose metadata passes it, e.g. ``{"project": "x"}``,
+        ``{"project": {"in": ["x", "y"]}}``, ``{"reviewed": {"exists": True}}``,
+        ``{"priority": {"gte": 2, "lt": 5}}`` (see ``nous.models.metadata``); the search runs
+        within those memories, so a selective filter still fills ``limit``.
         """
         repo = self._need()
+        meta_filter = parse_where(where)
         assert self._retriever is not None
         check_frame(frame)
         if in_session is not None and (frame is None or active_censors is None):
@@ -746,6 +764,7 @@ class Nous:
                 as_of=as_of,
                 preset=preset,
                 min_score=self._min_score(min_score, preset),
+                where=meta_filter,
             )
         )
         if reinforce:
@@ -789,12 +808,14 @@ class Nous:
         lifecycle: Sequence[str | LifecycleState] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[Memory]:
         """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones.
 
         The filters narrow the list: ``subject`` and ``category`` (exact), ``session_id``,
-        ``lifecycle`` states, ``since`` ≤ occurred_at < ``until``; ``superseded_only`` lists just
-        the memories a newer one replaced."""
+        ``lifecycle`` states, ``since`` ≤ occurred_at < ``until``, ``where`` on the metadata (as
+        in ``recall``); ``superseded_only`` lists just the memories a newer one replaced."""
+        meta_filter = parse_where(where)
         for name, value, low, high in (("limit", limit, 1, 100_000), ("offset", offset, 0, MAX_OFFSET)):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise InvalidInputError(f"{name} must be an integer from {low} to {high}", field=name)
@@ -819,6 +840,7 @@ class Nous:
             lifecycle=states,
             since=since,
             until=until,
+            where=meta_filter,
         )
 
     async def edges(self, memory_id: str) -> list[Edge]:
@@ -831,7 +853,7 @@ class Nous:
         return await self._need().supersede(memory_id, by)
 
     async def update(self, memory_id: str, **changes: Any) -> Memory:
-        """Change fields of a memory (audited)."""
+        """Change fields of a memory (audited). ``metadata=`` replaces the whole object."""
         if not changes:
             raise InvalidInputError("nothing to update")
         return await self._need().update(memory_id, changes)

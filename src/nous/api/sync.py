@@ -113,6 +113,7 @@ class SyncNous:
         source: str | None = None,
         confidence: float = 1.0,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         session_id: str | None = None,
         occurred_at: datetime | None = None,
@@ -134,6 +135,7 @@ class SyncNous:
                 source=source,
                 confidence=confidence,
                 tags=tags,
+                metadata=metadata,
                 user_id=user_id,
                 session_id=session_id,
                 occurred_at=occurred_at,
@@ -157,6 +159,7 @@ class SyncNous:
         started_at: datetime | None = None,
         participants: list[str] | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         censors: list[str] | None = None,
         provenance: Provenance | None = None,
         opening: str | None = None,
@@ -173,6 +176,7 @@ class SyncNous:
                 started_at=started_at,
                 participants=participants,
                 tags=tags,
+                metadata=metadata,
                 censors=censors,
                 provenance=provenance,
                 opening=opening,
@@ -299,6 +303,7 @@ class SyncNous:
         core_concepts: list[str] | None = None,
         notes: str | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         frame: str | None = None,
         censors: list[str] | None = None,
         session_id: str | None = None,
@@ -320,6 +325,7 @@ class SyncNous:
                 core_concepts=core_concepts,
                 notes=notes,
                 tags=tags,
+                metadata=metadata,
                 frame=frame,
                 censors=censors,
                 session_id=session_id,
@@ -339,6 +345,7 @@ class SyncNous:
         domain: str | None = None,
         escalation_threshold: int = 3,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         occurred_at: datetime | None = None,
         dedup: bool = True,
@@ -354,6 +361,7 @@ class SyncNous:
                 domain=domain,
                 escalation_threshold=escalation_threshold,
                 tags=tags,
+                metadata=metadata,
                 user_id=user_id,
                 occurred_at=occurred_at,
                 dedup=dedup,
@@ -446,6 +454,7 @@ class SyncNous:
         reasons: Sequence[Reason | Mapping[str, Any]] | None = None,
         pattern: str | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         thoughts: list[str] | None = None,
         session_id: str | None = None,
         episode_id: str | None = None,
@@ -469,6 +478,7 @@ class SyncNous:
                 reasons=reasons,
                 pattern=pattern,
                 tags=tags,
+                metadata=metadata,
                 thoughts=thoughts,
                 session_id=session_id,
                 episode_id=episode_id,
@@ -518,6 +528,7 @@ class SyncNous:
         preset: str | None = None,
         min_score: float | None = None,
         in_session: str | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score.
 
@@ -541,6 +552,11 @@ class SyncNous:
         ``in_session`` names the live session a tool's recall serves: its frame and active censors
         boost what was stored in the same state, as ``pre_turn``'s own recall does (unlike
         ``session_id``, it filters nothing).
+
+        ``where`` keeps only memories whose metadata passes it, e.g. ``{"project": "x"}``,
+        ``{"project": {"in": ["x", "y"]}}``, ``{"reviewed": {"exists": True}}``,
+        ``{"priority": {"gte": 2, "lt": 5}}`` (see ``nous.models.metadata``); the search runs
+        within those memories, so a selective filter still fills ``limit``.
         """
         return self._runner.run(
             self.nous.recall(
@@ -561,6 +577,7 @@ class SyncNous:
                 preset=preset,
                 min_score=min_score,
                 in_session=in_session,
+                where=where,
             )
         )
 
@@ -590,12 +607,13 @@ class SyncNous:
         lifecycle: Sequence[str | LifecycleState] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[Memory]:
         """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones.
 
         The filters narrow the list: ``subject`` and ``category`` (exact), ``session_id``,
-        ``lifecycle`` states, ``since`` ≤ occurred_at < ``until``; ``superseded_only`` lists just
-        the memories a newer one replaced."""
+        ``lifecycle`` states, ``since`` ≤ occurred_at < ``until``, ``where`` on the metadata (as
+        in ``recall``); ``superseded_only`` lists just the memories a newer one replaced."""
         return self._runner.run(
             self.nous.memories(
                 kinds,
@@ -611,6 +629,7 @@ class SyncNous:
                 lifecycle=lifecycle,
                 since=since,
                 until=until,
+                where=where,
             )
         )
 
@@ -624,7 +643,7 @@ class SyncNous:
         return self._runner.run(self.nous.supersede(memory_id, by=by))
 
     def update(self, memory_id: str, **changes: Any) -> Memory:
-        """Change fields of a memory (audited)."""
+        """Change fields of a memory (audited). ``metadata=`` replaces the whole object."""
         return self._runner.run(self.nous.update(memory_id, **changes))
 
     def forget(self, memory_id: str, *, hard: bool = False, actor: str = "api") -> Memory:

@@ -5,6 +5,9 @@ Embedding a million texts takes hours on a small machine, so with ``precomputed`
 from vectors mixed out of the real embeddings of a sample of the texts (see ``mixed_vectors``); the
 queries still embed their text. Every tenth memory is a procedure and every tenth an inactive fact,
 so the vector search measured against the exact scan has its kind and active filters to apply.
+Every memory carries metadata: ``project`` one of ten values (independent of the kind) and
+``priority`` 0-4, so recall is timed again with the metadata filter ``META_FILTER`` (a tenth of
+the store) on the same store and queries.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ SAMPLE = 2000  # texts embedded for the raw rate (and, with ``precomputed``, the
 ANN_QUERIES = 100
 ANN_K = 10
 ANN_FILTER = "facts, active only"
+META_FILTER = {"project": "p3"}  # a tenth of the memories
 
 
 def raw_embedding_rate(provider: EmbeddingProvider, texts: list[str]) -> tuple[float, np.ndarray]:
@@ -56,11 +60,13 @@ def mixed_vectors(sample: np.ndarray, start: int, count: int) -> np.ndarray:
 
 
 def bench_memory(i: int, agent_id: str, text: str) -> Memory:
-    """The ``i``-th memory: every tenth a procedure, every tenth (offset 1) an inactive fact."""
+    """The ``i``-th memory: every tenth a procedure, every tenth (offset 1) an inactive fact; its
+    metadata's project changes every ten memories, so each project holds every kind."""
     provenance = Provenance(source="bench")
+    metadata = {"project": f"p{(i // 10) % 10}", "priority": i % 5}
     if i % 10 == 0:
-        return Procedure(agent_id=agent_id, name=text, content=text, provenance=provenance)
-    return Fact(agent_id=agent_id, content=text, provenance=provenance, active=i % 10 != 1)
+        return Procedure(agent_id=agent_id, name=text, content=text, provenance=provenance, metadata=metadata)
+    return Fact(agent_id=agent_id, content=text, provenance=provenance, active=i % 10 != 1, metadata=metadata)
 
 
 class ExactTop:
@@ -232,6 +238,13 @@ async def run_scale(
                 latencies.append(time.perf_counter() - t0)
                 if progress:
                     progress("recall", j + 1, queries)
+            filtered: list[float] = []  # the same queries, within a tenth of the store
+            for j, q in enumerate(query_texts):
+                t0 = time.perf_counter()
+                await nous.recall(q, limit=10, where=META_FILTER)
+                filtered.append(time.perf_counter() - t0)
+                if progress:
+                    progress("recall where", j + 1, queries)
             turn_latencies: list[float] = []  # the whole pre_turn: frame, session, recall, context
             for j, q in enumerate(query_texts):
                 t0 = time.perf_counter()
@@ -246,6 +259,7 @@ async def run_scale(
         if drop_after and isinstance(store, PostgresStore):
             await store.drop_schema()
     ingest_rate = n / ingest_s
+    recall_ms, where_ms = percentiles_ms(latencies), percentiles_ms(filtered)
     return {
         "backend": backend,
         "n": n,
@@ -253,7 +267,10 @@ async def run_scale(
         "ingest_per_s": round(ingest_rate, 1),
         "raw_embedding_per_s": round(raw_rate, 1),
         "storage_overhead_ratio": round(raw_rate / ingest_rate, 3),
-        "recall_latency_ms": percentiles_ms(latencies),
+        "recall_latency_ms": recall_ms,
+        "recall_where_latency_ms": where_ms,
+        "recall_where_p95_ratio": round(where_ms["p95"] / recall_ms["p95"], 2),
+        "recall_where": META_FILTER,
         "pre_turn_latency_ms": percentiles_ms(turn_latencies),
         "ann_recall_at_10": round(ann_recall, 4),
         "ann_filter": ANN_FILTER,

@@ -95,7 +95,7 @@ def scale(
     ] = True,
 ) -> None:
     """Ingest rate (memories/s, and its ratio to the raw embedding rate), recall and pre_turn p50/p95
-    at N memories, the vector search's recall@10 against an exact scan (facts, active only), the
+    at N memories, recall p95 with a metadata filter (a tenth of the store) against without, the vector search's recall@10 against an exact scan (facts, active only), the
     process's resident memory and the store's size on disk.
 
     Each size runs on a fresh temporary SQLite store, and on PostgreSQL when --postgres is given
@@ -148,6 +148,8 @@ def scale(
         ("overhead ×", lambda r: r["storage_overhead_ratio"]),
         ("recall p50 ms", lambda r: r["recall_latency_ms"]["p50"]),
         ("recall p95 ms", lambda r: r["recall_latency_ms"]["p95"]),
+        ("recall p95 ms, metadata filter", lambda r: r["recall_where_latency_ms"]["p95"]),
+        ("  filtered / unfiltered p95", lambda r: r["recall_where_p95_ratio"]),
         ("pre_turn p50 ms", lambda r: r["pre_turn_latency_ms"]["p50"]),
         ("pre_turn p95 ms", lambda r: r["pre_turn_latency_ms"]["p95"]),
         ("ANN recall@10 vs exact", lambda r: r["ann_recall_at_10"]),

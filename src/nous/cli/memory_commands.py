@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -21,6 +22,44 @@ from nous.models import Decision, Episode, ErasureReceipt, Fact, HistoryEntry, M
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 LimitOpt = Annotated[int, typer.Option("--limit", "-k", min=1, max=1000, help="How many to show.")]
 FACTS_FULL_WIDTH = 100  # narrower terminals leave out the conf and seen columns of `nous facts`
+MetaOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--meta",
+        "-m",
+        metavar="KEY=VALUE",
+        help="A metadata entry; repeat for more. VALUE is read as JSON when it parses (3, true, "
+        '["a"]), else as text.',
+    ),
+]
+MetaFilterOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--meta",
+        "-m",
+        metavar="KEY=VALUE",
+        help="Only memories whose metadata has KEY equal to VALUE (JSON when it parses, else text); "
+        "repeat for more.",
+    ),
+]
+
+
+def meta_pairs(pairs: list[str] | None) -> dict[str, Any] | None:
+    """``--meta key=value`` options as a dict: each value JSON when it parses, else the text."""
+    if not pairs:
+        return None
+    found: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(
+                f"{pair!r} is not KEY=VALUE, e.g. --meta project=apollo", param_hint="--meta"
+            )
+        try:
+            found[key.strip()] = json.loads(text)
+        except ValueError:
+            found[key.strip()] = text
+    return found
 
 
 def register(app: typer.Typer) -> None:
@@ -88,6 +127,7 @@ def learn(
         str | None,
         typer.Option("--user", help="The user it belongs to (default: the agent's shared memory)."),
     ] = None,
+    meta: MetaOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remember a fact, checking first for what is already known.
@@ -97,8 +137,10 @@ def learn(
     superseded (stored as the update of an older fact, which is kept in history).
 
     Example: nous learn "Alice prefers morning meetings" --subject Alice --category preference
+    --meta project=apollo --meta priority=2
     """
     content = read_text_arg(text)
+    metadata = meta_pairs(meta)
 
     async def act(nous: Nous) -> WriteResult:
         return await nous.learn(
@@ -110,6 +152,7 @@ def learn(
             supersedes=supersedes,
             dedup=dedup,
             user_id=user,
+            metadata=metadata,
             actor="cli",
         )
 
@@ -173,6 +216,7 @@ def recall(
             help="Leave out results below this relevance (0-1; default NOUS_RECALL_MIN_SCORE).",
         ),
     ] = None,
+    meta: MetaFilterOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Find the memories most relevant to a query (dense + keyword fusion, then a re-ranker).
@@ -182,8 +226,9 @@ def recall(
     the search: "what did we decide last week?", "in May 2023", "before the trip". Recap questions
     ("what did we talk about?") list the latest episodes first.
 
-    Example: nous recall "what does Alice prefer?" --limit 5 --json
+    Example: nous recall "what does Alice prefer?" --limit 5 --json --meta project=apollo
     """
+    where = meta_pairs(meta)
 
     async def act(nous: Nous) -> list[RecallHit]:
         return await nous.recall(
@@ -196,6 +241,7 @@ def recall(
             frame=frame,
             preset=preset,
             min_score=min_score,
+            where=where,
         )
 
     hits = with_nous(ctx, act)
@@ -295,9 +341,9 @@ def _refusal_in_cli_terms(exc: GuardrailError) -> str:
     return f"decision refused{rule}: {exc.problem}: {' and '.join(wants)}"
 
 
-def _list(ctx: typer.Context, kind: str, limit: int) -> list[Memory]:
+def _list(ctx: typer.Context, kind: str, limit: int, where: dict[str, Any] | None = None) -> list[Memory]:
     async def act(nous: Nous) -> list[Memory]:
-        return await nous.memories(kind, limit=limit)
+        return await nous.memories(kind, limit=limit, where=where)
 
     return with_nous(ctx, act)
 
@@ -313,6 +359,7 @@ def facts(
     ] = None,
     subject: Annotated[str | None, typer.Option("--subject", help="Only this subject (exact).")] = None,
     category: Annotated[str | None, typer.Option("--category", help="Only this category (exact).")] = None,
+    meta: MetaFilterOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List facts, newest first.
@@ -321,11 +368,18 @@ def facts(
     than 100 columns the conf and seen columns are left out. Long contents end in an ellipsis to
     keep one fact per line; --json prints them whole, every field included.
 
-    Example: nous facts --subject Alice --limit 20
+    Example: nous facts --subject Alice --limit 20 --meta project=apollo
     """
 
     async def act(nous: Nous) -> list[Memory]:
-        return await nous.memories("fact", limit=limit, user_id=user, subject=subject, category=category)
+        return await nous.memories(
+            "fact",
+            limit=limit,
+            user_id=user,
+            subject=subject,
+            category=category,
+            where=meta_pairs(meta),
+        )
 
     found = [f for f in with_nous(ctx, act) if isinstance(f, Fact)]
     if as_json:

@@ -149,6 +149,11 @@ def _segment(value: str) -> str:
     return quote(value, safe="")
 
 
+def _where_query(where: Mapping[str, Any] | None) -> str | None:
+    """A metadata filter as the list route's ``where`` query parameter (JSON)."""
+    return jsonlib.dumps(_json(where), separators=(",", ":")) if where else None
+
+
 def _cursor(offset: int) -> str | None:
     """The list cursor that starts at ``offset`` (the server's cursors are offsets)."""
     return str(offset) if offset else None
@@ -302,6 +307,7 @@ class AsyncClient:
         source: str | None = None,
         confidence: float = 1.0,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         session_id: str | None = None,
         occurred_at: datetime | None = None,
@@ -323,6 +329,7 @@ class AsyncClient:
                 source=source,
                 confidence=confidence,
                 tags=tags,
+                metadata=metadata,
                 user_id=user_id,
                 session_id=session_id,
                 occurred_at=occurred_at,
@@ -345,6 +352,7 @@ class AsyncClient:
         core_concepts: list[str] | None = None,
         notes: str | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         frame: str | None = None,
         session_id: str | None = None,
         user_id: str | None = None,
@@ -367,6 +375,7 @@ class AsyncClient:
                 core_concepts=core_concepts,
                 notes=notes,
                 tags=tags,
+                metadata=metadata,
                 frame=frame,
                 session_id=session_id,
                 user_id=user_id,
@@ -385,6 +394,7 @@ class AsyncClient:
         domain: str | None = None,
         escalation_threshold: int = 3,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         occurred_at: datetime | None = None,
         dedup: bool = True,
@@ -402,6 +412,7 @@ class AsyncClient:
                 domain=domain,
                 escalation_threshold=escalation_threshold,
                 tags=tags,
+                metadata=metadata,
                 user_id=user_id,
                 occurred_at=occurred_at,
                 dedup=dedup,
@@ -434,6 +445,7 @@ class AsyncClient:
         preset: str | None = None,
         min_score: float | None = None,
         in_session: str | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score."""
         data = await self._call(
@@ -457,6 +469,7 @@ class AsyncClient:
                 preset=preset,
                 min_score=min_score,
                 in_session=in_session,
+                where=where,
             ),
         )
         return _hits(data)
@@ -477,6 +490,7 @@ class AsyncClient:
         lifecycle: Sequence[str | LifecycleState] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[Memory]:
         """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones."""
         data = await self._pages(
@@ -495,12 +509,13 @@ class AsyncClient:
                 lifecycle=lifecycle,
                 since=since,
                 until=until,
+                where=_where_query(where),
             ),
         )
         return [_memory(m) for m in data]
 
     async def update(self, memory_id: str, **changes: Any) -> Memory:
-        """Change fields of a memory (audited)."""
+        """Change fields of a memory (audited). ``metadata=`` replaces the whole object."""
         data = await self._call("PATCH", f"/v1/memories/{_segment(memory_id)}", json=_fields(**changes))
         return _memory(data)
 
@@ -767,6 +782,7 @@ class AsyncClient:
         reasons: Sequence[Reason | Mapping[str, Any]] | None = None,
         pattern: str | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         thoughts: list[str] | None = None,
         session_id: str | None = None,
         episode_id: str | None = None,
@@ -790,6 +806,7 @@ class AsyncClient:
                 reasons=reasons,
                 pattern=pattern,
                 tags=tags,
+                metadata=metadata,
                 thoughts=thoughts,
                 session_id=session_id,
                 episode_id=episode_id,
@@ -811,6 +828,7 @@ class AsyncClient:
         started_at: datetime | None = None,
         participants: list[str] | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         opening: str | None = None,
     ) -> Episode:
         """Open an episode (what happened: a conversation, a task); close it with ``end_episode``."""
@@ -826,6 +844,7 @@ class AsyncClient:
                 started_at=started_at,
                 participants=participants,
                 tags=tags,
+                metadata=metadata,
                 opening=opening,
             ),
         )

@@ -74,6 +74,7 @@ class Client:
         source: str | None = None,
         confidence: float = 1.0,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         session_id: str | None = None,
         occurred_at: datetime | None = None,
@@ -92,6 +93,7 @@ class Client:
                 source=source,
                 confidence=confidence,
                 tags=tags,
+                metadata=metadata,
                 user_id=user_id,
                 session_id=session_id,
                 occurred_at=occurred_at,
@@ -113,6 +115,7 @@ class Client:
         core_concepts: list[str] | None = None,
         notes: str | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         frame: str | None = None,
         session_id: str | None = None,
         user_id: str | None = None,
@@ -132,6 +135,7 @@ class Client:
                 core_concepts=core_concepts,
                 notes=notes,
                 tags=tags,
+                metadata=metadata,
                 frame=frame,
                 session_id=session_id,
                 user_id=user_id,
@@ -149,6 +153,7 @@ class Client:
         domain: str | None = None,
         escalation_threshold: int = 3,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         occurred_at: datetime | None = None,
         dedup: bool = True,
@@ -163,6 +168,7 @@ class Client:
                 domain=domain,
                 escalation_threshold=escalation_threshold,
                 tags=tags,
+                metadata=metadata,
                 user_id=user_id,
                 occurred_at=occurred_at,
                 dedup=dedup,
@@ -193,6 +199,7 @@ class Client:
         preset: str | None = None,
         min_score: float | None = None,
         in_session: str | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score."""
         return self._runner.run(
@@ -214,6 +221,7 @@ class Client:
                 preset=preset,
                 min_score=min_score,
                 in_session=in_session,
+                where=where,
             )
         )
 
@@ -233,6 +241,7 @@ class Client:
         lifecycle: Sequence[str | LifecycleState] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[Memory]:
         """Memories, most recent first; with ``user_id``, that user's and the agent's shared ones."""
         return self._runner.run(
@@ -250,11 +259,12 @@ class Client:
                 lifecycle=lifecycle,
                 since=since,
                 until=until,
+                where=where,
             )
         )
 
     def update(self, memory_id: str, **changes: Any) -> Memory:
-        """Change fields of a memory (audited)."""
+        """Change fields of a memory (audited). ``metadata=`` replaces the whole object."""
         return self._runner.run(self.client.update(memory_id, **changes))
 
     def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
@@ -468,6 +478,7 @@ class Client:
         reasons: Sequence[Reason | Mapping[str, Any]] | None = None,
         pattern: str | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         thoughts: list[str] | None = None,
         session_id: str | None = None,
         episode_id: str | None = None,
@@ -489,6 +500,7 @@ class Client:
                 reasons=reasons,
                 pattern=pattern,
                 tags=tags,
+                metadata=metadata,
                 thoughts=thoughts,
                 session_id=session_id,
                 episode_id=episode_id,
@@ -509,6 +521,7 @@ class Client:
         started_at: datetime | None = None,
         participants: list[str] | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         opening: str | None = None,
     ) -> Episode:
         """Open an episode (what happened: a conversation, a task); close it with ``end_episode``."""
@@ -522,6 +535,7 @@ class Client:
                 started_at=started_at,
                 participants=participants,
                 tags=tags,
+                metadata=metadata,
                 opening=opening,
             )
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Any
 
 from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
@@ -51,6 +52,7 @@ class Facts:
         source: str | None = None,
         confidence: float = 1.0,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         session_id: str | None = None,
         occurred_at: datetime | None = None,
@@ -76,6 +78,7 @@ class Facts:
             source=source,
             confidence=confidence,
             tags=tags,
+            metadata=metadata,
             user_id=user_id,
             session_id=session_id,
             occurred_at=occurred_at,

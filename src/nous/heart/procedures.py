@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from nous.memory import MemoryRepository
 from nous.memory.repository import build
@@ -29,6 +30,7 @@ class Procedures:
         core_concepts: list[str] | None = None,
         notes: str | None = None,
         tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         frame: str | None = None,
         censors: list[str] | None = None,
         session_id: str | None = None,
@@ -52,6 +54,7 @@ class Procedures:
             core_concepts=core_concepts,
             notes=notes,
             tags=tags,
+            metadata=metadata,
             encoded_frame=frame,
             encoded_censors=censors,
             session_id=session_id,

@@ -4,11 +4,14 @@ How an item maps onto Nous (``docs/integrations.md``):
 
 - an item is a Nous fact written through the write path (dedup, updates, history);
 - its namespace is the fact's user scope, ``user_of(namespace)`` (by default the labels joined
-  with ".", one-to-one since LangGraph forbids "." in a label), and a tag;
+  with ".", one-to-one since LangGraph forbids "." in a label), and its metadata's
+  ``langgraph_namespace`` (the labels joined with "."), so ``nous.memories(where=...)`` finds a
+  namespace's items;
 - its key is the fact's subject, so ``get`` is one exact lookup;
-- its value is kept whole as JSON in a tag, so ``get`` returns exactly what was put; the fact's
-  content (what recall embeds and keyword-indexes) is the value's text: the ``index`` fields,
-  else a "content", "text" or "memory" string, else the JSON;
+- its value is kept whole as the metadata's ``langgraph_value``, so ``get`` returns exactly what
+  was put (within the metadata limits of docs/rest.md: 64 KB, the value nested 5 levels deep);
+  the fact's content (what recall embeds and keyword-indexes) is the value's text: the ``index``
+  fields, else a "content", "text" or "memory" string, else the JSON;
 - ``put`` of a known key updates that fact (a history row); ``put`` of a new key that the write
   path finds a duplicate of a fact stores the key as a pointer (superseded by that fact), and one
   the write path finds an update of a fact supersedes it: either way the older key reads the
@@ -44,6 +47,9 @@ from nous.integrations._engine import Memory, unwrap
 from nous.models import Memory as NousMemory
 from nous.models import WriteStatus
 
+NAMESPACE_KEY = "langgraph_namespace"  # metadata keys of an item
+VALUE_KEY = "langgraph_value"
+# Tags that items written before metadata existed carry instead (read, never written).
 ITEM_TAG = "langgraph"
 NAMESPACE_TAG = "langgraph:namespace="
 VALUE_TAG = "langgraph:value="
@@ -167,22 +173,21 @@ class NousStore(BaseStore):
         text = self._text(value, op.index)
         current = await self._current(own) if own is not None else None
         if current is not None:
-            tags = [t for t in current.tags if not is_ours(t)] + item_tags(
-                namespace_of(current) or op.namespace, value
-            )
-            if current.content != text or current.tags != tags:
-                await self.engine.update(current.id, content=text, tags=tags)
+            tags = [t for t in current.tags if not is_ours(t)]
+            metadata = {**current.metadata, **item_metadata(namespace_of(current) or op.namespace, value)}
+            if current.content != text or current.tags != tags or current.metadata != metadata:
+                await self.engine.update(current.id, content=text, tags=tags, metadata=metadata)
             return
         user = self.user_of(op.namespace)
-        tags = item_tags(op.namespace, value)
+        metadata = item_metadata(op.namespace, value)
         written = await self.engine.learn(
-            text, subject=op.key, user_id=user, tags=tags, source=SOURCE, dedup=self.dedup
+            text, subject=op.key, user_id=user, metadata=metadata, source=SOURCE, dedup=self.dedup
         )
         if written.status == WriteStatus.DUPLICATE:
             # The fact is already known: the key becomes a pointer to it, so it reads that fact
             # (its confirmation count and history record the repeat) and recall shows it once.
             pointer = await self.engine.learn(
-                text, subject=op.key, user_id=user, tags=tags, source=SOURCE, dedup=False
+                text, subject=op.key, user_id=user, metadata=metadata, source=SOURCE, dedup=False
             )
             await self.engine.supersede(pointer.memory.id, by=written.memory.id)
 
@@ -241,7 +246,7 @@ class NousStore(BaseStore):
         while True:
             page = await self.engine.memories("fact", limit=PAGE, offset=offset)
             for memory in page:
-                if ITEM_TAG in memory.tags:
+                if is_item(memory):
                     yield memory
             if len(page) < PAGE:
                 return
@@ -252,11 +257,18 @@ def is_ours(tag: str) -> bool:
     return tag == ITEM_TAG or tag.startswith((NAMESPACE_TAG, VALUE_TAG))
 
 
-def item_tags(namespace: tuple[str, ...], value: Mapping[str, Any]) -> list[str]:
-    return [ITEM_TAG, NAMESPACE_TAG + ".".join(namespace), VALUE_TAG + json.dumps(value, ensure_ascii=False)]
+def item_metadata(namespace: tuple[str, ...], value: Mapping[str, Any]) -> dict[str, Any]:
+    return {NAMESPACE_KEY: ".".join(namespace), VALUE_KEY: dict(value)}
+
+
+def is_item(memory: NousMemory) -> bool:
+    return NAMESPACE_KEY in memory.metadata or ITEM_TAG in memory.tags
 
 
 def namespace_of(memory: NousMemory) -> tuple[str, ...] | None:
+    labels = memory.metadata.get(NAMESPACE_KEY)
+    if isinstance(labels, str):
+        return tuple(labels.split("."))
     for tag in memory.tags:
         if tag.startswith(NAMESPACE_TAG):
             return tuple(tag.removeprefix(NAMESPACE_TAG).split("."))
@@ -265,6 +277,9 @@ def namespace_of(memory: NousMemory) -> tuple[str, ...] | None:
 
 def value_of(memory: NousMemory) -> dict[str, Any]:
     """The value as put; a fact written outside the store reads as ``{"content": its text}``."""
+    value = memory.metadata.get(VALUE_KEY)
+    if isinstance(value, dict):
+        return value
     for tag in memory.tags:
         if tag.startswith(VALUE_TAG):
             value = json.loads(tag.removeprefix(VALUE_TAG))
@@ -287,7 +302,7 @@ def search_item(memory: NousMemory, score: float | None = None) -> SearchItem:
 def matches(memory: NousMemory, prefix: tuple[str, ...], wanted: dict[str, Any] | None) -> bool:
     """An item of this store under ``prefix`` whose value passes the filter."""
     namespace = namespace_of(memory)
-    if ITEM_TAG not in memory.tags or namespace is None or namespace[: len(prefix)] != prefix:
+    if not is_item(memory) or namespace is None or namespace[: len(prefix)] != prefix:
         return False
     value = value_of(memory)
     return all(compare(value.get(k), v) for k, v in (wanted or {}).items())

@@ -7,7 +7,8 @@
   context to show the model: ``session.context``); the assistant's answer runs ``post_turn`` once
   the SDK saves a batch that ends with an assistant message (every assistant text and tool name
   since the user message, so the exchange is stored as two turns);
-- the SDK's items are kept verbatim, in order, as tags of the assistant turn of their exchange
+- the SDK's items are kept verbatim, in order, in the metadata of the assistant turn of their
+  exchange (``openai_agents_items``: each item's JSON text, within the metadata limits)
   (items before the session's first answer wait in this object until it comes), so
   ``get_items`` returns exactly what was added, in a later process too;
 - ``clear_session`` ends the Nous session (its episode closes and the event pipeline summarises
@@ -29,6 +30,8 @@ from nous.errors import NotFoundError
 from nous.integrations._engine import Engine
 from nous.models import Memory
 
+ITEMS_KEY = "openai_agents_items"  # a carrier turn's metadata key: its items' JSON texts, in order
+# Turns written before metadata existed carry their items as tags instead (read, never written):
 ITEM_TAG = "openai-agents:item:"  # + 6-digit position in the carrier turn + ":" + the item's JSON
 ASSISTANT_PREFIX = "assistant: "  # how post_turn stores the assistant's turn
 MAX_TURNS = 100_000  # the largest page Nous.memories gives
@@ -89,7 +92,7 @@ class NousSession:
             return cast(TResponseInputItem, self._pending.pop())
         for turn, carried in reversed(await self._carriers()):
             if carried:
-                await self.engine.update(turn.id, tags=[*other_tags(turn), *item_tags(carried[:-1])])
+                await self.engine.update(turn.id, **carrying(turn, carried[:-1]))
                 return cast(TResponseInputItem, carried[-1])
         return None
 
@@ -98,7 +101,7 @@ class NousSession:
         await self.end()
         for turn, carried in await self._carriers():
             if carried:
-                await self.engine.update(turn.id, tags=other_tags(turn))
+                await self.engine.update(turn.id, **carrying(turn, []))
         self._pending = []
 
     # -- beyond the protocol -----------------------------------------------------------------
@@ -140,7 +143,7 @@ class NousSession:
         await self.engine.post_turn(nous_id, result)
         turns = await self.engine.memories("turn", session_id=nous_id, limit=2)
         carrier = next(t for t in turns if t.content.startswith(ASSISTANT_PREFIX))
-        await self.engine.update(carrier.id, tags=[*carrier.tags, *item_tags(self._pending)])
+        await self.engine.update(carrier.id, **carrying(carrier, carried_items(carrier) + self._pending))
         self._pending = []
 
     async def _carry_pending(self) -> None:
@@ -151,7 +154,7 @@ class NousSession:
         if not carriers:
             return  # the session's first answer will carry them
         turn, carried = carriers[-1]
-        await self.engine.update(turn.id, tags=[*other_tags(turn), *item_tags(carried + self._pending)])
+        await self.engine.update(turn.id, **carrying(turn, carried + self._pending))
         self._pending = []
 
     async def _carriers(self) -> list[tuple[Memory, list[dict[str, Any]]]]:
@@ -160,7 +163,7 @@ class NousSession:
         for generation in range(1, await self._live_generation() + 1):
             turns = await self.engine.memories("turn", session_id=self._nous_id(generation), limit=MAX_TURNS)
             for turn in sorted(turns, key=lambda t: (t.occurred_at, t.created_at)):
-                if any(t.startswith(ITEM_TAG) for t in turn.tags):
+                if ITEMS_KEY in turn.metadata or any(t.startswith(ITEM_TAG) for t in turn.tags):
                     found.append((turn, carried_items(turn)))
         return found
 
@@ -173,15 +176,19 @@ def as_dict(item: Any) -> dict[str, Any]:
     return dumped
 
 
-def item_tags(items: list[dict[str, Any]]) -> list[str]:
-    return [f"{ITEM_TAG}{i:06d}:{json.dumps(item, ensure_ascii=False)}" for i, item in enumerate(items)]
-
-
-def other_tags(turn: Memory) -> list[str]:
-    return [t for t in turn.tags if not t.startswith(ITEM_TAG)]
+def carrying(turn: Memory, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The changes (``update`` keywords) that make ``turn`` carry exactly ``items``: its metadata
+    with them (empty once it carries none), its tags without the old item tags."""
+    metadata = {k: v for k, v in turn.metadata.items() if k != ITEMS_KEY}
+    if items:
+        metadata[ITEMS_KEY] = [json.dumps(item, ensure_ascii=False) for item in items]
+    return {"metadata": metadata, "tags": [t for t in turn.tags if not t.startswith(ITEM_TAG)]}
 
 
 def carried_items(turn: Memory) -> list[dict[str, Any]]:
+    texts = turn.metadata.get(ITEMS_KEY)
+    if isinstance(texts, list):
+        return [json.loads(t) for t in texts if isinstance(t, str)]
     tagged = sorted(t.removeprefix(ITEM_TAG) for t in turn.tags if t.startswith(ITEM_TAG))
     return [json.loads(t.split(":", 1)[1]) for t in tagged]
 

@@ -1,4 +1,4 @@
-"""Fields every memory shares: scope, provenance, timestamps, soft delete, tags."""
+"""Fields every memory shares: scope, provenance, timestamps, soft delete, tags, metadata."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from nous._time import as_utc, utcnow
+from nous.models.metadata import check_metadata
 
 
 class MemoryKind(StrEnum):
@@ -68,6 +70,9 @@ class Memory(BaseModel):
     subject: str | None = Field(default=None, max_length=500)
     category: str | None = Field(default=None, max_length=100)
     tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="the caller's own JSON object, filtered on with `where`"
+    )
     provenance: Provenance = Field(default_factory=Provenance)
     encoded_frame: str | None = Field(default=None, max_length=100)
     encoded_censors: list[str] | None = None
@@ -97,6 +102,14 @@ class Memory(BaseModel):
             if tag:
                 seen.setdefault(tag, None)
         return list(seen)
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _check_metadata(cls, value: object) -> dict[str, Any]:
+        try:
+            return check_metadata(value)
+        except ValueError as exc:  # the message as it is, without pydantic's "Value error, "
+            raise PydanticCustomError("invalid_metadata", str(exc)) from None
 
     @classmethod
     def column_fields(cls) -> frozenset[str]:

@@ -74,6 +74,7 @@ class RecallHit(BaseModel):
             "score": self.score,
             "at": self.occurred_at.isoformat(),
             "current": self.current,
+            **({"metadata": self.memory.metadata} if self.memory.metadata else {}),
         }
 
 

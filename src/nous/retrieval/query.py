@@ -9,6 +9,7 @@ from datetime import datetime
 from nous._time import as_utc
 from nous.errors import InvalidInputError
 from nous.models import MemoryKind
+from nous.models.metadata import MetaFilter
 
 MAX_LIMIT = 1000
 
@@ -48,6 +49,7 @@ class RecallQuery:
     parse_time: bool = True
     preset: str | None = None  # a named RetrievalWeights preset (None: the retriever's own)
     min_score: float = 0.0  # results scoring below this are left out
+    where: MetaFilter | None = None  # conditions on the memories' metadata
 
 
 def validate_limit_and_window(limit: object, since: object, until: object) -> None:

@@ -236,6 +236,7 @@ class Retriever:
             include_inactive=q.include_inactive,
             include_superseded=q.include_superseded,
             as_of=q.as_of,
+            where=q.where,
         )
 
     async def _resolve_window(
@@ -349,6 +350,9 @@ class Retriever:
         missing = [i for i in evidence if i not in memories]
         if missing:
             memories.update(await self.repo.store.describe(self.repo.agent_id, missing))
+        if scope.where is not None and evidence:  # the metadata filter is the store's to apply
+            passing = await self.repo.store.query(replace(scope, ids=tuple(evidence), limit=len(evidence)))
+            evidence = defaultdict(float, {m.id: evidence[m.id] for m in passing})
         out: dict[str, float] = {}
         for mid, value in evidence.items():
             memory = memories.get(mid)
@@ -498,6 +502,7 @@ class Retriever:
                 until=until,
                 as_of=q.as_of,
                 include_inactive=q.include_inactive,
+                where=q.where,
                 limit=w.recap_max,
             )
         )

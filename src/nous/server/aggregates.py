@@ -26,6 +26,7 @@ from nous.server.bodies import (
     Clean,
     Cursor,
     IsoDatetime,
+    Metadata,
     OwnedId,
     OwnSession,
     OwnSessionPath,
@@ -84,6 +85,7 @@ class CreateDecision(StrictBody):
         default=None, pattern=CLEAN, max_length=1000, description="The general rule it follows."
     )
     tags: list[Clean] | None = None
+    metadata: Metadata | None = None
     thoughts: list[Clean] | None = None
     session_id: OwnSession = None
     episode_id: Annotated[str | None, MemoryRef()] = Field(
@@ -105,6 +107,7 @@ class StartEpisode(StrictBody):
     started_at: IsoDatetime | None = None
     participants: list[Clean] | None = None
     tags: list[Clean] | None = None
+    metadata: Metadata | None = None
     opening: str | None = Field(default=None, pattern=CLEAN, max_length=2000)
 
 
@@ -225,6 +228,7 @@ async def create_decision(
             reasons=[r.model_dump(mode="json") for r in body.reasons],
             pattern=body.pattern,
             tags=body.tags,
+            metadata=body.metadata,
             thoughts=body.thoughts,
             session_id=body.session_id,
             episode_id=body.episode_id,
@@ -262,6 +266,7 @@ async def start_episode(body: StartEpisode, caller: Who, nous: Agent, response: 
         started_at=body.started_at,
         participants=body.participants,
         tags=body.tags,
+        metadata=body.metadata,
         opening=body.opening,
     )
     response.headers["Location"] = f"/v1/episodes/{episode.id}"

@@ -6,9 +6,18 @@ from enum import Enum
 from typing import Annotated, Any
 
 from fastapi import Path, Query
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from nous.models import ReasonType
+from nous.models.metadata import (
+    METADATA_DOC,
+    METADATA_SCHEMA,
+    WHERE_DOC,
+    WHERE_SCHEMA,
+    check_metadata,
+    parse_where,
+)
 from nous.server.scope import MemoryRef, SessionRef, UserRef
 
 ISO_DATE = re.compile(r"\s*\d{4}-\d{2}-\d{2}")
@@ -77,6 +86,32 @@ OwnedId = Annotated[PathId, MemoryRef("owned")]
 OwnSessionPath = Annotated[SessionPath, SessionRef()]
 # A user id in a path (the engine keeps up to 200 characters).
 UserPath = Annotated[str, Path(pattern=SOLID, max_length=200)]
+
+
+def _metadata(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return check_metadata(value)
+    except ValueError as exc:
+        raise PydanticCustomError("invalid_metadata", str(exc)) from None
+
+
+def _where(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        parse_where(value)
+    except ValueError as exc:  # InvalidInputError: its field names the key at fault
+        field = getattr(exc, "field", None) or "where"
+        raise PydanticCustomError("invalid_where", f"{field}: {exc}") from None
+    return value
+
+
+# A memory's metadata, and a filter on it (``nous.models.metadata``): the checked values (an MCP
+# tool describes them in its own words), and the body fields.
+MetadataObject = Annotated[
+    dict[str, Any], AfterValidator(_metadata), Field(json_schema_extra=METADATA_SCHEMA)
+]
+WhereObject = Annotated[dict[str, Any], AfterValidator(_where), Field(json_schema_extra=WHERE_SCHEMA)]
+Metadata = Annotated[MetadataObject, Field(description=METADATA_DOC)]
+Where = Annotated[WhereObject, Field(description=WHERE_DOC)]
 # A page cursor, as ``next_cursor`` gave it.
 Cursor = Annotated[
     str | None, Query(pattern=r"^[0-9]{1,9}$", description="`next_cursor` of the page before.")

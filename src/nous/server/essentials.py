@@ -20,10 +20,12 @@ from nous.server.bodies import (
     ActingUser,
     Clean,
     IsoDatetime,
+    Metadata,
     OwnSession,
     ReasonIn,
     StrictBody,
     VisibleId,
+    Where,
     _integral,
 )
 from nous.server.callers import Agent, Who
@@ -59,6 +61,7 @@ class CreateMemory(StrictBody):
     subject: Clean | None = None
     category: Annotated[FactCategory, LAX] | Annotated[DecisionCategory, LAX] | None = None
     tags: list[Clean] | None = None
+    metadata: Metadata | None = None
     user_id: ActingUser = None
     session_id: OwnSession = None
     confidence: float | None = Field(default=None, ge=0, le=1)
@@ -122,6 +125,7 @@ class RecallRequest(StrictBody):
     in_session: OwnSession = Field(
         default=None, description="Only memories written in this session (its turns, its facts)."
     )
+    where: Where | None = None
 
 
 class RecallResult(BaseModel):
@@ -183,6 +187,7 @@ async def create_memory(body: CreateMemory, who: Who, nous: Agent, response: Res
                 subject=body.subject,
                 category=None if body.category is None else body.category.value,
                 tags=body.tags,
+                metadata=body.metadata,
                 user_id=user_id,
                 session_id=session_id,
                 confidence=1.0 if body.confidence is None else body.confidence,
@@ -205,6 +210,7 @@ async def create_memory(body: CreateMemory, who: Who, nous: Agent, response: Res
                 core_concepts=body.core_concepts,
                 notes=body.notes,
                 tags=body.tags,
+                metadata=body.metadata,
                 frame=frame,
                 session_id=session_id,
                 user_id=user_id,
@@ -219,6 +225,7 @@ async def create_memory(body: CreateMemory, who: Who, nous: Agent, response: Res
                 domain=body.domain,
                 escalation_threshold=body.escalation_threshold,
                 tags=body.tags,
+                metadata=body.metadata,
                 user_id=user_id,
                 occurred_at=body.occurred_at,
                 dedup=body.dedup,
@@ -230,6 +237,7 @@ async def create_memory(body: CreateMemory, who: Who, nous: Agent, response: Res
                 category=None if body.category is None else body.category.value,
                 reasons=[r.model_dump() for r in body.reasons or []],
                 tags=body.tags,
+                metadata=body.metadata,
                 user_id=user_id,
                 session_id=session_id,
             )

@@ -101,6 +101,7 @@ def dated(memory: Memory) -> dict[str, Any]:
         "type": memory.kind.value,
         "content": memory.content,
         "at": memory.occurred_at.isoformat(),
+        **({"metadata": memory.metadata} if memory.metadata else {}),
     }
 
 

@@ -20,6 +20,7 @@ from pydantic import BeforeValidator, Field
 from nous.api import Nous
 from nous.cognitive import TurnResult
 from nous.models.heart import censor_actions_text
+from nous.server.bodies import MetadataObject, WhereObject
 from nous.server.mcp_schema import (
     CensorActionName,
     Confidence,
@@ -191,10 +192,19 @@ async def remember(
     category: Annotated[FactCategoryName | None, Field(description="What kind of fact it is.")] = None,
     session_id: OptionalSessionId = None,
     user_id: UserId = None,
+    metadata: Annotated[
+        MetadataObject | None,
+        Field(description='Labels to filter on later with recall\'s `where`, e.g. {"project": "apollo"}.'),
+    ] = None,
 ) -> dict[str, Any]:
     nous, _ = caller()
     result = await nous.learn(
-        content, subject=subject, category=category, user_id=user_id, session_id=session_id
+        content,
+        subject=subject,
+        category=category,
+        user_id=user_id,
+        session_id=session_id,
+        metadata=metadata,
     )
     return {
         **dated(result.memory),
@@ -239,6 +249,13 @@ async def recall(
         Field(description="Only memories before this time (ISO 8601)."),
     ] = None,
     user_id: UserId = None,
+    where: Annotated[
+        WhereObject | None,
+        Field(
+            description='Only memories whose metadata matches: {"project": "apollo"}, '
+            '{"project": {"in": ["a", "b"]}}, {"reviewed": {"exists": true}}, {"priority": {"gte": 2}}.'
+        ),
+    ] = None,
 ) -> list[dict[str, Any]]:
     nous, _ = caller()
     hits = await nous.recall(
@@ -250,6 +267,7 @@ async def recall(
         since=since,
         until=until,
         in_session=session_id,
+        where=where,
     )
     return [h.brief() for h in hits]
 

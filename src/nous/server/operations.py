@@ -178,7 +178,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "memories",
                 "[_memory(m) for m in data]",
                 wire={"kinds": "type", "offset": "cursor"},
-                convert={"kinds": "_kinds", "offset": "_cursor"},
+                convert={"kinds": "_kinds", "offset": "_cursor", "where": "_where_query"},
                 paged=True,
             ),
         ),

@@ -27,6 +27,7 @@ from nous.models import (
 )
 from nous.models.events import EventStatus
 from nous.models.heart import censor_actions_text
+from nous.models.metadata import decode_where
 from nous.models.session import IdentitySection
 from nous.server.bodies import (
     CLEAN,
@@ -36,6 +37,7 @@ from nous.server.bodies import (
     Clean,
     Cursor,
     IsoDatetime,
+    Metadata,
     OwnedId,
     OwnSession,
     OwnSessionPath,
@@ -74,6 +76,7 @@ class UpdateMemory(StrictBody):
     subject: Clean | None = None
     category: Annotated[FactCategory, LAX] | Annotated[DecisionCategory, LAX] | None = None
     tags: list[Clean] | None = None
+    metadata: Metadata | None = Field(default=None, description="Replaces the whole metadata object.")
     confidence: float | None = Field(default=None, ge=0, le=1)
 
 
@@ -240,6 +243,14 @@ async def list_memories(
     ),
     since: IsoDatetime | None = Query(default=None, description="Occurred at or after this time (ISO 8601)."),
     until: IsoDatetime | None = Query(default=None, description="Occurred before this time (ISO 8601)."),
+    where: str | None = Query(
+        default=None,
+        max_length=10_000,
+        description=(
+            'A metadata filter as JSON, e.g. {"project":"x","priority":{"gte":2}}: equality, '
+            "in, exists, gt/gte/lt/lte (docs/rest.md)."
+        ),
+    ),
 ) -> dict[str, Any]:
     """Memories, most recent first: ``Nous.memories``."""
     offset = _offset(cursor)
@@ -259,6 +270,7 @@ async def list_memories(
             lifecycle=lifecycle,
             since=since,
             until=until,
+            where=decode_where(where),
         )
     more = len(found) > limit
     return {

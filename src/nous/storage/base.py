@@ -31,6 +31,7 @@ from nous.models import (
 from nous.models.events import Event, EventStatus
 from nous.models.keys import ApiKey
 from nous.models.llm import LLMCall, LLMUsage
+from nous.models.metadata import MetaFilter
 from nous.models.session import IdentitySection, SessionState
 
 
@@ -418,6 +419,7 @@ class MemoryQuery:
     until: datetime | None = None
     ids: tuple[str, ...] | None = None
     as_of: datetime | None = None
+    where: MetaFilter | None = None  # conditions on the memory's metadata (nous.models.metadata)
     newest_first: bool = True
     limit: int = 100
     offset: int = 0
@@ -435,7 +437,7 @@ class MemoryQuery:
         return (
             self.superseded_only
             or self.shared_only
-            or any(v is not None for v in (*scope, self.since, self.until, self.as_of))
+            or any(v is not None for v in (*scope, self.since, self.until, self.as_of, self.where))
         )
 
 

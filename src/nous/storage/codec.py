@@ -17,7 +17,7 @@ MODEL_COLUMNS = (*Memory.model_fields, "kind", "search_text", "search_context", 
 TIME_COLUMNS = frozenset(
     {"valid_from", "valid_to", "occurred_at", "created_at", "updated_at", "last_reviewed_at"}
 )
-JSON_COLUMNS = frozenset({"tags", "provenance", "data", "encoded_censors"})
+JSON_COLUMNS = frozenset({"tags", "metadata", "provenance", "data", "encoded_censors"})
 
 
 def content_hash(memory: Memory) -> str:
@@ -51,6 +51,7 @@ def row_to_memory(row: dict[str, Any]) -> Memory:
         raise StorageError(f"row {row.get('id')!r} has unknown kind {row.get('kind')!r}") from exc
     fields: dict[str, Any] = {name: row[name] for name in Memory.model_fields if name in row}
     fields["tags"] = _loads(row["tags"]) or []
+    fields["metadata"] = _loads(row["metadata"]) or {}
     fields["encoded_censors"] = _loads(row["encoded_censors"])
     fields["provenance"] = Provenance(**(_loads(row["provenance"]) or {}))
     fields["active"] = bool(row["active"])

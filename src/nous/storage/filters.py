@@ -7,19 +7,21 @@ from datetime import datetime
 from typing import Any
 
 from nous.storage.base import MemoryQuery
+from nous.storage.sql.plan import Dialect
 
 
 def where_clause(
     query: MemoryQuery,
     placeholder: str,
     *,
+    dialect: Dialect,
     time_param: Callable[[datetime], Any] = lambda t: t,
     prefix: str = "",
 ) -> tuple[str, list[Any]]:
     """SQL conditions (joined by AND) and their parameters.
 
     ``placeholder`` is ``?`` for SQLite and ``%s`` for psycopg; ``prefix`` qualifies
-    column names (e.g. ``"m."``).
+    column names (e.g. ``"m."``); ``dialect`` writes the metadata conditions.
     """
     p = prefix
     conds = [f"{p}agent_id = {placeholder}"]
@@ -62,6 +64,10 @@ def where_clause(
         if bound is not None:
             conds.append(f"{p}occurred_at {op} {placeholder}")
             params.append(time_param(bound))
+    for condition in query.where.conditions if query.where else ():
+        sql, values = dialect.meta_condition(f"{p}metadata", condition, placeholder)
+        conds.append(sql)
+        params.extend(values)
     if query.ids is not None:  # none: matches nothing
         conds.append(among("id", list(query.ids)))
     return " AND ".join(conds), params

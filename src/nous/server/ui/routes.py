@@ -351,7 +351,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         nous = nous_for(me.caller)
         found = await scoped_memory(nous, me.caller, SEEN, memory_id)
         history = [(entry, _changes(entry)) for entry in await nous.history(found.id)]
-        fields = found.model_dump(mode="json", exclude={"content", "provenance", "embedding"})
+        fields = found.model_dump(mode="json", exclude={"content", "provenance", "metadata", "embedding"})
         changeable = me.caller.user_id is None or found.user_id is not None
         edges = [
             (edge, other, "out" if edge.source_id == found.id else "in")
@@ -370,6 +370,7 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
             memory=found,
             fields=fields,
             provenance=found.provenance.model_dump(mode="json", exclude={"turn_ids"}),
+            metadata=found.metadata,
             turns=turns,
             session=me.caller.own_session_id(session),
             history=history,

@@ -334,7 +334,7 @@ class PostgresStore(SQLStore):
     async def vector_search(
         self, query: MemoryQuery, embedding: np.ndarray, limit: int, *, chunks: bool = True
     ) -> list[ScoredId]:
-        where, params = where_clause(query, "%s")
+        where, params = where_clause(query, "%s", dialect=self.dialect)
         vector = np.asarray(embedding, dtype=np.float32)
         nearest = (
             f"SELECT id{{score}} FROM memories WHERE {where} AND embedding IS NOT NULL "
@@ -347,7 +347,7 @@ class PostgresStore(SQLStore):
             # Candidates: the nearest memories by their own embedding and the owners of the nearest
             # chunks (both through HNSW), each then scored by its best vector. The best ``limit`` by
             # either vector are among them as long as the chunks fetched name ``limit`` memories.
-            where_m, params_m = where_clause(query, "%s", prefix="m.")
+            where_m, params_m = where_clause(query, "%s", dialect=self.dialect, prefix="m.")
             sql_text = (
                 f"WITH candidates AS (({nearest.format(score='')}) UNION "
                 "(SELECT c.memory_id FROM memory_chunks c JOIN memories m ON m.id = c.memory_id "
@@ -376,7 +376,7 @@ class PostgresStore(SQLStore):
         picking, ranking = await self._selective_words(list(dict.fromkeys(words)))
         if not picking:
             return []
-        where, params = where_clause(query, "%s", prefix="m.")
+        where, params = where_clause(query, "%s", dialect=self.dialect, prefix="m.")
         # Rows are found by the picking tsquery (q) and ranked by the ranking one (s).
         ranked = (
             "SELECT m.id, m.tsv, ts_rank_cd(%s::float4[], m.tsv, s) AS score "

@@ -226,7 +226,7 @@ class SQLMemories(SQLRunner, MemoryStore):
         return [r[0] for r in found.rows]
 
     async def query(self, query: MemoryQuery) -> list[Memory]:
-        where, params = where_clause(query, "?", time_param=self.dialect.time)
+        where, params = where_clause(query, "?", dialect=self.dialect, time_param=self.dialect.time)
         order = "DESC" if query.newest_first else "ASC"
         found = await self._select(
             f"SELECT {SELECT_COLUMNS} FROM memories WHERE {where} "

@@ -7,10 +7,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, TypeVar
 
 import numpy as np
 
+from nous.models.metadata import RANGE_OPS, MetaCondition
 from nous.storage.base import StoreInfo
 
 T = TypeVar("T")
@@ -91,6 +93,21 @@ class Dialect:
         the code's own, never a client's."""
         return f"{column} ->> '{key}'"
 
+    def meta_condition(self, column: str, c: MetaCondition, mark: str) -> tuple[str, list[Any]]:
+        """SQL (with ``mark`` placeholders) for one metadata condition on the JSON ``column``.
+        PostgreSQL: equality and ``in`` as containment (``@>``), which the GIN index serves."""
+        key = c.key
+        if c.op in ("eq", "in"):
+            values = [c.value] if c.op == "eq" else list(c.value)
+            sql = " OR ".join([f"{column} @> {mark}"] * len(values))
+            return f"({sql})", [self.json({key: v}) for v in values]
+        if c.op == "exists":
+            return f"({column} -> {mark}) IS {'NOT ' if c.value else ''}NULL", [key]
+        number = (
+            f"(CASE WHEN jsonb_typeof({column} -> {mark}) = 'number' THEN ({column} ->> {mark})::numeric END)"
+        )
+        return f"{number} {RANGE_SQL[c.op]} {mark}", [key, key, Decimal(str(c.value))]
+
     def vector(self, value: np.ndarray) -> Any:
         return np.asarray(value, np.float32)
 
@@ -113,6 +130,9 @@ class Dialect:
     def pin(self, column: str) -> str:
         """``column`` in a condition that should not pick the index (SQLite: ``+column``)."""
         return column
+
+
+RANGE_SQL = dict(zip(RANGE_OPS, (">", ">=", "<", "<="), strict=True))
 
 
 def to_json(value: Any) -> str:

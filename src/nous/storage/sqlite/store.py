@@ -9,6 +9,7 @@ import sqlite3
 import threading
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 
 from nous._time import as_utc
 from nous.errors import StorageError
+from nous.models.metadata import RANGE_OPS, MetaCondition
 from nous.storage.base import (
     COMMON_TERM_SHARE,
     CONTEXT_WEIGHT,
@@ -31,7 +33,7 @@ from nous.storage.base import (
 from nous.storage.filters import where_clause
 from nous.storage.locks import FileSlots, SlotLocks, hold, slot_of
 from nous.storage.migrations import load_migrations
-from nous.storage.sql.plan import Dialect, Plan, Result, Rows, Stmt, T, to_json
+from nous.storage.sql.plan import RANGE_SQL, Dialect, Plan, Result, Rows, Stmt, T, to_json
 from nous.storage.sql.store import SQLStore, apply_ops, claim_embedding_space
 from nous.storage.sqlite.connection import ReaderPool, WriterThread, rollback
 from nous.storage.sqlite.index_file import IndexFile
@@ -70,6 +72,27 @@ class SQLiteDialect(Dialect):
 
     def json_text(self, column: str, key: str) -> str:
         return f"json_extract({column}, '$.{key}')"
+
+    def meta_condition(self, column: str, c: MetaCondition, mark: str) -> tuple[str, list[Any]]:
+        # json_each rather than json_extract: a JSON path cannot name every key (quotes, backslashes)
+        entry = f"EXISTS (SELECT 1 FROM json_each({column}) WHERE key = {mark}"
+        if c.op == "exists":
+            return f"{'' if c.value else 'NOT '}{entry})", [c.key]
+        if c.op in RANGE_OPS:
+            return f"{entry} AND type IN ('integer', 'real') AND value {RANGE_SQL[c.op]} {mark})", [
+                c.key,
+                c.value,
+            ]
+        tests: list[str] = []
+        params: list[Any] = [c.key]
+        for v in [c.value] if c.op == "eq" else c.value:
+            if isinstance(v, bool):  # JSON true and false are types of their own in json_each
+                tests.append(f"type = '{str(v).lower()}'")
+            else:
+                types = "= 'text'" if isinstance(v, str) else "IN ('integer', 'real')"
+                tests.append(f"(type {types} AND value = {mark})")
+                params.append(v)
+        return f"{entry} AND ({' OR '.join(tests)}))", params
 
     def vector(self, value: np.ndarray) -> Any:
         return np.asarray(value, np.float32).tobytes()
@@ -295,7 +318,9 @@ class SQLiteStore(SQLStore):
             index.refresh(conn)
             allowed: set[str] | None = None
             if query.narrows_beyond_kind():
-                where, params = where_clause(query, "?", time_param=fmt_time)
+                where, params = where_clause(
+                    _beyond_index(query), "?", dialect=self.dialect, time_param=fmt_time
+                )
                 allowed = {r[0] for r in conn.execute(f"SELECT id FROM memories WHERE {where}", params)}
             flt = IndexFilter(
                 agent_id=query.agent_id,
@@ -329,7 +354,7 @@ class SQLiteStore(SQLStore):
     ) -> list[ScoredId]:
         if not terms:
             return []
-        where, params = where_clause(query, "?", time_param=fmt_time, prefix="m.")
+        where, params = where_clause(query, "?", dialect=self.dialect, time_param=fmt_time, prefix="m.")
         # bm25() is lower-is-better; its weights are per column: (search_text, search_context).
         score = f"bm25(memories_fts, 1.0, {CONTEXT_WEIGHT!r})"
         # Fast path: rank in the FTS index alone, then filter the best few by scope. Joining every
@@ -376,6 +401,15 @@ class SQLiteStore(SQLStore):
             ]
 
         return await self._r().run(read)
+
+
+def _beyond_index(query: MemoryQuery) -> MemoryQuery:
+    """What the SQL of a filtered vector search must check: the index's filter applies kind,
+    activity and supersession itself (but as of a past time, or for superseded memories only, the
+    SQL decides those). Left to the index, they leave a metadata filter to a covering index."""
+    if query.as_of is not None or query.superseded_only:
+        return query
+    return replace(query, kinds=None, include_inactive=True, include_superseded=True)
 
 
 def _quote(term: str) -> str:
