@@ -969,6 +969,13 @@ export interface components {
             category?: string | null;
             /** Tags */
             tags?: string[];
+            /**
+             * Metadata
+             * @description the caller's own JSON object, filtered on with `where`
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
             provenance?: components["schemas"]["Provenance"];
             /** Encoded Frame */
             encoded_frame?: string | null;
@@ -1129,6 +1136,13 @@ export interface components {
             category?: string | null;
             /** Tags */
             tags?: string[];
+            /**
+             * Metadata
+             * @description the caller's own JSON object, filtered on with `where`
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
             provenance?: components["schemas"]["Provenance"];
             /** Encoded Frame */
             encoded_frame?: string | null;
@@ -1350,6 +1364,10 @@ export interface components {
             pattern?: string | null;
             /** Tags */
             tags?: string[] | null;
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
             /** Thoughts */
             thoughts?: string[] | null;
             /** Session Id */
@@ -1385,6 +1403,10 @@ export interface components {
             category?: components["schemas"]["FactCategory"] | components["schemas"]["DecisionCategory"] | null;
             /** Tags */
             tags?: string[] | null;
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
             /** User Id */
             user_id?: string | null;
             /** Session Id */
@@ -1511,6 +1533,13 @@ export interface components {
             category?: string | null;
             /** Tags */
             tags?: string[];
+            /**
+             * Metadata
+             * @description the caller's own JSON object, filtered on with `where`
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
             provenance?: components["schemas"]["Provenance"];
             /** Encoded Frame */
             encoded_frame?: string | null;
@@ -1690,6 +1719,13 @@ export interface components {
             category?: string | null;
             /** Tags */
             tags?: string[];
+            /**
+             * Metadata
+             * @description the caller's own JSON object, filtered on with `where`
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
             provenance?: components["schemas"]["Provenance"];
             /** Encoded Frame */
             encoded_frame?: string | null;
@@ -1933,6 +1969,13 @@ export interface components {
             category?: string | null;
             /** Tags */
             tags?: string[];
+            /**
+             * Metadata
+             * @description the caller's own JSON object, filtered on with `where`
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
             provenance?: components["schemas"]["Provenance"];
             /** Encoded Frame */
             encoded_frame?: string | null;
@@ -2354,6 +2397,13 @@ export interface components {
             category?: string | null;
             /** Tags */
             tags?: string[];
+            /**
+             * Metadata
+             * @description the caller's own JSON object, filtered on with `where`
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
             provenance?: components["schemas"]["Provenance"];
             /** Encoded Frame */
             encoded_frame?: string | null;
@@ -2544,6 +2594,18 @@ export interface components {
              * @description Only memories written in this session (its turns, its facts).
              */
             in_session?: string | null;
+            /** Where */
+            where?: {
+                [key: string]: (string | number | boolean) | {
+                    eq?: string | number | boolean;
+                    in?: (string | number | boolean)[];
+                    exists?: boolean;
+                    gt?: number;
+                    gte?: number;
+                    lt?: number;
+                    lte?: number;
+                };
+            } | null;
         };
         /** RecallResponse */
         RecallResponse: {
@@ -2792,6 +2854,10 @@ export interface components {
             participants?: string[] | null;
             /** Tags */
             tags?: string[] | null;
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
             /** Opening */
             opening?: string | null;
         };
@@ -2869,6 +2935,13 @@ export interface components {
             category?: string | null;
             /** Tags */
             tags?: string[];
+            /**
+             * Metadata
+             * @description the caller's own JSON object, filtered on with `where`
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
             provenance?: components["schemas"]["Provenance"];
             /** Encoded Frame */
             encoded_frame?: string | null;
@@ -3007,6 +3080,13 @@ export interface components {
             category?: components["schemas"]["FactCategory"] | components["schemas"]["DecisionCategory"] | null;
             /** Tags */
             tags?: string[] | null;
+            /**
+             * Metadata
+             * @description Replaces the whole metadata object.
+             */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
             /** Confidence */
             confidence?: number | null;
         };
@@ -3149,6 +3229,8 @@ export interface operations {
                 since?: string | null;
                 /** @description Occurred before this time (ISO 8601). */
                 until?: string | null;
+                /** @description A metadata filter as JSON, e.g. {"project":"x","priority":{"gte":2}}: equality, in, exists, gt/gte/lt/lte (docs/rest.md). */
+                where?: string | null;
             };
             header?: never;
             path?: never;
