@@ -192,7 +192,7 @@ async def test_unknown_session_and_bad_input_are_typed_errors(nous: Nous) -> Non
         await nous.post_turn("nope", "a reply")
     with pytest.raises(InvalidInputError):
         await nous.pre_turn("s", "   ")
-    with pytest.raises(InvalidInputError, match="below the fixed sections"):
+    with pytest.raises(InvalidInputError, match="at least 200 tokens"):
         await nous.pre_turn("s", "What did I say about Lisbon?", budget=100)
     with pytest.raises(NotFoundError):
         await nous.session("s")  # rejected before anything was written
@@ -392,3 +392,16 @@ async def test_two_instances_opening_one_session_share_one_episode(
         assert [e.id for e in episodes] == [first.episode_id]
         state = await b.session("shared")
         assert state.episode_id == first.episode_id and not state.ended
+
+
+async def test_a_small_budget_holds_evidence_when_the_fixed_sections_are_short(nous: Nous) -> None:
+    """The fixed sections take what they use: with none of them set, a 1,000-token context still
+    shows the fact that answers, and never exceeds its total."""
+    await nous.learn("Alice moved to Lisbon in March to work at the aquarium")
+    for i in range(40):
+        await nous.learn(f"Filler note {i}: the team lunch rota for week {i} is posted on the wiki")
+    turn = await nous.pre_turn("small", "Where did Alice move to?", budget=1000)
+    assert turn.tokens <= 1000 and turn.budget == 1000
+    assert "Lisbon" in turn.text
+    shown = {s.name: s.budget for s in turn.sections}
+    assert sum(b for name, b in shown.items() if name in ("facts", "decisions", "turns", "episodes")) <= 1000

@@ -280,6 +280,7 @@ def build_context(inputs: ContextInputs) -> Context:
         _frame(inputs, budget.frame),
         _working_memory(inputs, budget.working_memory),
     ]
+    budget = _room_left(budget, fixed)
     recent, shown = _recent(inputs, budget.recent + (budget.episodes if inputs.recap else 0))
     retrieved = [] if inputs.greeting else _retrieved(inputs, budget, shown)
     sections = [*fixed, *([recent] if inputs.recap else []), *retrieved, *([] if inputs.recap else [recent])]
@@ -297,6 +298,21 @@ def build_context(inputs: ContextInputs) -> Context:
         budget=budget.total,
         sections=sections,
     )
+
+
+RETRIEVED = ("recent", "decisions", "facts", "procedures", "episodes", "turns")
+
+
+def _room_left(budget: Budget, fixed: Sequence[ContextSection]) -> Budget:
+    """``budget`` with the retrieved sections' budgets shrunk in proportion when they would not
+    fit in what the fixed sections left of the total: a fixed section takes what it used, not
+    its ceiling, so a small total still holds evidence."""
+    used = sum(s.tokens for s in fixed) + 2 * sum(1 for s in fixed if s.items)  # and the blank lines
+    room = max(0, budget.total - used)
+    wanted = sum(getattr(budget, name) for name in RETRIEVED)
+    if wanted <= room:
+        return budget
+    return budget.model_copy(update={name: getattr(budget, name) * room // wanted for name in RETRIEVED})
 
 
 def _within_total(sections: list[ContextSection], total: int) -> tuple[str, int]:

@@ -526,16 +526,17 @@ def _user_id(user_id: str | None) -> str | None:
     return user_id
 
 
+MIN_BUDGET = 200  # tokens: below this a context holds hardly one memory with its date
+
+
 def _budget(frame_budget: Budget, total: int | None) -> Budget:
-    """The frame's budgets, with the total overridden if asked (never below the fixed sections)."""
+    """The frame's budgets, with the total overridden if asked. The fixed sections take what they
+    use within their own ceilings and the retrieved ones share the rest (``build_context``), so
+    any total from ``MIN_BUDGET`` up holds what fits."""
     if total is None:
         return frame_budget
     if isinstance(total, bool) or not isinstance(total, int):
         raise InvalidInputError("budget must be a whole number of tokens", field="budget")
-    if total < frame_budget.fixed:
-        raise InvalidInputError(
-            f"budget {total} is below the fixed sections' {frame_budget.fixed} tokens "
-            "(identity, user profile, censors, frame, working memory)",
-            field="budget",
-        )
+    if total < MIN_BUDGET:
+        raise InvalidInputError(f"budget must be at least {MIN_BUDGET} tokens (got {total})", field="budget")
     return frame_budget.model_copy(update={"total": total})
