@@ -481,6 +481,8 @@ def test_sessions_censors_calibration_and_health_pages(database_url: str, settin
     with live(run, _sessions_and_censors) as (server, made), _client(server, made["a"]) as a:
         listed = a.get("/ui/sessions").text
         assert 'href="/ui/sessions/s-live"' in listed and "live" in listed
+        # its topic is named by the key phrases of its turns, not shown as the message itself
+        assert '<td class="prose">Float16 tests</td>' in listed, listed
         session = a.get("/ui/sessions/s-live")
         assert session.status_code == 200, session.text
         text = session.text
