@@ -149,10 +149,32 @@ def test_doctor_and_demo(cli: CliRunner) -> None:
     assert demo.exit_code == 0, demo.output
     result = json.loads(demo.stdout)
     assert result["stored"]["facts"] == 8
-    top = {a["question"]: a["answers"][0]["content"] for a in result["answers"]}
-    assert "Tomás" in top["Who is responsible for the backfill?"]
-    assert "PostgreSQL" in top["Which database are we moving the ledger to?"]
-    assert "Friday" in top["When should I avoid booking meetings?"]
+    assert {a["question"] for a in result["answers"]} == set(DEMO_ANSWERS)
+
+
+# What answers each of `nous demo`'s questions: the memory recall must rank first.
+DEMO_ANSWERS = {
+    "When is the offsite?": "April 14 to April 17",
+    "Which database are we moving the ledger to?": "PostgreSQL",
+    "Does anyone on the team have accessibility needs?": "Priya uses a wheelchair",
+    "What should I keep in mind when booking dinners?": "vegetarian",
+    "Who is responsible for the backfill?": "Tomás",
+    "When should I avoid booking meetings?": "Friday afternoons",
+}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_the_demo_answers_each_question_with_its_memory_first(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = None if backend == "sqlite" else pg_url(request.getfixturevalue("pg_schema"))
+    done = _nous(["demo", "--json", "--top", "3"], _env(tmp_path, url))
+    assert done.returncode == 0, done.stderr
+    answers = {a["question"]: a["answers"] for a in json.loads(done.stdout)["answers"]}
+    assert set(answers) == set(DEMO_ANSWERS), "each demo question needs the memory that answers it"
+    for question, expected in DEMO_ANSWERS.items():
+        assert answers[question], question
+        assert expected in answers[question][0]["content"], (question, answers[question])
 
 
 def test_help_teaches(cli: CliRunner) -> None:

@@ -49,6 +49,8 @@ async def test_native_format_becomes_episodes_and_turns(nous: Nous, tmp_path: Pa
     ]
     first = next(e for e in episodes if isinstance(e, Episode) and e.participants == ["Ana", "assistant"])
     assert first.ended_at is not None and first.ended_at > first.started_at
+    # titled by what it is about (its key phrases), before any summary runs; not "who talked"
+    assert first.title == first.content == "Half marathon"
     turns = [t for t in await nous.memories("turn", limit=10) if isinstance(t, Turn)]
     assert len(turns) == 5  # turns of trivial sessions are kept
     goal = next(t for t in turns if "two hours" in t.content)

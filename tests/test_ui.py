@@ -481,6 +481,8 @@ def test_sessions_censors_calibration_and_health_pages(database_url: str, settin
     with live(run, _sessions_and_censors) as (server, made), _client(server, made["a"]) as a:
         listed = a.get("/ui/sessions").text
         assert 'href="/ui/sessions/s-live"' in listed and "live" in listed
+        # its topic is named by the key phrases of its turns, not shown as the message itself
+        assert '<td class="prose">Float16 tests</td>' in listed, listed
         session = a.get("/ui/sessions/s-live")
         assert session.status_code == 200, session.text
         text = session.text
@@ -546,3 +548,12 @@ def test_sessions_censors_calibration_and_health_pages(database_url: str, settin
         assert retried.status_code == 303
         still_dead = a.get("/v1/events", params={"status": "dead"}).json()["items"]
         assert made["dead"] not in {e["id"] for e in still_dead}
+
+
+def test_a_search_hits_session_signal_is_not_called_this_session() -> None:
+    """A search is given no session: the session signal says its conversation holds other hits."""
+    from nous.server.ui.routes import _why
+
+    why = _why({"dense_rank": 1.0, "keyword_rank": 3.0, "session": 0.6, "rerank": 0.4})
+    assert why == ["found by meaning (#1) and keywords (#3)", "its conversation holds other matches"]
+    assert not any("this session" in reason for reason in why)

@@ -8,9 +8,11 @@ missing this test fails and says so: it is never skipped."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -21,8 +23,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.test_server import LiveServer
-from tests.test_ui import served  # noqa: F401  (the live server with keys)
+from nous import Nous, Settings
+from tests.test_server import LiveServer, live
+from tests.test_ui import _keys, served  # noqa: F401  (the live server with keys)
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
@@ -197,3 +200,158 @@ def _luminance(css_color: str) -> float:
         int(part) for part in css_color[css_color.index("(") + 1 : css_color.index(")")].split(",")[:3]
     )
     return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
+
+
+# Every word of a table cell (and of a memory's text) on one line: the browser's line boxes of
+# each word, from Range.getClientRects, must share one top. Returns the words split across lines
+# and how many words were looked at.
+SPLIT_WORDS = """
+const found = [];
+let looked = 0;
+for (const element of document.querySelectorAll(arguments[0])) {
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const word of node.data.matchAll(/[\\p{L}\\p{N}]{2,}/gu)) {
+      const range = document.createRange();
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+      looked += 1;
+      if (lines.size > 1) found.push(`${word[0]} (in “${element.textContent.trim().slice(0, 50)}”)`);
+    }
+  }
+}
+return [found, looked];
+"""
+
+
+async def _realistic(settings: Settings) -> dict[str, str]:
+    """Keys, and what the inspector's tables show in use: sessions of named users with real
+    questions, an ingested conversation (a long stored session id), resolved decisions, a censor,
+    an edited fact and a dead event."""
+    from datetime import timedelta
+
+    from nous.events import EventWorker
+    from nous.ingest import parse_conversation
+    from nous.models.events import EventKind
+
+    keys = await _keys(settings)
+    async with Nous(settings.model_copy(update={"agent_id": "agent-a"})) as nous:
+        for session, user, said, reply in (
+            (
+                "onboarding-alice",
+                "alice",
+                "Which questionnaire do new accessibility reviewers fill in before their first audit?",
+                "The onboarding questionnaire in the reviewers' handbook, section two.",
+            ),
+            (
+                "ledger-migration",
+                "bartholomew",
+                "Can you summarise the reconciliation incidents from the PostgreSQL migration rehearsal?",
+                "Two incidents: partial writes during the backfill and a timezone mismatch.",
+            ),
+        ):
+            await nous.pre_turn(session, said, user_id=user)
+            await nous.post_turn(session, reply)
+        conversation = {
+            "id": "customer-support-transcripts-2026-03",
+            "sessions": [
+                {
+                    "id": "escalation-wheelchair-accessible-venue-booking",
+                    "started_at": "2026-03-02T09:15:00Z",
+                    "messages": [
+                        {
+                            "role": "user",
+                            "content": "Our offsite venue in Lisbon needs step-free access for a wheelchair user.",
+                        },
+                        {
+                            "role": "assistant",
+                            "content": "I will shortlist venues with step-free access near Alfama.",
+                        },
+                        {
+                            "role": "user",
+                            "content": "Please also confirm the venue's accessible bathrooms and lifts.",
+                        },
+                    ],
+                }
+            ],
+        }
+        await nous.ingest(parse_conversation(json.dumps(conversation)))
+        for confidence, outcome in ((0.9, "success"), (0.75, "failure"), (0.3, "failure")):
+            decided = await nous.record_decision(
+                f"Adopt incremental typechecking at confidence {confidence}",
+                confidence=confidence,
+                category="tooling",
+            )
+            await nous.review_decision(decided.id, outcome)
+        await nous.add_censor(
+            r"force[- ]push.*main", action="warn", reason="it rewrote the shared release history"
+        )
+        fact = await nous.learn("Deployments to production happen on Tuesdays after the standup")
+        await nous.update(
+            fact.memory.id, content="Deployments to production happen on Thursdays after the retrospective"
+        )
+
+        async def broken(event: Any, ctx: Any) -> list[Any]:
+            raise RuntimeError("the summariser could not reach its configuration repository")
+
+        worker = EventWorker(
+            nous.pipeline_context(),
+            handlers={kind: [broken] for kind in EventKind},
+            max_attempts=1,
+            retry_base=timedelta(milliseconds=1),
+        )
+        await worker.drain()
+        return keys | {"fact": fact.memory.id}
+
+
+def test_tables_keep_their_words_whole_on_a_desktop_and_a_phone(
+    database_url: str, settings: Settings, browser: WebDriver, tmp_path: Path
+) -> None:
+    run = settings.model_copy(update={"database_url": database_url})
+    with live(run, _realistic) as (server, made):
+        browser.get(f"{server.url}/ui/login")
+        browser.find_element(By.ID, "key").send_keys(made["a"])
+        browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        _until(browser, lambda d: "/ui/login" not in d.current_url)
+        pages = (
+            "/ui/sessions",
+            "/ui/sessions/onboarding-alice",
+            "/ui/decisions",
+            "/ui/health",
+            f"/ui/memories/{made['fact']}",
+            "/ui/memories",
+            "/ui/memories?kind=fact",
+            "/ui/memories?kind=episode",
+            "/ui/memories?q=accessibility+needs",
+            "/ui/censors",
+        )
+        tables = 0
+        for width, height in ((1280, 800), (390, 844)):
+            browser.set_window_size(width, height)
+            for path in pages:
+                browser.get(server.url + path)
+                _until(browser, lambda d: d.execute_script("return document.readyState") == "complete")
+                tables += len(browser.find_elements(By.CSS_SELECTOR, "table"))
+                split, looked = browser.execute_script(SPLIT_WORDS, "th, td, .content")
+                assert looked, (path, width)
+                _shot(browser, tmp_path / "screenshots", f"{width}{path.replace('/', '-')[:60]}")
+                assert not split, (path, width, split)
+                overflow = browser.execute_script(
+                    "return document.documentElement.scrollWidth - window.innerWidth"
+                )
+                assert overflow <= 1, (path, width, overflow)  # a wide table scrolls in its wrapper
+        assert tables >= 2 * 9  # sessions, calibration (2), health (5), the history's changes
+        browser.set_window_size(390, 844)
+        browser.get(f"{server.url}/ui/sessions")
+        ingested = browser.find_element(By.CSS_SELECTOR, "a.id[title*='escalation-wheelchair']")
+        assert (ingested.get_attribute("title") or "").endswith(
+            "escalation-wheelchair-accessible-venue-booking"
+        )
+        # the long id is cut with an ellipsis, not wrapped: one line, narrower than its text
+        assert browser.execute_script(
+            "const a = arguments[0]; return a.getClientRects().length === 1 && a.scrollWidth > a.clientWidth",
+            ingested,
+        )
+        text = browser.find_element(By.TAG_NAME, "table").text
+        assert "alice" in text and "bartholomew" in text

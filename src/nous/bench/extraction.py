@@ -54,8 +54,8 @@ from nous.config import Settings
 from nous.embeddings import EmbeddingProvider, create_provider
 from nous.errors import InvalidInputError
 from nous.events.extraction import sentences, third_person
-from nous.events.offline_summary import clean_message
 from nous.ingest import Conversation, parse_conversation
+from nous.language.topics import clean_message
 from nous.models import Episode, Fact
 
 MATCH_COSINE = 0.60  # fixed by the benchmark's definition; not a tuning knob

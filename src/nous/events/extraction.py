@@ -21,10 +21,10 @@ from datetime import datetime
 import numpy as np
 
 from nous.events.category import categorize
-from nous.events.lexicon import STOP_WORDS
-from nous.events.prose import prose_sentences
 from nous.events.rewrite import resolve_dates, standing_instruction_fact, third_person
 from nous.events.screen import clauses, rejection, standing_instruction, strip_openers, without_fillers
+from nous.language.lexicon import STOP_WORDS
+from nous.language.prose import prose_sentences
 
 __all__ = ["resolve_dates", "third_person"]
 

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from nous.events.context import PipelineContext
-from nous.events.lexicon import GENERIC, STOP_WORDS
+from nous.language.lexicon import GENERIC, STOP_WORDS
 from nous.memory.dedup import DUPLICATE_THRESHOLD, SimilarityCheck, Tier
 from nous.models import Fact, MemoryKind
 

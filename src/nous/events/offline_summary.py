@@ -21,16 +21,14 @@ import numpy as np
 
 from nous.embeddings import Embedder
 from nous.events.extraction import CandidateFact, Statement, extract_facts, rewrite, salience, statements_of
-from nous.events.prose import prose_sentences
 from nous.events.rewrite import third_person
 from nous.events.screen import rejection, strip_openers
 from nous.events.summary import EpisodeSummary, Outcome
-from nous.events.topics import key_phrases
+from nous.language.prose import prose_sentences
+from nous.language.topics import clean_message, conversation_phrases, key_phrases, title_of
 
 SUMMARY_WORDS = 130
 KEY_POINTS = 5
-TITLE_CHARS = 120
-OPENING_WEIGHT = 2.0  # the first message of a person counts this much for the topic
 _LESSON = re.compile(
     r"\b(decided|decide to|we chose|chose to|learned that|learnt that|lesson|next time|"
     r"the key is|the trick is|turns out|realized|realised|should have|going with|settled on)\b",
@@ -81,17 +79,7 @@ async def offline_summary(
     facts = extract_facts(statements)
     prose = [(speaker, prose_sentences(text)) for speaker, text, _ in cleaned]
     names = [*participants, *people]
-    # The people's words make the topic; their opening message usually states it.
-    opening = next((i for i, (speaker, _) in enumerate(prose) if speaker in people), -1)
-    said = [
-        (s, OPENING_WEIGHT if i == opening else 1.0)
-        for i, (sp, ss) in enumerate(prose)
-        if sp in people
-        for s in ss
-    ]
-    phrases = key_phrases(said, names=names) or key_phrases(
-        [(s, 1.0) for _, ss in prose for s in ss], names=names
-    )
+    phrases = conversation_phrases(prose, people=people, names=names)
     if to_assistant:
         sentences = await _assistant_chat(embedder, prose, statements, facts, people, names, phrases)
     else:
@@ -118,23 +106,6 @@ async def offline_summary(
         ),
         facts,
     )
-
-
-def clean_message(text: str) -> str:
-    """A message without bracketed annotations ("[shares a photo of ...]": not the speaker's words)."""
-    return re.sub(r"\s*\[[^\]\n]*\](?!\()", "", text).strip()
-
-
-def title_of(phrases: list[str], at: datetime) -> str:
-    """The title from the key phrases: "Budget tracker: password hashing and user authentication"."""
-    if not phrases:
-        return f"Conversation on {at.day} {at:%B %Y}"
-    head = phrases[0][:1].upper() + phrases[0][1:]
-    if len(phrases) == 1:
-        return head[:TITLE_CHARS]
-    if len(phrases) == 2:
-        return f"{head} and {phrases[1]}"[:TITLE_CHARS]
-    return f"{head}: {phrases[1]} and {phrases[2]}"[:TITLE_CHARS]
 
 
 def listing(items: list[str]) -> str:

@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 from nous._time import utcnow
 from nous.events.context import PipelineContext
 from nous.events.extraction import sentences
-from nous.events.lexicon import STOP_WORDS
 from nous.events.summary import session_turns
+from nous.language.lexicon import STOP_WORDS
 from nous.llm import ChatMessage, complete_structured
 from nous.models import Decision, Episode, HistoryAction, MemoryKind, Turn
 from nous.models.brain import Outcome, OutcomeProposal

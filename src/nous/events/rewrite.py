@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from nous.events.category import TECHNICAL
-from nous.events.lexicon import ADVERBS, IRREGULAR_PAST
 from nous.events.screen import strip_openers
+from nous.language.lexicon import ADVERBS, IRREGULAR_PAST
 from nous.retrieval.timeparse import NUMBER_WORDS, WEEKDAYS
 
 _TOKEN = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)?|\s+|[^A-Za-z\s]+")

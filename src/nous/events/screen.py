@@ -14,7 +14,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable
 
-from nous.events.prose import has_code_marker
+from nous.language.prose import has_code_marker
 
 MAX_CLAUSE_CHARS = 200  # a longer sentence is cut at its coordinated first-person clauses
 

@@ -25,6 +25,7 @@ from nous.embeddings import Embedded
 from nous.heart.sessions import SUMMARY_CHARS as OPENING_CHARS
 from nous.heart.sessions import Sessions, discard_reason, says_something_lasting, state_of
 from nous.ingest.formats import Conversation, ConversationMessage, ConversationSession
+from nous.language.topics import conversation_title
 from nous.memory import MemoryRepository
 from nous.memory.outbox import session_ended_event
 from nous.memory.repository import invalid_from_pydantic
@@ -148,7 +149,13 @@ def _session_memories(
                     )
                 )
             turns.append(turn)
-        title = f"Conversation between {', '.join(speakers)} ({session.id})"
+        # titled by what it is about, as the offline summary titles it: the session-ended event
+        # may retitle it later (a language model's summary), but it is never "a conversation"
+        said = [(m.name or m.role, m.content) for m in session.messages]
+        people = {m.name or m.role for m in session.messages if m.role == "user"}
+        title = conversation_title(said, people=people) or (
+            f"Conversation between {', '.join(speakers)} ({session.id})"
+        )
         episode = Episode(
             id=episode_id,
             agent_id=agent,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+import snowballstemmer
 
 from nous._memo import TextMemo
 
@@ -54,7 +55,11 @@ BIAS = -8.032
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
-_SUFFIXES = ("ing", "ed", "es", "ly", "s")
+# The keyword search stems English as Snowball does (SQLite FTS5's porter tokenizer, PostgreSQL's
+# english configuration): the coverage features must match words the same way, or a memory the
+# keyword side found by "access" for "accessibility" counts as covering none of the question,
+# while one sharing only common words ("needs", "team") covers half of it.
+_ENGLISH = snowballstemmer.stemmer("english")
 # Questions whose answer is a time or a quantity, and text that holds one.
 _ASKS_NUMBER = re.compile(
     r"^\s*(when|since when|until when)\b|\b(what|which) (time|day|date|month|year|hour)s?\b|"
@@ -79,14 +84,11 @@ _POSITIONS: TextMemo[dict[str, tuple[tuple[int, int], ...]]] = TextMemo(1024)  #
 
 @lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """A light stemmer for coverage features: lower-case, without a common suffix."""
+    """The stem coverage features compare: lower-case, without a possessive, Snowball English."""
     w = word.lower().strip("'-")
     if w.endswith("'s"):
         w = w[:-2]
-    for suffix in _SUFFIXES:
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            return w[: -len(suffix)]
-    return w
+    return str(_ENGLISH.stemWord(w))
 
 
 def stems(text: str) -> set[str]:

@@ -32,7 +32,17 @@ from pydantic import BaseModel, ValidationError
 
 from nous.api import Nous
 from nous.errors import InvalidInputError, NotFoundError, NousError
-from nous.models import CensorAction, EdgeRelation, HistoryEntry, LifecycleState, Memory, MemoryKind
+from nous.language.topics import conversation_title
+from nous.models import (
+    CensorAction,
+    EdgeRelation,
+    HistoryEntry,
+    LifecycleState,
+    Memory,
+    MemoryKind,
+    SessionState,
+    Turn,
+)
 from nous.models.events import EventStatus
 from nous.models.heart import CENSOR_ACTION_EFFECTS
 from nous.server.keys import key_from_header, verify_key
@@ -45,6 +55,7 @@ COOKIE = "nous_ui"
 PAGE = 50
 CSRF_PURPOSE = b"nous inspector form"
 EPISODE_FACTS = 5  # facts shown under each episode of the sessions page
+TOPIC_TURNS = 200  # a session's topic is read from its latest this-many turns
 MAX_FORM_BYTES = 200_000
 P = ParamSpec("P")
 SEEN, OWNED = MemoryRef("visible"), MemoryRef("owned")  # the scope of a page's memory ids
@@ -61,7 +72,9 @@ BOOSTS = {
     "censor_boost": "a censor for this kind of message",
     "fires": "its censor's pattern matches the query",
     "kind_match": "the kind of memory the question asks for",
-    "session": "from this session",
+    # the strength of its session among the hits: no session is given to a search (one given
+    # would narrow recall to it, and then no session stands out)
+    "session": "its conversation holds other matches",
     "recency": "recent",
     "time_window": "inside the time the question names",
 }
@@ -495,8 +508,12 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
         """Sessions (a user-bound key: its user's alone) and recent episodes with their summaries."""
         me = await need(request)
         nous = nous_for(me.caller)
-        states = await nous.sessions(limit=PAGE)
-        mine = [s for s in (me.caller.own_session(s) for s in states) if s is not None]
+        mine, topics = [], {}
+        for stored in await nous.sessions(limit=PAGE):
+            own = me.caller.own_session(stored)
+            if own is not None:
+                mine.append(own)
+                topics[own.session_id] = await _session_topic(nous, stored, me.caller.user_id)
         episodes = await nous.memories(MemoryKind.EPISODE, limit=PAGE, user_id=me.caller.user_id)
         own_session = {e.id: me.caller.own_session_id(e.session_id) for e in episodes}
         facts = {  # what each episode's session taught: the facts stored in it (extracted or said)
@@ -508,7 +525,13 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
             for e in episodes
         }
         return page(
-            "sessions.html", me, sessions=mine, episodes=episodes, own_session=own_session, facts=facts
+            "sessions.html",
+            me,
+            sessions=mine,
+            topics=topics,
+            episodes=episodes,
+            own_session=own_session,
+            facts=facts,
         )
 
     @app.get("/ui/sessions/{session_id}", include_in_schema=False)
@@ -694,6 +717,29 @@ def _day(value: str, field: str, *, end: bool = False) -> datetime | None:
         raise Denied(422, f"{field} must be a date as YYYY-MM-DD (got {value!r})") from None
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
     return start + timedelta(days=1) if end else start
+
+
+async def _session_topic(nous: Nous, state: SessionState, user_id: str | None) -> str:
+    """What a session is about: the key phrases of its turns (the user's words first), as an
+    ingested episode is titled; its latest user text when nothing in them is telling."""
+    turns = await nous.memories(
+        MemoryKind.TURN, session_id=state.session_id, user_id=user_id, limit=TOPIC_TURNS
+    )
+    said = [
+        (_speaker(t), _spoken(t)) for t in sorted(turns, key=lambda t: t.occurred_at) if isinstance(t, Turn)
+    ]
+    people = {_speaker(t) for t in turns if isinstance(t, Turn) and t.role == "user"}
+    return conversation_title(said, people=people) or state.topic or ""
+
+
+def _speaker(turn: Turn) -> str:
+    return turn.speaker or turn.role
+
+
+def _spoken(turn: Turn) -> str:
+    """A turn's words without the "speaker: " an ingested turn starts with."""
+    prefix = f"{_speaker(turn)}: "
+    return turn.content[len(prefix) :] if turn.content.startswith(prefix) else turn.content
 
 
 def _why(signals: dict[str, float]) -> list[str]:

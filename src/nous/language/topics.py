@@ -13,10 +13,14 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable
+from datetime import datetime
 
-from nous.events.lexicon import GENERIC, STOP_WORDS
+from nous.language.lexicon import GENERIC, STOP_WORDS
+from nous.language.prose import prose_sentences
 
 MAX_WORDS = 3
+TITLE_CHARS = 120
+OPENING_WEIGHT = 2.0  # the first message of a person counts this much for the topic
 LONGER_BONUS = 1.0  # each word beyond the first adds this share to a phrase's count
 SINGLE_WORD = 0.6  # a single word ("error", "API") tells less than a phrase
 _DETERMINERS = frozenset(
@@ -257,3 +261,49 @@ def key_phrases(
         if len(out) == limit:
             break
     return out
+
+
+def conversation_phrases(
+    prose: list[tuple[str, list[str]]], *, people: Iterable[str], names: Iterable[str] = (), limit: int = 5
+) -> list[str]:
+    """The key phrases of a conversation given as (speaker, prose sentences) in order: the
+    people's words make the topic (their opening message, which usually states it, counts
+    double); with nothing telling in them, everyone's words."""
+    people, names = set(people), list(names)
+    opening = next((i for i, (speaker, _) in enumerate(prose) if speaker in people), -1)
+    said = [
+        (s, OPENING_WEIGHT if i == opening else 1.0)
+        for i, (speaker, sentences) in enumerate(prose)
+        if speaker in people
+        for s in sentences
+    ]
+    return key_phrases(said, names=names, limit=limit) or key_phrases(
+        [(s, 1.0) for _, sentences in prose for s in sentences], names=names, limit=limit
+    )
+
+
+def conversation_title(messages: Iterable[tuple[str, str]], *, people: Iterable[str]) -> str | None:
+    """A title naming what the conversation is about ("Dance studio: customers and natural
+    light"), from (speaker, text) messages in order; None when nothing in it is telling."""
+    messages = list(messages)
+    people = set(people)
+    prose = [(speaker, prose_sentences(clean_message(text))) for speaker, text in messages]
+    phrases = conversation_phrases(prose, people=people, names=people | {s for s, _ in messages})
+    return title_of(phrases) if phrases else None
+
+
+def clean_message(text: str) -> str:
+    """A message without bracketed annotations ("[shares a photo of ...]": not the speaker's words)."""
+    return re.sub(r"\s*\[[^\]\n]*\](?!\()", "", text).strip()
+
+
+def title_of(phrases: list[str], at: datetime | None = None) -> str:
+    """The title from the key phrases: "Budget tracker: password hashing and user authentication"."""
+    if not phrases:
+        return f"Conversation on {at.day} {at:%B %Y}" if at else "Conversation"
+    head = phrases[0][:1].upper() + phrases[0][1:]
+    if len(phrases) == 1:
+        return head[:TITLE_CHARS]
+    if len(phrases) == 2:
+        return f"{head} and {phrases[1]}"[:TITLE_CHARS]
+    return f"{head}: {phrases[1]} and {phrases[2]}"[:TITLE_CHARS]
