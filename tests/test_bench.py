@@ -55,7 +55,7 @@ async def test_locomo_benchmark_shape(tmp_path: Path, provider: EmbeddingProvide
         figures = result["systems"][system]
         for key in ("recall_all@10", "recall_any@10", "recall_all@5"):
             assert 0.0 <= figures[key] <= 1.0
-        assert figures["recall_any@10"] >= figures["recall_all@10"]
+        assert figures["recall_any@10"] >= figures["groups@10"] >= figures["recall_all@10"]
         assert set(figures["per_category"]) <= {"1", "2", "3", "4"}
     assert result["systems"]["bm25"]["variant"] in ("bm25s", "bm25_fts5")
     assert set(result["keyword_baselines"]) == {"bm25s", "bm25_fts5"}
@@ -289,3 +289,16 @@ async def test_bench_crash_loses_nothing(backend: str) -> None:
     assert result["lost"] == 0 and result["problems"] == [], result["problems"]
     assert result["kills"] == 3 and result["writes_acknowledged"] > 0
     assert result["writes_verified"] == result["writes_acknowledged"]
+
+
+def test_groups_at_k_is_the_share_of_evidence_groups_found() -> None:
+    from nous.bench.labelled import LabelledQuestion, Scores
+
+    scores = Scores(ks=(2,))
+    question = LabelledQuestion(
+        id="q1", question="in what order?", category="order", evidence=[["m1"], ["m2"], ["m3", "m4"], ["m5"]]
+    )
+    scores.add(question, [["m1"], ["m4"], ["m2"]])  # the top 2 hold groups 1 and 3 of 4
+    figures = scores.summary()
+    assert figures["groups@2"] == 0.5
+    assert figures["recall_all@2"] == 0.0 and figures["recall_any@2"] == 1.0

@@ -173,7 +173,9 @@ def from_locomo(path: Path) -> LabelledConversation:
 
 @dataclass
 class Scores:
-    """recall_any@k / recall_all@k over questions, overall and per category (one code path)."""
+    """recall_any@k / recall_all@k / groups@k over questions, overall and per category (one code
+    path). groups@k is the mean share of a question's evidence groups found in the top k: it moves
+    when a question needing many memories gets some of them, where all@k stays 0."""
 
     ks: tuple[int, ...]
     hits: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
@@ -188,9 +190,14 @@ class Scores:
             for ids in ranked[:k]:
                 found.update(ids)
             groups = [bool(found.intersection(g)) for g in question.evidence]
-            for name, value in ((f"recall_any@{k}", any(groups)), (f"recall_all@{k}", all(groups))):
-                self.hits[name].append(float(value))
-                self.per_category[question.category][name].append(float(value))
+            share = sum(groups) / len(groups) if groups else 0.0
+            for name, value in (
+                (f"recall_any@{k}", float(any(groups))),
+                (f"recall_all@{k}", float(all(groups))),
+                (f"groups@{k}", share),  # the share of the question's evidence groups found
+            ):
+                self.hits[name].append(value)
+                self.per_category[question.category][name].append(value)
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {name: round(float(np.mean(v)), 4) for name, v in sorted(self.hits.items())}

@@ -181,15 +181,16 @@ def _retrieval_report(title: str, result: dict[str, Any], ks: tuple[int, ...], o
     cats = sorted(result["systems"]["nous"]["per_category"])
     kk = 10 if 10 in ks else max(ks)
     systems = list(result["systems"])
-    table(  # one row per category: category names can be long
-        f"recall_all@{kk} per category",
-        ["category", "questions", *systems],
-        [
-            [c, result["systems"]["nous"]["per_category"][c]["questions"]]
-            + [f"{result['systems'][name]['per_category'][c][f'recall_all@{kk}']:.3f}" for name in systems]
-            for c in cats
-        ],
-    )
+    for metric in (f"recall_all@{kk}", f"groups@{kk}"):
+        table(  # one row per category: category names can be long
+            f"{metric} per category",
+            ["category", "questions", *systems],
+            [
+                [c, result["systems"]["nous"]["per_category"][c]["questions"]]
+                + [f"{result['systems'][name]['per_category'][c].get(metric, 0.0):.3f}" for name in systems]
+                for c in cats
+            ],
+        )
     lat = result["latency_ms"]
     ratio = result.get(f"ratio_vs_best_baseline@{kk}")
     console.print(
