@@ -554,6 +554,7 @@ NOT_AGENT_SCOPED = {  # command -> why the table has no intruder row for it
     "bench agent": "a benchmark on fresh stores of its own",
     "bench censor-stall": "a benchmark on fresh stores of its own",
     "bench censors": "a benchmark on fresh stores of its own (labelled censor actions)",
+    "bench cold-start": "a benchmark on a store of its own (made, or given with --store), served by its own server",
     "bench context": "a benchmark on fresh stores of its own",
     "bench crash": "a benchmark on fresh stores of its own",
     "bench dedup": "a benchmark on fresh stores of its own",

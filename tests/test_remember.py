@@ -138,7 +138,7 @@ def test_ingest_says_what_it_discarded(cli: CliRunner, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "discarded 1 episode (turns kept):" in result.output
     assert "s1: trivial: 1 turn, " in result.output and "no statement about the person" in result.output
-    shown = json.loads(cli.invoke(cli_app, ["ingest", str(path), "--json"]).output)
+    shown = json.loads(cli.invoke(cli_app, ["ingest", str(path), "--json"]).stdout)  # progress: stderr
     assert shown["sessions_skipped"] == 1
 
 
