@@ -2606,6 +2606,11 @@ export interface components {
                     lte?: number;
                 };
             } | null;
+            /**
+             * Cover
+             * @description A covering set in time order instead of the best few; default: when the question asks for an order, a summary or everything so far.
+             */
+            cover?: boolean | null;
         };
         /** RecallResponse */
         RecallResponse: {

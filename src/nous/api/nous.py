@@ -709,6 +709,7 @@ class Nous:
         min_score: float | None = None,
         in_session: str | None = None,
         where: Mapping[str, Any] | None = None,
+        cover: bool | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score.
 
@@ -737,6 +738,13 @@ class Nous:
         ``{"project": {"in": ["x", "y"]}}``, ``{"reviewed": {"exists": True}}``,
         ``{"priority": {"gte": 2, "lt": 5}}`` (see ``nous.models.metadata``); the search runs
         within those memories, so a selective filter still fills ``limit``.
+
+        ``cover`` asks for a covering set instead of the best few: the strong results in time
+        order, cut into ``limit`` equal stretches, the best of each — returned oldest first, each
+        with a ``cover`` signal giving its place. By default (None) a question
+        that asks for an order, a summary, a change over time or everything so far ("in what
+        order did I ...", "summarise how ...", "what have we tried so far") is covered; False
+        never covers.
         """
         repo = self._need()
         meta_filter = parse_where(where)
@@ -765,6 +773,7 @@ class Nous:
                 preset=preset,
                 min_score=self._min_score(min_score, preset),
                 where=meta_filter,
+                cover=cover,
             )
         )
         if reinforce:

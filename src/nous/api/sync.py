@@ -529,6 +529,7 @@ class SyncNous:
         min_score: float | None = None,
         in_session: str | None = None,
         where: Mapping[str, Any] | None = None,
+        cover: bool | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score.
 
@@ -557,6 +558,13 @@ class SyncNous:
         ``{"project": {"in": ["x", "y"]}}``, ``{"reviewed": {"exists": True}}``,
         ``{"priority": {"gte": 2, "lt": 5}}`` (see ``nous.models.metadata``); the search runs
         within those memories, so a selective filter still fills ``limit``.
+
+        ``cover`` asks for a covering set instead of the best few: the strong results in time
+        order, cut into ``limit`` equal stretches, the best of each — returned oldest first, each
+        with a ``cover`` signal giving its place. By default (None) a question
+        that asks for an order, a summary, a change over time or everything so far ("in what
+        order did I ...", "summarise how ...", "what have we tried so far") is covered; False
+        never covers.
         """
         return self._runner.run(
             self.nous.recall(
@@ -578,6 +586,7 @@ class SyncNous:
                 min_score=min_score,
                 in_session=in_session,
                 where=where,
+                cover=cover,
             )
         )
 

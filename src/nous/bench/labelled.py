@@ -183,11 +183,13 @@ class Scores:
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
 
-    def add(self, question: LabelledQuestion, ranked: list[list[str]]) -> None:
-        """Score one question given, per ranked result, the message ids it stands for."""
+    def add(self, question: LabelledQuestion, ranked: list[list[str]] | dict[int, list[list[str]]]) -> None:
+        """Score one question given, per ranked result, the message ids it stands for: one
+        ranking cut at every k, or a ranking per k (a covering recall is a different set at each
+        limit, not a prefix of the largest)."""
         for k in self.ks:
             found: set[str] = set()
-            for ids in ranked[:k]:
+            for ids in (ranked[k] if isinstance(ranked, dict) else ranked)[:k]:
                 found.update(ids)
             groups = [bool(found.intersection(g)) for g in question.evidence]
             share = sum(groups) / len(groups) if groups else 0.0

@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 
 from nous.api import Nous
-from nous.bench.labelled import LabelledConversation, Scores
+from nous.bench.labelled import LabelledConversation, LabelledQuestion, Scores
 from nous.bench.stats import percentiles_ms
 from nous.config import Settings
 from nous.embeddings import EmbeddingProvider, create_provider
+from nous.models import RecallHit
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 BASELINES = ("bm25", "dense")
@@ -72,6 +73,25 @@ class Baselines:
     def dense(self, query: str, k: int) -> list[list[str]]:
         scores = self._matrix @ self.provider.embed([query])[0]
         return [[self.ids[int(i)]] for i in np.argsort(-scores)[:k]]
+
+
+async def _per_k(
+    nous: Nous, question: LabelledQuestion, hits: list[RecallHit], ks: tuple[int, ...], **how: Any
+) -> list[list[str]] | dict[int, list[list[str]]]:
+    """The message ids behind each hit of a recall at the largest k. A covering recall (its hits
+    carry the ``cover`` signal) chooses a different set at each limit, so it is asked again at
+    each smaller k, as a caller with that limit would."""
+    ranked = [h.memory.provenance.turn_ids for h in hits]
+    if not any("cover" in h.signals for h in hits):
+        return ranked
+    out = {max(ks): ranked}
+    for k in ks:
+        if k != max(ks):
+            again = await nous.recall(
+                question.question, limit=k, now=question.asked_at, reinforce=False, **how
+            )
+            out[k] = [h.memory.provenance.turn_ids for h in again]
+    return out
 
 
 async def run_retrieval(
@@ -122,7 +142,7 @@ async def run_retrieval(
                         question.question, limit=max_k, now=question.asked_at, reinforce=False, min_score=0
                     )
                     latencies.append(time.perf_counter() - t0)
-                    systems["nous"].add(question, [h.memory.provenance.turn_ids for h in hits])
+                    systems["nous"].add(question, await _per_k(nous, question, hits, ks, min_score=0))
                     for preset in presets:
                         hits = await nous.recall(
                             question.question,
@@ -131,7 +151,8 @@ async def run_retrieval(
                             reinforce=False,
                             preset=preset,
                         )
-                        systems[f"nous:{preset}"].add(question, [h.memory.provenance.turn_ids for h in hits])
+                        ranked = await _per_k(nous, question, hits, ks, preset=preset)
+                        systems[f"nous:{preset}"].add(question, ranked)
                     if step:
                         step(name)
                 if extract:
@@ -146,7 +167,9 @@ async def run_retrieval(
                             reinforce=False,
                             min_score=0,
                         )
-                        systems["nous+extract"].add(question, [h.memory.provenance.turn_ids for h in hits])
+                        systems["nous+extract"].add(
+                            question, await _per_k(nous, question, hits, ks, min_score=0)
+                        )
                         if step:
                             step(name)
         baselines = Baselines(*item.message_texts(), provider)

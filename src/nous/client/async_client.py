@@ -446,6 +446,7 @@ class AsyncClient:
         min_score: float | None = None,
         in_session: str | None = None,
         where: Mapping[str, Any] | None = None,
+        cover: bool | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score."""
         data = await self._call(
@@ -470,6 +471,7 @@ class AsyncClient:
                 min_score=min_score,
                 in_session=in_session,
                 where=where,
+                cover=cover,
             ),
         )
         return _hits(data)

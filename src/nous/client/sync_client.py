@@ -200,6 +200,7 @@ class Client:
         min_score: float | None = None,
         in_session: str | None = None,
         where: Mapping[str, Any] | None = None,
+        cover: bool | None = None,
     ) -> list[RecallHit]:
         """Memories relevant to ``query``, best first, with the signals behind each score."""
         return self._runner.run(
@@ -222,6 +223,7 @@ class Client:
                 min_score=min_score,
                 in_session=in_session,
                 where=where,
+                cover=cover,
             )
         )
 

@@ -2,8 +2,9 @@
 
 Sections, in order: identity, user profile, active censors (and warnings), frame instructions,
 working memory, recent conversations (titles and times of the latest episodes; first among the
-retrieved sections for a recap), then retrieved decisions, facts, procedures, episodes and
-conversation turns. Each section is filled best first within its own budget, and the whole is cut
+retrieved sections for a recap), "In order" (for a question that asks for an order, a summary or
+everything so far: a dated timeline of a covering recall, with half of the episodes' and turns'
+budgets), then retrieved decisions, facts, procedures, episodes and conversation turns. Each section is filled best first within its own budget, and the whole is cut
 to the frame's total, from the last section up, counted with a real tokenizer on the final text.
 Every item left out is reported with its reason. The context serves the asker: the current
 question never comes back as a memory, and a conversation that is not the asking user's is shown
@@ -59,6 +60,9 @@ ABOUT_THE_ASKER = re.compile(r"\b(about|of) (me|myself)\b", re.IGNORECASE)
 # Two items whose word sets overlap this much (Jaccard) are near-duplicates; the weaker is dropped.
 DUPLICATE_JACCARD = 0.85
 RECENT_EPISODES = 5
+# A step of the "In order" timeline shows at most this many tokens: the timeline's worth is its
+# many steps in order, each recognisable, not any one step whole.
+TIMELINE_ITEM_TOKENS = 80
 
 SECTION_OF_KIND: dict[MemoryKind, str] = {
     MemoryKind.DECISION: "decisions",
@@ -74,6 +78,7 @@ TITLES = {
     "frame": "Frame",
     "working_memory": "Working memory",
     "recent": "Recent conversations",
+    "in_order": "In order",
     "decisions": "Past decisions",
     "facts": "Facts",
     "procedures": "Procedures",
@@ -157,6 +162,7 @@ class ContextInputs:
     working_memory: WorkingMemory | None = None
     recent: Sequence[Memory] = ()
     hits: Sequence[RecallHit] = ()
+    timeline: Sequence[RecallHit] = ()  # a covering recall, in time order ("In order" section)
     replaced: Mapping[str, Memory] = field(default_factory=dict)  # a hit's id -> what it superseded
     score_floor: float = SCORE_FLOOR
     already_said: Sequence[str] = ()  # texts of the session's last turns
@@ -282,8 +288,18 @@ def build_context(inputs: ContextInputs) -> Context:
     ]
     budget = _room_left(budget, fixed)
     recent, shown = _recent(inputs, budget.recent + (budget.episodes if inputs.recap else 0))
+    in_order: list[ContextSection] = []
+    if inputs.timeline and not inputs.greeting:
+        budget, section = _in_order(inputs, budget, shown)
+        in_order.append(section)
     retrieved = [] if inputs.greeting else _retrieved(inputs, budget, shown)
-    sections = [*fixed, *([recent] if inputs.recap else []), *retrieved, *([] if inputs.recap else [recent])]
+    sections = [
+        *fixed,
+        *([recent] if inputs.recap else []),
+        *in_order,
+        *retrieved,
+        *([] if inputs.recap else [recent]),
+    ]
     sections = [s for s in sections if s.budget > 0 or s.items or s.dropped]
     text, tokens = _within_total(sections, budget.total)
     return Context(
@@ -396,6 +412,34 @@ def _recent(inputs: ContextInputs, budget: int) -> tuple[ContextSection, set[str
         if f.add(f"- [{_when(memory)}] {title}", kind=memory.kind.value, id_=memory.id):
             shown.add(memory.id)
     return f.section, shown
+
+
+def _in_order(inputs: ContextInputs, budget: Budget, shown: set[str]) -> tuple[Budget, ContextSection]:
+    """The "In order" section: the covering recall's memories as a dated timeline, oldest first,
+    each clipped to TIMELINE_ITEM_TOKENS; it takes half of the episodes' and turns' budgets (the
+    budget left for them is returned). What it shows joins ``shown``, so no later section repeats
+    it."""
+    episodes, turns = budget.episodes // 2, budget.turns // 2
+    f = _Filler("in_order", episodes + turns)
+    question = _words(inputs.query)
+    for hit in sorted(inputs.timeline, key=lambda h: h.memory.occurred_at):
+        memory = hit.memory
+        if hit.id in shown or _echoes(memory, question, inputs.query):
+            f.drop(hit.id, DropReason.DUPLICATE if hit.id in shown else DropReason.QUESTION)
+        elif getattr(memory, "superseded_by", None) is not None:
+            f.drop(hit.id, DropReason.SUPERSEDED)
+        elif hit.score < _floor(inputs, memory):
+            f.drop(hit.id, DropReason.SCORE_FLOOR)
+        elif f.add(
+            f"- {_render(memory)}",
+            kind=hit.kind.value,
+            id_=hit.id,
+            score=round(hit.score, 4),
+            max_tokens=TIMELINE_ITEM_TOKENS,
+        ):
+            shown.add(hit.id)
+    left = budget.model_copy(update={"episodes": budget.episodes - episodes, "turns": budget.turns - turns})
+    return left, f.section
 
 
 def _retrieved(inputs: ContextInputs, budget: Budget, shown: set[str]) -> list[ContextSection]:

@@ -49,11 +49,13 @@ from nous.models import (
 )
 from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
+from nous.retrieval.intent import asks_to_cover
 from nous.retrieval.timeparse import parse_time_expression
 from nous.storage.base import NoteReply, PutEdge, WriteOp
 
 PREVIEW_SESSION = "preview"  # the session id a preview without one reads as (never written)
 RETRIEVE_LIMIT = 40  # memories one recall brings for the retrieved sections to choose from
+TIMELINE_LIMIT = 12  # steps a covering recall brings for the "In order" section
 ALREADY_SAID_TURNS = 4  # the session's last turns: the agent has them, the context leaves them out
 FOLLOW_UP = re.compile(
     r"^\s*(tell me more|more|go on|continue|why\??|how so\??|and (then|the other( one)?|that)|what about (it|that|them)"
@@ -263,29 +265,37 @@ class CognitiveLayer:
         """Gather what the context shows (all reads) and build it within the frame's budgets."""
         greeting = plan.choice.greeting and not plan.forced
 
-        async def hits() -> list[RecallHit]:
-            if greeting or not plan.limits.retrieves:
+        async def hits(cover: bool) -> list[RecallHit]:
+            """The best matches; with ``cover``, the covering set of a question that asks for an
+            order, a summary or everything so far (none for any other question)."""
+            if (
+                greeting
+                or not plan.limits.retrieves
+                or (cover and (plan.recap or not asks_to_cover(plan.query)))
+            ):
                 return []
             return await self.retriever.recall(
                 RecallQuery(
                     text=plan.query,
-                    limit=RETRIEVE_LIMIT,
+                    limit=TIMELINE_LIMIT if cover else RETRIEVE_LIMIT,
                     user_id=plan.user_id,
                     frame=plan.frame.id,
                     active_censors=tuple(plan.censor_ids),
                     now=plan.now,
                     as_of=plan.as_of,
+                    cover=cover,
                 )
             )
 
         async def profile() -> list[Fact]:
             return await self.identity.user_profile(plan.user_id) if plan.user_id else []
 
-        facts, wm, recent, found, said = await asyncio.gather(
+        facts, wm, recent, found, timeline, said = await asyncio.gather(
             profile(),
             self.heart.working_memory.get(plan.session_id),
             self._recent_episodes(plan.user_id, plan.session_id, plan.now),
-            hits(),
+            hits(cover=False),
+            hits(cover=True),
             self._already_said(plan.session_id),
         )
         warnings = [i.content for i in wm.items if i.kind == "censor_warning"]
@@ -306,6 +316,7 @@ class CognitiveLayer:
                 working_memory=wm,
                 recent=recent,
                 hits=found,
+                timeline=timeline,
                 replaced=replaced,
                 already_said=said,
                 user_id=plan.user_id,

@@ -50,6 +50,9 @@ class RecallQuery:
     preset: str | None = None  # a named RetrievalWeights preset (None: the retriever's own)
     min_score: float = 0.0  # results scoring below this are left out
     where: MetaFilter | None = None  # conditions on the memories' metadata
+    # A covering set in time order instead of the best few (None: when the question's wording
+    # asks for an order, a summary, a change over time or everything so far).
+    cover: bool | None = None
 
 
 def validate_limit_and_window(limit: object, since: object, until: object) -> None:

@@ -36,7 +36,7 @@ from nous.retrieval.candidates import (
     raw_score,
     scaled,
 )
-from nous.retrieval.intent import query_intent
+from nous.retrieval.intent import asks_to_cover, cover_topic, query_intent
 from nous.retrieval.query import (
     RecallQuery,
     asks_about_recency,
@@ -74,7 +74,11 @@ class Retriever:
         return await self.repo.store.vector_search(cosine_search_query(self.repo, kinds), vector, limit)
 
     async def recall(self, q: RecallQuery) -> list[RecallHit]:
-        """Top memories for the query, best first, each with its per-signal scores."""
+        """Top memories for the query, best first, each with its per-signal scores (a covering
+        set: oldest first, see ``_cover``)."""
+        cover = self._covers(q)
+        if cover:  # the search is for what the request is about, not for its words
+            q = replace(q, text=cover_topic(q.text), cover=True)
         wide = self._start_wide(q)
         try:
             run = await self._collect(q)
@@ -96,7 +100,10 @@ class Retriever:
             await self._recap(candidates, memories, q, run.window, run.now)
         ranked = self._floor(sorted(candidates.values(), key=lambda c: c.score, reverse=True), memories, w)
         ranked = [c for c in ranked if round(c.score, 6) >= q.min_score]  # as the hit reports it
-        ranked = await self._diversify(ranked, q.limit, w)
+        if cover:
+            ranked = await self._cover(ranked, q.limit, memories, w)
+        else:
+            ranked = await self._diversify(ranked, q.limit, w)
         full = {
             **run.loaded,
             **await self.repo.store.get_many(
@@ -117,6 +124,18 @@ class Retriever:
             for c in ranked
             if c.id in full
         ]
+
+    def _covers(self, q: RecallQuery) -> bool:
+        """Whether recall returns a covering set: as asked, or (None) when the question asks for
+        an order, a summary, a change over time or everything so far — and is not a recap, which
+        brings the latest conversations first instead."""
+        if q.cover is not None:
+            if not isinstance(q.cover, bool):
+                raise InvalidInputError("cover must be true, false or null", field="cover")
+            return q.cover
+        if not (isinstance(q.text, str) and asks_to_cover(q.text)):
+            return False
+        return not parse_time_expression(q.text, as_utc(q.now or utcnow())).recap
 
     async def rerank_features(self, q: RecallQuery) -> list[tuple[Memory, np.ndarray]]:
         """The head of the base ranking with its re-ranker features (for fitting the weights)."""
@@ -253,6 +272,7 @@ class Retriever:
             now=now,
             as_of=q.as_of,
             parse_time=False,
+            cover=False,
         )
         hits = await self.recall(anchor_q)
         if not hits:
@@ -529,6 +549,29 @@ class Retriever:
                 continue
             out.append(c)
         return out
+
+    async def _cover(
+        self, ranked: list[Candidate], limit: int, memories: dict[str, CandidateInfo], w: RetrievalWeights
+    ) -> list[Candidate]:
+        """A covering set for a question whose evidence is spread over time: the strong results
+        (the best ``limit * cover_depth`` scoring at least ``cover_floor`` of the best) in time
+        order, cut into ``limit`` consecutive stretches of equal size, and the best of each
+        stretch: one per step of the story rather than the most similar few, oldest first.
+        (Chosen leave-one-out against one per session in turn and a greedy novelty pick:
+        docs/retrieval.md, "Covering recall".)"""
+        if not ranked:
+            return []
+        top = ranked[0].score
+        pool = [c for c in ranked[: limit * w.cover_depth] if c.score >= top * w.cover_floor]
+        pool.sort(key=lambda c: memories[c.id].occurred_at)
+        steps = min(limit, len(pool))
+        chosen = [
+            max(pool[i * len(pool) // steps : (i + 1) * len(pool) // steps], key=lambda c: c.score)
+            for i in range(steps)
+        ]
+        for step, c in enumerate(chosen):
+            c.signal("cover", step + 1)
+        return chosen
 
     async def _diversify(self, ranked: list[Candidate], limit: int, w: RetrievalWeights) -> list[Candidate]:
         """Skip results nearly identical to a better one (greedy, cosine over stored vectors)."""

@@ -58,6 +58,11 @@ class RetrievalWeights:
     # (when a minimum score applies). On the development sets no answerable question was below
     # 0.25 without keyword evidence; nonsense sits under 0.15.
     nothing_below_cosine: float = 0.2
+    # A covering recall (search.py, ``_cover``) chooses among the best ``limit * cover_depth``
+    # results scoring at least ``cover_floor`` of the best one (both chosen leave-one-out,
+    # docs/retrieval.md "Covering recall").
+    cover_depth: int = 5
+    cover_floor: float = 0.0
     recap_days: float = 2.0  # recap questions without a window look back this far
     recap_max: int = 5
 

@@ -126,6 +126,11 @@ class RecallRequest(StrictBody):
         default=None, description="Only memories written in this session (its turns, its facts)."
     )
     where: Where | None = None
+    cover: bool | None = Field(
+        default=None,
+        description="A covering set in time order instead of the best few; default: when the question "
+        "asks for an order, a summary or everything so far.",
+    )
 
 
 class RecallResult(BaseModel):

@@ -256,10 +256,19 @@ async def recall(
             '{"project": {"in": ["a", "b"]}}, {"reviewed": {"exists": true}}, {"priority": {"gte": 2}}.'
         ),
     ] = None,
+    cover: Annotated[
+        bool | None,
+        Field(
+            description="true: strong results spread over time, one per stretch, oldest first (for "
+            "'in what order...', 'summarise how...', 'what have we tried so far'); omit to decide from "
+            "the question's wording; false: the best few."
+        ),
+    ] = None,
 ) -> list[dict[str, Any]]:
     nous, _ = caller()
     hits = await nous.recall(
         query,
+        cover=cover,
         limit=limit,
         kinds=types,
         user_id=user_id,
