@@ -1,0 +1,151 @@
+"""Topic threads on both backends: a user who talks about two topics across sessions gets (at
+least) two threads, each holding its topic's messages in time order; threading again, or
+rebuilding, gives the same threads; a forgotten memory leaves its thread; another user's
+memories never join this user's threads (issue 32, item 1)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from nous import Nous
+from nous.memory.threading import ThreadItem, thread_all
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+GARDEN = [
+    "I want to grow tomatoes in my garden this spring, the raised beds get full sun.",
+    "For tomatoes in raised beds, water deeply twice a week and stake the plants early.",
+    "The tomato seedlings in my garden have yellow leaves now, what is wrong with them?",
+    "Yellow leaves on tomato seedlings usually mean overwatering; let the garden soil dry between waterings.",
+    "My tomatoes are finally ripening in the garden beds, the first harvest is this week!",
+    "Harvest the ripe tomatoes when they are fully red and store them out of the fridge.",
+]
+MARATHON = [
+    "I signed up for the Berlin marathon in September and need a running training plan.",
+    "A marathon training plan: build weekly mileage slowly, with one long run every Sunday.",
+    "My long run for the marathon was 25 kilometres today and my knees hurt afterwards.",
+    "Knee pain after long runs: check your running shoes and add strength training twice a week.",
+    "I bought new running shoes for the marathon and the long runs feel much better now.",
+    "Good running shoes help; taper your marathon training in the last three weeks before race day.",
+]
+
+
+def chat() -> dict[str, Any]:
+    """Three sessions weeks apart; topics alternate within and across sessions."""
+    order = [
+        ("s1", GARDEN[0:2]),
+        ("s1", MARATHON[0:2]),
+        ("s2", MARATHON[2:4]),
+        ("s2", GARDEN[2:4]),
+        ("s3", GARDEN[4:6]),
+        ("s3", MARATHON[4:6]),
+    ]
+    sessions: dict[str, list[dict[str, str]]] = {}
+    for session, (question, answer) in order:
+        messages = sessions.setdefault(session, [])
+        for role, text in (("user", question), ("assistant", answer)):
+            messages.append({"id": f"{session}:{len(messages)}", "role": role, "content": text})
+    return {
+        "id": "topics",
+        "sessions": [
+            {"id": sid, "started_at": (T0 + timedelta(days=14 * n)).isoformat(), "messages": msgs}
+            for n, (sid, msgs) in enumerate(sessions.items())
+        ],
+    }
+
+
+async def _threads_by_topic(nous: Nous, user_id: str) -> dict[str, list[str]]:
+    """Each topic's thread: the thread holding most of its messages, as member contents in order."""
+    found: dict[str, list[str]] = {}
+    for thread in await nous.threads(user_id=user_id, shared=False, limit=50):
+        full = await nous.thread(thread.id)
+        assert full.members is not None
+        times = [m.occurred_at for m in full.members]
+        assert times == sorted(times)
+        contents = [m.content for m in full.members]
+        for name, topic in (("garden", GARDEN), ("marathon", MARATHON)):
+            if sum(c in topic for c in contents) > len(found.get(name, [])):
+                found[name] = contents
+    return found
+
+
+async def test_two_topics_across_sessions_make_two_threads(nous: Nous) -> None:
+    await nous.ingest(json.dumps(chat()), user_id="ana")
+    await nous.process_events()
+    threads = await nous.threads(user_id="ana", shared=False, limit=50)
+    assert len(threads) >= 2
+    assert all(t.label for t in threads)
+    by_topic = await _threads_by_topic(nous, "ana")
+    garden, marathon = by_topic["garden"], by_topic["marathon"]
+    assert garden != marathon
+    # each topic's thread holds most of its messages and none of the other topic's
+    assert sum(c in GARDEN for c in garden) >= 5 and not any(c in MARATHON for c in garden)
+    assert sum(c in MARATHON for c in marathon) >= 5 and not any(c in GARDEN for c in marathon)
+    # members run in time order across the three sessions
+    assert [c for c in garden if c in GARDEN] == [c for c in GARDEN if c in garden]
+    # a query finds the matching thread first
+    best = await nous.threads(user_id="ana", shared=False, query="how is my marathon training going?")
+    assert best[0].score is not None
+    assert any(c in MARATHON for c in [m.content for m in (await nous.thread(best[0].id)).members or []])
+
+
+async def test_threading_is_idempotent_and_rebuild_gives_the_same_threads(nous: Nous) -> None:
+    await nous.ingest(json.dumps(chat()), user_id="ana")
+    await nous.process_events()
+    before = {t.id: (await nous.thread(t.id)).members for t in await nous.threads(user_id="ana", limit=50)}
+    assert await nous.build_threads() == 0  # nothing left to thread
+    report = await nous.maintain(rebuild_threads=True)
+    assert report.threaded >= len(GARDEN) + len(MARATHON)
+    after = {t.id: (await nous.thread(t.id)).members for t in await nous.threads(user_id="ana", limit=50)}
+    assert after == before
+
+
+async def test_forgotten_memories_leave_threads_and_users_stay_apart(nous: Nous) -> None:
+    await nous.ingest(json.dumps(chat()), user_id="ana")
+    other = chat()
+    other["id"] = "topics-bob"
+    await nous.ingest(json.dumps(other), user_id="bob")
+    await nous.process_events()
+    ana = await nous.threads(user_id="ana", shared=False, limit=50)
+    bob = await nous.threads(user_id="bob", shared=False, limit=50)
+    assert ana and bob and {t.user_id for t in ana} == {"ana"} and {t.user_id for t in bob} == {"bob"}
+    for thread in ana:
+        members = (await nous.thread(thread.id)).members or []
+        assert {(await nous.get(m.memory_id)).user_id for m in members} == {"ana"}
+    thread = await nous.thread(ana[0].id)
+    assert thread.members
+    gone = thread.members[0].memory_id
+    await nous.forget(gone)
+    again = await nous.thread(ana[0].id)
+    assert gone not in [m.memory_id for m in again.members or []]
+    assert again.size == thread.size - 1
+
+
+def test_threading_is_deterministic_and_incremental() -> None:
+    """Threading in one run or in two (the second continuing from the first's state) agrees."""
+    rng = np.random.default_rng(7)
+    topics = rng.normal(size=(3, 16))
+    items = []
+    for i in range(60):
+        v = topics[i % 3] + 0.3 * rng.normal(size=16)
+        items.append(
+            ThreadItem(
+                id=f"m{i:02d}",
+                user_id=None,
+                session_id=f"s{i // 20}",
+                occurred_at=T0 + timedelta(minutes=i),
+                vector=(v / np.linalg.norm(v)).astype(np.float32),
+                words=[],
+            )
+        )
+    whole, threads = thread_all(items, [], lambda item: f"t:{item.id}")
+    first, state = thread_all(items[:30], [], lambda item: f"t:{item.id}")
+    for t in state:
+        t.changed = t.new = False
+    rest, _ = thread_all(items[30:], state, lambda item: f"t:{item.id}")
+    assert dict(whole) == dict(first + rest)
+    assert len(threads) == 3
