@@ -61,7 +61,9 @@ def within_two(groups: list[list[str]], thread_of: dict[str, str]) -> bool:
     """Some two threads hold a message of every evidence group."""
     sets = [{thread_of[m] for m in g if m in thread_of} for g in groups]
     candidates = set().union(*sets)
-    return any(all(s & set(pair) for s in sets) for pair in itertools.combinations_with_replacement(candidates, 2))
+    return any(
+        all(s & set(pair) for s in sets) for pair in itertools.combinations_with_replacement(candidates, 2)
+    )
 
 
 def main() -> None:
@@ -70,7 +72,9 @@ def main() -> None:
     parser.add_argument("--thresholds", nargs="+", type=float, default=[0.45, 0.5, 0.55, 0.6])
     args = parser.parse_args()
     provider = create_provider(Settings())
-    print("| file | messages | multi-group q | threshold | threads | mean size | largest share | evidence in ≤2 threads | seconds |")
+    print(
+        "| file | messages | multi-group q | threshold | threads | mean size | largest share | evidence in ≤2 threads | seconds |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for path in args.files:
         conv = load(path)

@@ -69,7 +69,7 @@ from nous.models.threads import Thread
 from nous.retrieval import RecallQuery, Retriever
 from nous.retrieval.query import validate_limit_and_window, validate_min_score
 from nous.storage import Store, create_store
-from nous.storage.base import EraseUser, PutEdge, RetryEvent, ThreadRecord
+from nous.storage.base import EraseUser, PutEdge, RetryEvent
 
 
 def parse_kinds(kinds: Sequence[str | MemoryKind] | str | MemoryKind | None) -> tuple[MemoryKind, ...] | None:
@@ -949,27 +949,20 @@ class Nous:
             return await build_threads(self.store, self.agent_id, rebuild=rebuild)
 
     async def threads(
-        self,
-        *,
-        user_id: str | None = None,
-        shared: bool = True,
-        any_user: bool = False,
-        limit: int = 20,
-        query: str | None = None,
+        self, *, user_id: str | None = None, limit: int = 20, query: str | None = None
     ) -> list[Thread]:
-        """Topic threads of ``user_id`` (with ``shared``, the agent's shared threads too; no user:
-        the shared ones), or of every user with ``any_user``: newest activity first, or with
-        ``query`` the best matching first (each with its ``score``)."""
+        """Topic threads: those of ``user_id`` and the agent's shared ones (no user: every thread
+        of the agent), newest activity first, or with ``query`` the best matching first (each
+        with its ``score``)."""
         validate_limit_and_window(limit, None, None)
-        scopes: list[str | None] = [user_id] if user_id is None or not shared else [user_id, None]
-        records: list[ThreadRecord] = []
-        if any_user:
-            records = await self.store.threads(self.agent_id, any_user=True, limit=MAX_THREADS if query else limit)
+        wanted = MAX_THREADS if query else limit
+        if user_id is None:
+            records = await self.store.threads(self.agent_id, any_user=True, limit=wanted)
         else:
-            for scope in scopes:
-                records += await self.store.threads(
-                    self.agent_id, user_id=scope, limit=MAX_THREADS if query else limit
-                )
+            records = [
+                *await self.store.threads(self.agent_id, user_id=user_id, limit=wanted),
+                *await self.store.threads(self.agent_id, user_id=None, limit=wanted),
+            ]
         records = [r for r in records if r.size > 0]
         if query is None or not query.strip():
             records.sort(key=lambda r: (r.last_at or r.created_at, r.id), reverse=True)

@@ -120,8 +120,8 @@ async def plan_threads(store: Store, agent_id: str, *, limit: int = BATCH) -> tu
         members.setdefault(thread_id, []).append(memories[memory_id])
     ops: list[WriteOp] = []
     for thread in (t for t in threads if t.changed):
-        record = records.get(thread.id)
-        sample = await _label_sample(store, agent_id, thread.id, members[thread.id], record is not None)
+        known = records.get(thread.id)
+        sample = await _label_sample(store, agent_id, thread.id, members[thread.id], known is not None)
         updated = ThreadRecord(
             id=thread.id,
             agent_id=agent_id,
@@ -133,10 +133,10 @@ async def plan_threads(store: Store, agent_id: str, *, limit: int = BATCH) -> tu
             first_at=thread.first_at,
             last_at=thread.last_at,
             last_session=thread.last_session,
-            created_at=record.created_at if record else at,
+            created_at=known.created_at if known else at,
             updated_at=at,
         )
-        ops.append(PutThread(updated, expect_version=record.version if record else None))
+        ops.append(PutThread(updated, expect_version=known.version if known else None))
     ops += [
         AddThreadMember(agent_id, thread_id, memory_id, by_id[memory_id].occurred_at, at)
         for memory_id, thread_id in pairs
@@ -199,7 +199,9 @@ def thread_scores(
     return out
 
 
-def thread_model(record: ThreadRecord, *, score: float | None = None, members: list[ThreadMember] | None = None) -> Thread:
+def thread_model(
+    record: ThreadRecord, *, score: float | None = None, members: list[ThreadMember] | None = None
+) -> Thread:
     """A stored thread as the API shows it."""
     return Thread(
         id=record.id,

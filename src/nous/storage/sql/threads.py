@@ -22,8 +22,7 @@ from nous.storage.sql.plan import Dialect, Plan, SQLRunner, Stmt
 _STATE = "label, size, vector_sum, keywords, first_at, last_at, last_session, updated_at"
 # A member counts while its memory is active: forgotten memories leave their thread at once.
 _LIVE = (
-    "FROM thread_members tm JOIN memories m ON m.agent_id = tm.agent_id AND m.id = tm.memory_id "
-    "AND m.active"
+    "FROM thread_members tm JOIN memories m ON m.agent_id = tm.agent_id AND m.id = tm.memory_id AND m.active"
 )
 
 
@@ -82,7 +81,8 @@ def erase_user_threads(agent_id: str, user_id: str) -> Plan[None]:
     """Delete one user's threads and their memberships (part of erasing the user)."""
     mine = "SELECT id FROM threads WHERE agent_id = ? AND user_id = ?"
     yield Stmt(
-        f"DELETE FROM thread_members WHERE agent_id = ? AND thread_id IN ({mine})", (agent_id, agent_id, user_id)
+        f"DELETE FROM thread_members WHERE agent_id = ? AND thread_id IN ({mine})",
+        (agent_id, agent_id, user_id),
     )
     yield Stmt("DELETE FROM threads WHERE agent_id = ? AND user_id = ?", (agent_id, user_id))
 
