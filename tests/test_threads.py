@@ -1,18 +1,25 @@
 """Topic threads on both backends: a user who talks about two topics across sessions gets (at
 least) two threads, each holding its topic's messages in time order; threading again, or
 rebuilding, gives the same threads; a forgotten memory leaves its thread; another user's
-memories never join this user's threads (issue 32, item 1)."""
+memories never join this user's threads, nor show over REST, MCP or the inspector (issue 32,
+item 1)."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import numpy as np
+import pytest
 
-from nous import Nous
+from nous import Nous, Settings
 from nous.memory.threading import ThreadItem, thread_all
+from nous.server import create_key
+from tests.test_server import LiveServer, live
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -100,15 +107,29 @@ async def test_two_topics_across_sessions_make_two_threads(nous: Nous) -> None:
     )
 
 
-async def test_threading_is_idempotent_and_rebuild_gives_the_same_threads(nous: Nous) -> None:
+async def _snapshot(nous: Nous) -> dict[str, tuple[str, list[str]]]:
+    """Every thread: its label and its members' ids in order."""
+    out = {}
+    for t in await nous.threads(limit=100):
+        members = (await nous.thread(t.id)).members or []
+        out[t.id] = (t.label, [m.memory_id for m in members])
+    return out
+
+
+async def test_threading_is_idempotent_and_a_rebuild_is_reproducible(nous: Nous) -> None:
     await nous.ingest(json.dumps(chat()), user_id="ana")
     await nous.process_events()
-    before = {t.id: (await nous.thread(t.id)).members for t in await nous.threads(user_id="ana", limit=50)}
-    assert await nous.build_threads() == 0  # nothing left to thread
+    built = await _snapshot(nous)
+    assert await nous.build_threads() == 0  # nothing left to thread: a second run changes nothing
+    assert (await nous.maintain()).threaded == 0
+    assert await _snapshot(nous) == built
+    # a rebuild threads every memory again in time order (not in the order they arrived, so its
+    # threads may differ from those built as events came), and the same every time
     report = await nous.maintain(rebuild_threads=True)
-    assert report.threaded >= len(GARDEN) + len(MARATHON)
-    after = {t.id: (await nous.thread(t.id)).members for t in await nous.threads(user_id="ana", limit=50)}
-    assert after == before
+    assert report.threaded == sum(len(members) for _, members in built.values())
+    rebuilt = await _snapshot(nous)
+    assert await nous.build_threads(rebuild=True) == report.threaded
+    assert await _snapshot(nous) == rebuilt
 
 
 async def test_forgotten_memories_leave_threads_and_users_stay_apart(nous: Nous) -> None:
@@ -156,3 +177,78 @@ def test_threading_is_deterministic_and_incremental() -> None:
     rest, _ = thread_all(items[30:], state, lambda item: f"t:{item.id}")
     assert dict(whole) == dict(first + rest)
     assert len(threads) == 3
+
+
+# -- the interfaces: REST, MCP, the inspector --------------------------------------------------
+async def _two_users(settings: Settings) -> dict[str, str]:
+    """Ana's and Bob's chats threaded, and keys: the agent's, Ana's and Bob's."""
+    async with Nous(settings, agent_id="agent-a") as nous:
+        await nous.ingest(json.dumps(chat()), user_id="ana")
+        bobs = chat()
+        bobs["id"] = "topics-bob"
+        await nous.ingest(json.dumps(bobs), user_id="bob")
+        await nous.process_events()
+        return {
+            name: (await create_key(nous.store, agent_id="agent-a", user_id=user))[1]
+            for name, user in {"agent": None, "ana": "ana", "bob": "bob"}.items()
+        }
+
+
+@pytest.fixture
+def served(database_url: str, settings: Settings) -> Iterator[tuple[LiveServer, dict[str, str]]]:
+    with live(settings.model_copy(update={"database_url": database_url}), _two_users) as pair:
+        yield pair
+
+
+def _get(server: LiveServer, key: str, path: str, **params: Any) -> httpx.Response:
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
+        return client.get(path, params=params)
+
+
+async def test_rest_mcp_and_inspector_show_a_users_threads_only(
+    served: tuple[LiveServer, dict[str, str]],
+) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    server, keys = served
+    every = _get(server, keys["agent"], "/v1/threads", limit=100).json()["items"]
+    assert {t["user_id"] for t in every} == {"ana", "bob"}
+    anas = _get(server, keys["ana"], "/v1/threads", limit=100).json()["items"]
+    assert anas and {t["user_id"] for t in anas} == {"ana"}
+    bobs_thread = next(t["id"] for t in every if t["user_id"] == "bob")
+    # another user's thread answers as a missing one does
+    hidden = _get(server, keys["ana"], f"/v1/threads/{bobs_thread}")
+    missing = _get(server, keys["ana"], "/v1/threads/no-such-thread")
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.json()["detail"].replace(bobs_thread, "X") == missing.json()["detail"].replace(
+        "no-such-thread", "X"
+    )
+    best = _get(server, keys["ana"], "/v1/threads", query="tomato seedlings with yellow leaves", limit=1)
+    thread = _get(server, keys["ana"], f"/v1/threads/{best.json()['items'][0]['id']}").json()
+    times = [m["occurred_at"] for m in thread["members"]]
+    assert times == sorted(times) and any("tomato" in m["content"] for m in thread["members"])
+    bob_ids = {
+        m["memory_id"] for m in _get(server, keys["bob"], f"/v1/threads/{bobs_thread}").json()["members"]
+    }
+
+    # MCP: the timeline of a topic, as dated lines, from the caller's threads only
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {keys['ana']}"}, timeout=60)
+    async with Client(streamable_http_client(f"{server.url}/mcp/", http_client=http)) as mcp:
+        result = await mcp.call_tool(
+            "timeline", {"topic": "marathon training and running shoes", "threads": 5}
+        )
+    assert not result.is_error
+    text = json.dumps(result.structured_content)
+    assert "marathon" in text and "2026-03-" in text
+    assert not any(i in text for i in bob_ids)
+
+    # the inspector: the list links each thread's page, which lists its members in time order
+    listed = _get(server, keys["ana"], "/ui/threads")
+    assert listed.status_code == 200 and f"/ui/threads/{thread['id']}" in listed.text
+    page = _get(server, keys["ana"], f"/ui/threads/{thread['id']}")
+    assert page.status_code == 200 and "<script" not in page.text
+    links = re.findall(r'href="/ui/memories/([^"]+)"', page.text)
+    assert links == [m["memory_id"] for m in thread["members"]]
+    assert _get(server, keys["ana"], f"/ui/threads/{bobs_thread}").status_code == 404

@@ -29,7 +29,7 @@ import numpy as np
 from nous._text import keyword_terms
 from nous.language.lexicon import GENERIC
 
-JOIN_AT = 0.55  # a memory joins the best thread scoring at least this, else starts its own
+JOIN_AT = 0.35  # a memory joins the best thread scoring at least this, else starts its own
 WORDS_WEIGHT = 0.3  # how much the share of shared frequent words adds to the cosine
 CONTINUITY = 0.1  # bonus of the thread that the memory's session was last in
 KEYWORDS_KEPT = 40  # a thread's keyword state: its this many most frequent words
