@@ -233,7 +233,7 @@ ROUTES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
     ("GET", "/v1/jobs/{job_id}"): lambda c: [(("GET", "/v1/jobs/{job}", None), hidden)],
     ("GET", "/v1/threads"): lambda c: [
         (("GET", "/v1/threads?limit=1000", None), clean),
-        (("GET", "/v1/threads?query=when+is+the+Zorblax+launch%3F", None), clean),
+        (("GET", "/v1/threads?query=when+is+the+launch%3F", None), clean),
     ],
     ("GET", "/v1/threads/{thread_id}"): lambda c: [(("GET", "/v1/threads/{thread}", None), hidden)],
     ("GET", "/v1/export"): lambda c: [(("GET", "/v1/export", None), agent_view)],
@@ -287,7 +287,7 @@ UI_PAGES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = 
     ("GET", "/ui/health"): lambda c: [(("GET", "/ui/health", None), agent_view)],
     ("GET", "/ui/threads"): lambda c: [
         (("GET", "/ui/threads", None), clean),
-        (("GET", "/ui/threads?q=Zorblax+launch", None), clean),
+        (("GET", "/ui/threads?q=the+launch+on+Friday", None), clean),
     ],
     ("GET", "/ui/threads/{thread_id}"): lambda c: [(("GET", "/ui/threads/{thread}", None), hidden)],
     ("POST", "/ui/memories/{memory_id}/link"): lambda c: [
@@ -521,7 +521,7 @@ def _mcp_text(result: Any) -> str:
 MCP_TOOLS: dict[str, tuple[dict[str, Any], str]] = {  # tool -> (arguments, expectation), in order
     "recall": ({"query": "what is the vault combination?", "limit": 50}, "clean"),
     "recall_recent": ({"limit": 100, "hours": 48}, "clean"),
-    "timeline": ({"topic": "when is the Zorblax launch?", "threads": 5}, "clean"),
+    "timeline": ({"topic": "when is the launch?", "threads": 5}, "clean"),
     "record_decision": ({"description": "Use the Porto venue", "confidence": 0.6}, "clean"),
     "check_similar": ({"content": "Where is the ledger moving?"}, "unique"),
     "check_action": ({"action": "wipe the vault now"}, "allow"),

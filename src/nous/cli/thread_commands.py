@@ -9,10 +9,11 @@ import typer
 from nous.api import Nous
 from nous.cli.output import console, day, print_json, short, table, when
 from nous.cli.runtime import fail, with_nous
+from nous.errors import NotFoundError
 from nous.models.threads import Thread
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
-PREFIX_SCAN = 100_000  # threads looked through to resolve an id prefix
+PREFIX_SCAN = 1000  # threads looked through to resolve an id prefix
 
 
 def register(app: typer.Typer) -> None:
@@ -62,10 +63,13 @@ def threads(
 
 
 async def _resolve(nous: Nous, thread_id: str) -> Thread:
-    """The thread with this id, or the one whose id starts with it."""
+    """The thread with this id, or the one (of the newest PREFIX_SCAN) whose id starts with it."""
     wanted = thread_id.strip()
-    every = await nous.threads(limit=PREFIX_SCAN)
-    matches = [t for t in every if t.id == wanted] or [t for t in every if t.id.startswith(wanted)]
+    try:
+        return await nous.thread(wanted)
+    except NotFoundError:
+        pass
+    matches = [t for t in await nous.threads(limit=PREFIX_SCAN) if t.id.startswith(wanted)] if wanted else []
     if len(matches) != 1:
         raise fail(
             f"no thread with id {thread_id!r}" if not matches else f"{thread_id!r} names several threads", 2
