@@ -277,9 +277,8 @@ def maintain(
     still remembered (FSRS-style retrievability); dormant and archived memories rank lower in
     recall but are never deleted. Safe to run as often as you like, e.g. daily from cron.
 
-    Examples:
-      nous maintain --events --json
-      nous maintain --threads
+    Example: nous maintain --events --json
+    Example: nous maintain --threads
     """
 
     async def act(nous: Nous) -> tuple[MaintenanceReport, WorkerReport | None]:

@@ -37,10 +37,9 @@ def threads(
     episodes of one topic across sessions. Threads are built as events are processed (`nous
     worker`, `nous maintain --events`) and by `nous maintain`.
 
-    Examples:
-      nous threads
-      nous threads --user ana --query "marathon training"
-      nous threads --json
+    Example: nous threads
+    Example: nous threads --user ana --query "marathon training"
+    Example: nous threads --json
     """
     found = with_nous(ctx, lambda nous: nous.threads(user_id=user, limit=limit, query=query))
     if as_json:
@@ -86,9 +85,8 @@ def thread(
 ) -> None:
     """Show one topic thread: its members in time order, one dated line each.
 
-    Examples:
-      nous thread 3f2a9c1b
-      nous thread 3f2a9c1b --json
+    Example: nous thread 3f2a9c1b
+    Example: nous thread 3f2a9c1b --json
     """
     found = with_nous(ctx, lambda nous: _resolve(nous, thread_id))
     if as_json:
