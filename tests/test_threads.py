@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 from nous import Nous, Settings
+from nous.errors import ConflictError
 from nous.memory.threading import ThreadItem, thread_all
+from nous.memory.threads import plan_threads
 from nous.server import create_key
 from tests.test_server import LiveServer, live
 
@@ -151,6 +153,31 @@ async def test_forgotten_memories_leave_threads_and_users_stay_apart(nous: Nous)
     again = await nous.thread(ana[0].id)
     assert gone not in [m.memory_id for m in again.members or []]
     assert again.size == thread.size - 1
+
+
+async def test_two_runs_deciding_from_the_same_state_cannot_both_write(nous: Nous) -> None:
+    """Read-decide-write is guarded: the run that writes second fails whole (its event is retried
+    and then finds the memories threaded), whether it would start the same threads, add to a
+    thread the first changed, or thread a memory the first threaded."""
+    await nous.ingest(json.dumps(chat()), user_id="ana")  # no events processed: nothing threaded
+    first, count = await plan_threads(nous.store, nous.agent_id)
+    second, _ = await plan_threads(nous.store, nous.agent_id)
+    assert count >= len(GARDEN) + len(MARATHON)
+    await nous.store.apply(first)
+    built = await _snapshot(nous)
+    with pytest.raises(ConflictError):
+        await nous.store.apply(second)
+    assert await _snapshot(nous) == built
+    await nous.learn("Ana's tomato plants in the garden beds need more sun", user_id="ana")
+    one, added = await plan_threads(nous.store, nous.agent_id)
+    other, _ = await plan_threads(nous.store, nous.agent_id)
+    assert added == 1
+    await nous.store.apply(one)
+    grown = await _snapshot(nous)
+    with pytest.raises(ConflictError):
+        await nous.store.apply(other)
+    assert await _snapshot(nous) == grown
+    assert (await plan_threads(nous.store, nous.agent_id))[1] == 0
 
 
 def test_threading_is_deterministic_and_incremental() -> None:
