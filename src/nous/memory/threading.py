@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -34,6 +34,7 @@ WORDS_WEIGHT = 0.3  # how much the share of shared frequent words adds to the co
 CONTINUITY = 0.1  # bonus of the thread that the memory's session was last in
 KEYWORDS_KEPT = 40  # a thread's keyword state: its this many most frequent words
 BACKGROUND_PRIOR = 20  # the background counts this many zero vectors (see ``Threader._background``)
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
 ITEM_WORDS = 24  # a memory's words considered (its first distinct content words)
 
 
@@ -49,7 +50,7 @@ class ThreadItem:
     words: list[str]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a thread is itself: compared by identity
 class ThreadState:
     """A thread's incremental state: the sum of its members' vectors, its word counts (the
     ``KEYWORDS_KEPT`` most frequent: how many members used each), its size and times."""
@@ -103,7 +104,7 @@ class Threader:
             self._by_scope.setdefault(t.user_id, []).append(t)
             if t.last_session is not None:
                 seen = self._last_thread.get(t.last_session)
-                if seen is None or (t.last_at or datetime.min) > (seen.last_at or datetime.min):
+                if seen is None or (t.last_at or _EARLIEST) > (seen.last_at or _EARLIEST):
                     self._last_thread[t.last_session] = t
 
     def _background(self, threads: list[ThreadState]) -> np.ndarray | float:
