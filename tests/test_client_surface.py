@@ -59,6 +59,7 @@ ENGINE_ONLY = {
     "similar": "raw cosine neighbours for dedup internals: use check_similar",
     "backfill_embeddings": "maintenance of the server's own store (nous maintain)",
     "maintain": "maintenance of the server's own store (nous maintain)",
+    "build_threads": "maintenance of the server's own store (its event worker, nous maintain)",
     "run_pipeline": "the server runs its own event worker",
     "process_events": "the server runs its own event worker",
     "end_idle_sessions": "the server's worker ends idle sessions",

@@ -231,6 +231,11 @@ ROUTES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = {
         (("POST", "/v1/ingest", INTRUDER_CONVERSATION), queued),
     ],
     ("GET", "/v1/jobs/{job_id}"): lambda c: [(("GET", "/v1/jobs/{job}", None), hidden)],
+    ("GET", "/v1/threads"): lambda c: [
+        (("GET", "/v1/threads?limit=1000", None), clean),
+        (("GET", "/v1/threads?query=when+is+the+launch%3F", None), clean),
+    ],
+    ("GET", "/v1/threads/{thread_id}"): lambda c: [(("GET", "/v1/threads/{thread}", None), hidden)],
     ("GET", "/v1/export"): lambda c: [(("GET", "/v1/export", None), agent_view)],
     ("POST", "/v1/import"): lambda c: [(("POST", "/v1/import", "{import}"), agent_view)],
     ("POST", "/v1/decisions"): lambda c: [
@@ -280,6 +285,11 @@ UI_PAGES: dict[tuple[str, str], Callable[[Ctx], list[tuple[Request, Check]]]] = 
     ("GET", "/ui/sessions"): lambda c: [(("GET", "/ui/sessions", None), clean)],
     ("GET", "/ui/sessions/{session_id}"): lambda c: [(("GET", "/ui/sessions/owner-session", None), hidden)],
     ("GET", "/ui/health"): lambda c: [(("GET", "/ui/health", None), agent_view)],
+    ("GET", "/ui/threads"): lambda c: [
+        (("GET", "/ui/threads", None), clean),
+        (("GET", "/ui/threads?q=the+launch+on+Friday", None), clean),
+    ],
+    ("GET", "/ui/threads/{thread_id}"): lambda c: [(("GET", "/ui/threads/{thread}", None), hidden)],
     ("POST", "/ui/memories/{memory_id}/link"): lambda c: [
         (("POST", "/ui/memories/{fact}/link", {"target": c.own_fact}), hidden),
         (("POST", f"/ui/memories/{c.own_fact}/link", {"target": "{fact}"}), hidden),
@@ -378,7 +388,7 @@ def _client(server: LiveServer, key: str) -> httpx.Client:
     return httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
 
 
-def _plant(owner: httpx.Client, *, users: bool) -> dict[str, str]:
+def _plant(owner: httpx.Client, *, users: bool, settings: Settings) -> dict[str, str]:
     """The owner's memory of every kind it may write; its ids by name."""
 
     def create(body: dict[str, Any]) -> str:
@@ -412,14 +422,31 @@ def _plant(owner: httpx.Client, *, users: bool) -> dict[str, str]:
         assert owner.put("/v1/identity/character", json={"content": "Keeper of Zorblax"}).status_code == 200
     # an event of the owner's (an agent's key lists them; a user-bound one has no event view)
     ids["event"] = ids["fact"] if users else owner.get("/v1/events").json()["items"][0]["id"]
+    ids["thread"] = _owners_thread(owner, settings)
     return ids
+
+
+def _owners_thread(owner: httpx.Client, settings: Settings) -> str:
+    """A topic thread of the owner's: the store's threads built now (no worker runs here), and
+    the first the owner's key lists."""
+
+    async def build() -> None:
+        async with Nous(settings, agent_id="agent-a") as nous:
+            await nous.build_threads()
+
+    asyncio.run(build())
+    found = owner.get("/v1/threads").json()["items"]
+    assert found, "the owner has no thread"
+    return str(found[0]["id"])
 
 
 def _snapshot(owner: httpx.Client, ids: dict[str, str], agent: httpx.Client) -> dict[str, Any]:
     """What the intruder must not change: the owner's memories, session and its agent's identity
     (read with the agent's key: a user-bound key is refused it)."""
     memories = {
-        name: owner.get(f"/v1/memories/{i}").json() for name, i in ids.items() if name not in ("job", "event")
+        name: owner.get(f"/v1/memories/{i}").json()
+        for name, i in ids.items()
+        if name not in ("job", "event", "thread")
     }
     for memory in memories.values():
         for volatile in ("last_accessed_at", "access_count", "stability", "retrievability"):
@@ -451,7 +478,7 @@ def test_every_route_keeps_the_owners_memory_from_the_intruder(
         _client(server, intruder_key) as intruder,
         _client(server, keys["a"]) as agent,
     ):
-        ids = _plant(owner, users=pair == "users")
+        ids = _plant(owner, users=pair == "users", settings=server.settings)
         before = _snapshot(owner, ids, agent)
         assert before["recall"] == [ids["fact"]]
         own = intruder.post("/v1/memories", json={"type": "fact", "content": "Porto has good coffee"})
@@ -494,6 +521,7 @@ def _mcp_text(result: Any) -> str:
 MCP_TOOLS: dict[str, tuple[dict[str, Any], str]] = {  # tool -> (arguments, expectation), in order
     "recall": ({"query": "what is the vault combination?", "limit": 50}, "clean"),
     "recall_recent": ({"limit": 100, "hours": 48}, "clean"),
+    "timeline": ({"topic": "when is the launch?", "threads": 5}, "clean"),
     "record_decision": ({"description": "Use the Porto venue", "confidence": 0.6}, "clean"),
     "check_similar": ({"content": "Where is the ledger moving?"}, "unique"),
     "check_action": ({"action": "wipe the vault now"}, "allow"),
@@ -517,7 +545,7 @@ async def test_every_mcp_tool_keeps_the_owners_memory_from_the_intruder(
     server, keys = served
     owner_key, intruder_key = (keys["alice"], keys["bob"]) if pair == "users" else (keys["a"], keys["b"])
     with _client(server, owner_key) as owner, _client(server, keys["a"]) as agent:
-        ids = await asyncio.to_thread(_plant, owner, users=pair == "users")
+        ids = await asyncio.to_thread(_plant, owner, users=pair == "users", settings=server.settings)
         before = await asyncio.to_thread(_snapshot, owner, ids, agent)
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {intruder_key}"}, timeout=120)
     async with Client(streamable_http_client(f"{server.url}/mcp/", http_client=http)) as intruder:
@@ -604,6 +632,8 @@ def _cli_rows(ids: dict[str, str], tmp: Path) -> dict[str, tuple[list[str], str]
         "reply": (["reply", "--session", "secret-session", "I do not know yet."], "clean"),
         "end-session": (["end-session", "secret-session"], "clean"),
         "sessions": (["sessions"], "clean"),
+        "threads": (["threads", "--limit", "1000"], "clean"),
+        "thread": (["thread", ids["thread"]], "hidden"),
         "working-memory": (["working-memory", "owner-session"], "clean"),  # empty, as for a missing one
         "calibration": (["calibration"], "clean"),
         "review": (["review", ids["decision"], "--outcome", "failure"], "hidden"),
@@ -679,6 +709,8 @@ def test_every_cli_command_with_another_agent_sees_nothing_of_the_owners(
     before = run("agent-a", ["export", "-o", str(tmp_path / "before.jsonl")])
     assert before.exit_code == 0
     ids["event"] = json.loads(run("agent-a", ["events", "--json"]).stdout)[0]["id"]
+    assert run("agent-a", ["maintain"]).exit_code == 0  # builds the owner's topic threads
+    ids["thread"] = json.loads(run("agent-a", ["threads", "--json"]).stdout)[0]["id"]
     rows = _cli_rows(ids, tmp_path)
     assert _commands() - set(NOT_AGENT_SCOPED) == set(rows), "a command without an isolation row"
     for name, (args, expect) in sorted(rows.items(), key=lambda row: row[0] == "learn"):

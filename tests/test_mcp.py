@@ -19,6 +19,7 @@ TOOLS = {
     "remember",
     "recall",
     "recall_recent",
+    "timeline",
     "record_decision",
     "check_similar",
     "check_action",
@@ -91,6 +92,14 @@ async def test_the_tools_in_process(
         assert not_a_time.is_error and "since" in _text(not_a_time)
         recent = _data(await a.call_tool("recall_recent", {"limit": 5}))
         assert isinstance(recent, list)
+        await a.call_tool("remember", {"content": "Staging moved from us-east-1 to eu-west-1 in March"})
+        async with open_for("agent-a") as engine:
+            await engine.build_threads()
+        story = _data(await a.call_tool("timeline", {"topic": "where does staging run?"}))
+        assert story and any("eu-west-1" in line for line in story[0]["lines"])
+        assert all(line[:4].isdigit() for line in story[0]["lines"])  # dated lines, oldest first
+        dates = [line[:16] for line in story[0]["lines"]]
+        assert dates == sorted(dates)
         bad = await a.call_tool("remember", {"content": "   "})
         assert bad.is_error and "empty" in _text(bad)
         forgotten = _data(await a.call_tool("forget", {"memory_id": stored["id"]}))
@@ -132,6 +141,7 @@ async def test_every_tool_of_agent_b_is_blind_to_agent_a(
     calls: list[tuple[str, dict[str, Any]]] = [
         ("recall", {"query": "launch code name"}),
         ("recall_recent", {"limit": 20}),
+        ("timeline", {"topic": "the launch code name", "threads": 5}),
         ("check_similar", {"content": secret}),
         ("context", {"session_id": "b1", "user_text": "What is the launch code name?"}),
         ("check_action", {"action": "announce the Bluebird launch"}),

@@ -33,7 +33,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 import nous.server
-from nous import Settings
+from nous import Nous, Settings
 from nous.server import create_app
 from nous.server.mcp import create_mcp_server
 from nous.server.scope import (
@@ -41,6 +41,7 @@ from nous.server.scope import (
     MemoryRef,
     ScopeMarker,
     SessionRef,
+    ThreadRef,
     UserRef,
     agent_key,
     marked_parameters,
@@ -296,6 +297,8 @@ BASES: dict[tuple[str, str], Callable[[str], Base]] = {  # route -> (the intrude
     # the routes whose marked parameter is in the path
     ("GET", "/v1/memories/{memory_id}"): lambda own: _path("/v1/memories/{memory_id}"),
     ("GET", "/v1/jobs/{job_id}"): lambda own: _path("/v1/jobs/{job_id}"),
+    ("GET", "/v1/threads"): lambda own: _path("/v1/threads"),
+    ("GET", "/v1/threads/{thread_id}"): lambda own: _path("/v1/threads/{thread_id}"),
     ("PATCH", "/v1/memories/{memory_id}"): lambda own: _path("/v1/memories/{memory_id}", {"tags": ["probe"]}),
     ("DELETE", "/v1/memories/{memory_id}"): lambda own: _path("/v1/memories/{memory_id}"),
     ("POST", "/v1/memories/{memory_id}/restore"): lambda own: _path("/v1/memories/{memory_id}/restore"),
@@ -340,7 +343,7 @@ BASES: dict[tuple[str, str], Callable[[str], Base]] = {  # route -> (the intrude
 }
 
 
-def _plant(bob: httpx.Client, agent: httpx.Client) -> dict[str, dict[str, str]]:
+def _plant(bob: httpx.Client, agent: httpx.Client, settings: Settings) -> dict[str, dict[str, str]]:
     """Bob's memory and session, and the agent's shared memory: their ids by owner and kind."""
 
     def made(client: httpx.Client, path: str, body: dict[str, Any]) -> str:
@@ -373,7 +376,21 @@ def _plant(bob: httpx.Client, agent: httpx.Client) -> dict[str, dict[str, str]]:
         ("/v1/sessions/owner-session/reply", {"text": "Zorblax: Friday, noted."}),
     ):
         assert bob.post(path, json=body).status_code == 200
+    ids["threads"] = {"bob": _bobs_thread(bob, settings)}
     return ids
+
+
+def _bobs_thread(bob: httpx.Client, settings: Settings) -> str:
+    """One of bob's topic threads, built now (no event worker runs here)."""
+
+    async def build() -> None:
+        async with Nous(settings, agent_id="agent-a") as nous:
+            await nous.build_threads()
+
+    asyncio.run(build())  # from a sync test or a worker thread: no loop runs here
+    found = [t for t in bob.get("/v1/threads").json()["items"] if t["user_id"] == "bob"]
+    assert found, "bob has no thread"
+    return str(found[0]["id"])
 
 
 def _state(bob: httpx.Client, agent: httpx.Client, ids: dict[str, dict[str, str]]) -> dict[str, Any]:
@@ -399,6 +416,8 @@ def _value(marker: ScopeMarker, field: str, side: Side, ids: dict[str, dict[str,
         return side.user
     if isinstance(marker, JobRef):
         return None if side.target == "shared" else ids["jobs"]["bob"]
+    if isinstance(marker, ThreadRef):
+        return None if side.target == "shared" else ids["threads"]["bob"]
     if isinstance(marker, SessionRef):
         return None if side.target == "shared" else side.session
     if side.target == "shared" and marker.need == "visible":
@@ -413,7 +432,7 @@ def _expect(scoped: Scoped, side: Side) -> int | None:
         return 403
     if isinstance(marker, UserRef):
         return 403 if side.user else None
-    if isinstance(marker, JobRef):
+    if isinstance(marker, JobRef | ThreadRef):
         return 404
     if isinstance(marker, SessionRef) or marker.unknown == "drop":
         return None
@@ -440,7 +459,7 @@ def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
     clients = {name: _client(server, keys[name]) for name in ("a", "b", "alice", "bob")}
     tried: set[tuple[str, str, str, str]] = set()
     try:
-        ids = _plant(clients["bob"], clients["a"])
+        ids = _plant(clients["bob"], clients["a"], server.settings)
         before = _state(clients["bob"], clients["a"], ids)
         for side in SIDES:
             intruder = clients[side.key]
@@ -448,7 +467,7 @@ def test_every_marked_field_refuses_the_other_sides_memory_session_and_user(
                 i
                 for owner, got in ids.items()
                 for i in got.values()
-                if owner in ("bob", "jobs") or side.key == "b"
+                if owner in ("bob", "jobs", "threads") or side.key == "b"
             }
             own = intruder.post("/v1/memories", json={"type": "fact", "content": "Porto trams are yellow"})
             assert own.status_code == 201, own.text
@@ -540,6 +559,7 @@ MCP_BASES: dict[str, dict[str, Any]] = {
     "remember": {"content": "Porto has good coffee"},
     "recall": {"query": "what is the vault combination?", "limit": 50},
     "recall_recent": {"limit": 100, "hours": 48},
+    "timeline": {"topic": "when is the launch?", "threads": 5},
     "record_decision": {"description": "Use the Porto venue", "confidence": 0.6},
     "check_similar": {"content": "Where is the ledger moving?"},
     "check_action": {"action": "wipe the vault now"},
@@ -570,14 +590,14 @@ async def test_every_marked_tool_parameter_refuses_the_other_sides_memory_sessio
     clients = {name: _client(server, keys[name]) for name in ("a", "bob")}
     tried: set[tuple[str, str, str]] = set()
     try:
-        ids = await asyncio.to_thread(_plant, clients["bob"], clients["a"])
+        ids = await asyncio.to_thread(_plant, clients["bob"], clients["a"], server.settings)
         before = await asyncio.to_thread(_state, clients["bob"], clients["a"], ids)
         for side in SIDES:
             unseen = {
                 i
                 for owner, got in ids.items()
                 for i in got.values()
-                if owner in ("bob", "jobs") or side.key == "b"
+                if owner in ("bob", "jobs", "threads") or side.key == "b"
             }
             http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {keys[side.key]}"}, timeout=120)
             async with Client(streamable_http_client(f"{server.url}/mcp/", http_client=http)) as intruder:

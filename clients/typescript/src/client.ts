@@ -34,6 +34,7 @@ export type ActionCheck = Schema<"ActionCheck">;
 export type Job = Schema<"Job">;
 export type IngestReport = Schema<"IngestReport">;
 export type Health = Schema<"Health">;
+export type Thread = Schema<"Thread">;
 
 /** Options every call takes. */
 export interface CallOptions {
@@ -82,6 +83,7 @@ export type EndSessionOptions = RequestBody<"endSession"> & CallOptions;
 export type DecisionOptions = Without<RequestBody<"createDecision">, "content"> & CreateOptions;
 export type CheckActionOptions = Without<RequestBody<"checkAction">, "action"> & CallOptions;
 export type IngestOptions = Query<"ingest"> & CreateOptions;
+export type ThreadsOptions = Query<"listThreads"> & CallOptions;
 
 /** A client of one Nous server, acting as the agent (or user) its key belongs to. */
 export class NousClient {
@@ -203,6 +205,21 @@ export class NousClient {
   /** An ingest job's status and progress. */
   job(jobId: string, options: CallOptions = {}): Promise<Job> {
     return this.request("GET", `/v1/jobs/${segment(jobId)}`, options) as Promise<Job>;
+  }
+
+  // -- topic threads ---------------------------------------------------------------------------
+
+  /** Topic threads (the memories of one topic across sessions), newest activity first, or the
+   * best matching `query` first. */
+  async threads(options: ThreadsOptions = {}): Promise<Thread[]> {
+    const [call, query] = split(options);
+    const page = (await this.request("GET", "/v1/threads", { ...call, query })) as { items: Thread[] };
+    return page.items;
+  }
+
+  /** One topic thread with its members in time order. */
+  thread(threadId: string, options: CallOptions = {}): Promise<Thread> {
+    return this.request("GET", `/v1/threads/${segment(threadId)}`, options) as Promise<Thread>;
   }
 
   /** The server's health (no key needed). */

@@ -859,6 +859,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/threads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Threads
+         * @description Topic threads: ``Nous.threads``.
+         */
+        get: operations["listThreads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/threads/{thread_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Thread
+         * @description One topic thread with its members in time order: ``Nous.thread``.
+         */
+        get: operations["getThread"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2913,6 +2953,90 @@ export interface components {
              * @description The id of the memory that replaces this one.
              */
             by: string;
+        };
+        /**
+         * Thread
+         * @description A topic thread: a readable label, its members' count and time span, and (when one thread
+         *     is asked for) its members in time order.
+         */
+        Thread: {
+            /** Id */
+            id: string;
+            /**
+             * User Id
+             * @description its user; null for the agent's shared memories
+             */
+            user_id?: string | null;
+            /** Label */
+            label: string;
+            /**
+             * Size
+             * @description how many memories it holds (forgotten ones left out)
+             */
+            size: number;
+            /** First At */
+            first_at?: string | null;
+            /**
+             * Last At
+             * @description when its newest member occurred
+             */
+            last_at?: string | null;
+            /**
+             * Keywords
+             * @description its most frequent words, most first
+             */
+            keywords?: string[];
+            /**
+             * Score
+             * @description how well it matches the query, when one was given
+             */
+            score?: number | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /**
+             * Members
+             * @description its memories in time order (only when one thread is read)
+             */
+            members?: components["schemas"]["ThreadMember"][] | null;
+        };
+        /**
+         * ThreadMember
+         * @description One memory of a thread, as a timeline shows it.
+         */
+        ThreadMember: {
+            /** Memory Id */
+            memory_id: string;
+            kind: components["schemas"]["MemoryKind"];
+            /**
+             * Occurred At
+             * Format: date-time
+             */
+            occurred_at: string;
+            /** Session Id */
+            session_id?: string | null;
+            /**
+             * Speaker
+             * @description who said it, for a conversation turn
+             */
+            speaker?: string | null;
+            /** Content */
+            content: string;
+        };
+        /**
+         * ThreadPage
+         * @description Threads, newest activity first (or best match first for a query).
+         */
+        ThreadPage: {
+            /** Items */
+            items: components["schemas"]["Thread"][];
         };
         /**
          * Tier
@@ -6604,6 +6728,135 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description No valid API key (send `Authorization: Bearer nous_...`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetail"];
+                };
+            };
+            /** @description The key may not do this (an admin key, or a user-bound key asking for the agent's data) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetail"];
+                };
+            };
+            /** @description No such memory, session or job for this key's agent */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetail"];
+                };
+            };
+            /** @description Invalid request: a field (named in `field`) is missing, of the wrong type or out of range, or the body is not JSON */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetail"];
+                };
+            };
+            /** @description The store or a provider failed; nothing was written */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetail"];
+                };
+            };
+        };
+    };
+    listThreads: {
+        parameters: {
+            query?: {
+                /** @description Whose threads: that user's and the agent's shared ones. Omit: a user-bound key's own user; for the agent's key, every thread. */
+                user_id?: string | null;
+                /** @description A topic or question: the best matching threads first. */
+                query?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThreadPage"];
+                };
+            };
+            /** @description No valid API key (send `Authorization: Bearer nous_...`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetail"];
+                };
+            };
+            /** @description The key may not do this (an admin key, or a user-bound key asking for the agent's data) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetail"];
+                };
+            };
+            /** @description Invalid request: a field (named in `field`) is missing, of the wrong type or out of range, or the body is not JSON */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetail"];
+                };
+            };
+            /** @description The store or a provider failed; nothing was written */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetail"];
+                };
+            };
+        };
+    };
+    getThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Thread"];
                 };
             };
             /** @description No valid API key (send `Authorization: Bearer nous_...`) */

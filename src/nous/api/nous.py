@@ -27,7 +27,7 @@ from nous.brain import DEFAULT_GUARDRAILS, Brain, Guardrail
 from nous.cognitive import CognitiveLayer, Context, SessionEnd, TurnContext, TurnResult, check_frame
 from nous.config import Settings
 from nous.embeddings import Embedder, EmbeddingProvider, create_provider
-from nous.errors import ConflictError, InvalidInputError, NousError
+from nous.errors import ConflictError, InvalidInputError, NotFoundError, NousError
 from nous.events import EventWorker, PipelineContext, WorkerReport
 from nous.heart import ActionCheck, ActionDecision, CensorMatch, Heart
 from nous.ingest import Conversation, IngestReport, ingest_conversation, parse_conversation
@@ -37,6 +37,8 @@ from nous.memory import MemoryRepository
 from nous.memory.dedup import DedupThresholds, SimilarityCheck
 from nous.memory.parsing import enum_value
 from nous.memory.repository import invalid_from_pydantic
+from nous.memory.threading import WORDS_WEIGHT, item_words
+from nous.memory.threads import MAX_THREADS, build_threads, thread_member, thread_model, thread_scores
 from nous.memory.write_path import WritePath
 from nous.models import (
     Calibration,
@@ -63,6 +65,7 @@ from nous.models.heart import EpisodeOutcome, FactCategory
 from nous.models.llm import LLMUsage
 from nous.models.metadata import parse_where
 from nous.models.session import IdentitySection, SessionState
+from nous.models.threads import Thread
 from nous.retrieval import RecallQuery, Retriever
 from nous.retrieval.query import validate_limit_and_window, validate_min_score
 from nous.storage import Store, create_store
@@ -915,13 +918,19 @@ class Nous:
         return await self._need().backfill_embeddings(progress=progress)
 
     async def maintain(
-        self, *, now: datetime | None = None, progress: Callable[[int], None] | None = None
+        self,
+        *,
+        now: datetime | None = None,
+        progress: Callable[[int], None] | None = None,
+        rebuild_threads: bool = False,
     ) -> MaintenanceReport:
         """The upkeep pass: embed pending memories, re-embed censors and decisions stored with an
         older presentation, write recall reviews, run lifecycle decay, prune the server's expired
-        Idempotency-Keys (NOUS_IDEMPOTENCY_RETENTION_HOURS)."""
+        Idempotency-Keys (NOUS_IDEMPOTENCY_RETENTION_HOURS), thread the memories not in a topic
+        thread yet (``rebuild_threads``: every thread built again from none)."""
         repo = self._need()
         embedded = await repo.backfill_embeddings(progress=progress)
+        threaded = await self.build_threads(rebuild=rebuild_threads)
         refreshed = await repo.refresh_presentation()
         reviewed = await repo.flush_reviews()
         moved = await repo.decay(now=now)
@@ -938,7 +947,49 @@ class Nous:
             reviewed=reviewed,
             lifecycle_changes=moved,
             idempotency_keys_pruned=pruned,
+            threaded=threaded,
         )
+
+    # -- topic threads -------------------------------------------------------------
+    async def build_threads(self, *, rebuild: bool = False) -> int:
+        """Put every memory not in a topic thread yet into one now (the event pipeline does it as
+        events are processed); ``rebuild`` drops every thread first. How many were threaded."""
+        async with self.store.exclusive(f"threads:{self.agent_id}"):
+            return await build_threads(self.store, self.agent_id, rebuild=rebuild)
+
+    async def threads(
+        self, *, user_id: str | None = None, limit: int = 20, query: str | None = None
+    ) -> list[Thread]:
+        """Topic threads: those of ``user_id`` and the agent's shared ones (no user: every thread
+        of the agent), newest activity first, or with ``query`` the best matching first (each
+        with its ``score``)."""
+        validate_limit_and_window(limit, None, None)
+        wanted = MAX_THREADS if query else limit
+        if user_id is None:
+            records = await self.store.threads(self.agent_id, any_user=True, limit=wanted)
+        else:
+            records = [
+                *await self.store.threads(self.agent_id, user_id=user_id, limit=wanted),
+                *await self.store.threads(self.agent_id, user_id=None, limit=wanted),
+            ]
+        records = [r for r in records if r.size > 0]
+        if query is None or not query.strip():
+            records.sort(key=lambda r: (r.last_at or r.created_at, r.id), reverse=True)
+            return [thread_model(r) for r in records[:limit]]
+        vector = await self.embedder.embed_one(query)
+        scores = thread_scores(records, vector, item_words(query), words_weight=WORDS_WEIGHT)
+        ranked = sorted(zip(scores, records, strict=True), key=lambda sr: (-sr[0], sr[1].id))[:limit]
+        return [thread_model(r, score=round(s, 4)) for s, r in ranked]
+
+    async def thread(self, thread_id: str) -> Thread:
+        """One topic thread with its members in time order (forgotten memories left out)."""
+        found = await self.store.threads(self.agent_id, ids=[thread_id.strip()], limit=1)
+        if not found:
+            raise NotFoundError(f"no thread with id {thread_id!r}")
+        order = await self.store.thread_members(self.agent_id, found[0].id)
+        memories = await self.store.get_many(self.agent_id, [mid for mid, _ in order])
+        members = [thread_member(memories[mid]) for mid, _ in order if mid in memories]
+        return thread_model(found[0], members=members)
 
     # -- events ------------------------------------------------------------------
     def event_worker(self, *, worker_id: str | None = None, batch: int = 10) -> EventWorker:

@@ -45,6 +45,7 @@ from nous.models.events import Event, EventStatus
 from nous.models.heart import EpisodeOutcome, FactCategory
 from nous.models.llm import LLMUsage
 from nous.models.session import IdentitySection, SessionState
+from nous.models.threads import Thread
 
 
 class SyncNous:
@@ -692,12 +693,36 @@ class SyncNous:
         return self._runner.run(self.nous.backfill_embeddings(progress))
 
     def maintain(
-        self, *, now: datetime | None = None, progress: Callable[[int], None] | None = None
+        self,
+        *,
+        now: datetime | None = None,
+        progress: Callable[[int], None] | None = None,
+        rebuild_threads: bool = False,
     ) -> MaintenanceReport:
         """The upkeep pass: embed pending memories, re-embed censors and decisions stored with an
         older presentation, write recall reviews, run lifecycle decay, prune the server's expired
-        Idempotency-Keys (NOUS_IDEMPOTENCY_RETENTION_HOURS)."""
-        return self._runner.run(self.nous.maintain(now=now, progress=progress))
+        Idempotency-Keys (NOUS_IDEMPOTENCY_RETENTION_HOURS), thread the memories not in a topic
+        thread yet (``rebuild_threads``: every thread built again from none)."""
+        return self._runner.run(
+            self.nous.maintain(now=now, progress=progress, rebuild_threads=rebuild_threads)
+        )
+
+    def build_threads(self, *, rebuild: bool = False) -> int:
+        """Put every memory not in a topic thread yet into one now (the event pipeline does it as
+        events are processed); ``rebuild`` drops every thread first. How many were threaded."""
+        return self._runner.run(self.nous.build_threads(rebuild=rebuild))
+
+    def threads(
+        self, *, user_id: str | None = None, limit: int = 20, query: str | None = None
+    ) -> list[Thread]:
+        """Topic threads: those of ``user_id`` and the agent's shared ones (no user: every thread
+        of the agent), newest activity first, or with ``query`` the best matching first (each
+        with its ``score``)."""
+        return self._runner.run(self.nous.threads(user_id=user_id, limit=limit, query=query))
+
+    def thread(self, thread_id: str) -> Thread:
+        """One topic thread with its members in time order (forgotten memories left out)."""
+        return self._runner.run(self.nous.thread(thread_id))
 
     def end_idle_sessions(self, *, now: datetime | None = None) -> list[SessionEnd]:
         """End every live session idle for NOUS_SESSION_TIMEOUT_MINUTES, as ``end_session`` would

@@ -263,9 +263,13 @@ def maintain(
     events: Annotated[
         bool, typer.Option("--events", help="Also run the due outbox events until the queue is empty.")
     ] = False,
+    threads: Annotated[
+        bool, typer.Option("--threads", help="Rebuild every topic thread from scratch (see `nous threads`).")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run upkeep: embed memories whose embedding is pending, then the lifecycle decay pass;
+    """Run upkeep: embed memories whose embedding is pending, then the lifecycle decay pass, and
+    put memories not in a topic thread yet into one (--threads: rebuild every thread from none);
     with --events, also end idle sessions (NOUS_SESSION_TIMEOUT_MINUTES) and drain the outbox
     (see `nous events`).
 
@@ -274,12 +278,13 @@ def maintain(
     recall but are never deleted. Safe to run as often as you like, e.g. daily from cron.
 
     Example: nous maintain --events --json
+    Example: nous maintain --threads
     """
 
     async def act(nous: Nous) -> tuple[MaintenanceReport, WorkerReport | None]:
         pending = (await nous.stats()).missing_embeddings
         with Steps("embedding", pending) as steps:
-            report = await nous.maintain(progress=lambda n: steps.advance(count=n))
+            report = await nous.maintain(progress=lambda n: steps.advance(count=n), rebuild_threads=threads)
         if not events:
             return report, None
         await nous.end_idle_sessions()
@@ -307,6 +312,8 @@ def maintain(
             " as this version presents them"
         )
     console.print(f"  lifecycle changes: {changes}")
+    if report.threaded or threads:
+        console.print(f"  threaded {plural(report.threaded, 'memory', 'memories')} into topic threads")
     if report.idempotency_keys_pruned:
         console.print(f"  pruned {plural(report.idempotency_keys_pruned, 'expired Idempotency-Key')}")
     if drained is not None:

@@ -26,6 +26,7 @@ from nous.cli import (
     memory_commands,
     proposal_commands,
     server_commands,
+    thread_commands,
 )
 from nous.cli.output import console, err_console
 from nous.cli.runtime import CliState, fail
@@ -93,6 +94,7 @@ event_commands.register(app)
 proposal_commands.register(app)
 server_commands.register(app)
 chat_commands.register(app)
+thread_commands.register(app)
 app.command()(demo.demo)
 app.add_typer(bench.app, name="bench")
 

@@ -58,6 +58,7 @@ from nous.models.brain import DecisionCategory, Reason, Stakes
 from nous.models.events import Event, EventStatus
 from nous.models.heart import EpisodeOutcome, FactCategory
 from nous.models.session import IdentitySection, SessionState
+from nous.models.threads import Thread
 
 _BY_CODE: dict[str, type[NousError]] = {
     "unauthorized": AuthenticationError,
@@ -915,6 +916,21 @@ class AsyncClient:
             ),
         )
         return Context.model_validate(data)
+
+    async def threads(
+        self, *, user_id: str | None = None, limit: int = 20, query: str | None = None
+    ) -> list[Thread]:
+        """Topic threads: those of ``user_id`` and the agent's shared ones (no user: every thread of the agent),
+        newest activity first, or with ``query`` the best matching first (each with its ``score``)."""
+        data = await self._call(
+            "GET", "/v1/threads", params=_fields(user_id=user_id, limit=limit, query=query)
+        )
+        return [Thread.model_validate(t) for t in data["items"]]
+
+    async def thread(self, thread_id: str) -> Thread:
+        """One topic thread with its members in time order (forgotten memories left out)."""
+        data = await self._call("GET", f"/v1/threads/{_segment(thread_id)}")
+        return Thread.model_validate(data)
 
     # -- end of the generated methods --
 

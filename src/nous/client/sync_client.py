@@ -38,6 +38,7 @@ from nous.models.brain import DecisionCategory, Reason, Stakes
 from nous.models.events import Event, EventStatus
 from nous.models.heart import EpisodeOutcome, FactCategory
 from nous.models.session import IdentitySection, SessionState
+from nous.models.threads import Thread
 
 
 class Client:
@@ -598,6 +599,17 @@ class Client:
                 as_of=as_of,
             )
         )
+
+    def threads(
+        self, *, user_id: str | None = None, limit: int = 20, query: str | None = None
+    ) -> list[Thread]:
+        """Topic threads: those of ``user_id`` and the agent's shared ones (no user: every thread of the agent),
+        newest activity first, or with ``query`` the best matching first (each with its ``score``)."""
+        return self._runner.run(self.client.threads(user_id=user_id, limit=limit, query=query))
+
+    def thread(self, thread_id: str) -> Thread:
+        """One topic thread with its members in time order (forgotten memories left out)."""
+        return self._runner.run(self.client.thread(thread_id))
 
     def ingest(
         self, source: Path | str | Conversation, *, fmt: str = "auto", user_id: str | None = None

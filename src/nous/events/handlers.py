@@ -11,6 +11,7 @@ from nous.events.reviewer import review_pending_decisions
 from nous.events.summarize import store_candidate_facts, summarize_episode
 from nous.events.summary import of_episode_user
 from nous.memory import MemoryRepository
+from nous.memory.threads import plan_threads
 from nous.models import Decision, Edge, EdgeRelation, Episode, HistoryAction, MemoryKind
 from nous.models.events import Event, EventKind
 from nous.storage import MemoryQuery, WriteOp
@@ -81,12 +82,21 @@ def _part_of(agent_id: str, decision_id: str, episode_id: str) -> PutEdge:
     )
 
 
+async def thread_memories(event: Event, ctx: PipelineContext) -> list[WriteOp]:
+    """Thread the memories not in a topic thread yet (``nous.memory.threads``): whatever event
+    follows new memories (a session's end, a new fact or decision, a closed episode) brings them
+    into threads. Its guarded ops fail the event's attempt if another run threaded them first;
+    the retry then finds them threaded."""
+    ops, _ = await plan_threads(ctx.repo.store, ctx.repo.agent_id)
+    return ops
+
+
 HANDLERS: dict[EventKind, list[Handler]] = {
-    EventKind.DECISION_RECORDED: [link_decision_to_episode],
+    EventKind.DECISION_RECORDED: [link_decision_to_episode, thread_memories],
     EventKind.EPISODE_CLOSED: [link_episode_decisions, summarize_episode],
     EventKind.EPISODE_SUMMARIZED: [store_candidate_facts, review_pending_decisions],
-    EventKind.SESSION_ENDED: [],
-    EventKind.FACT_WRITTEN: [],
+    EventKind.SESSION_ENDED: [thread_memories],
+    EventKind.FACT_WRITTEN: [thread_memories],
     EventKind.INGEST_REQUESTED: [run_ingest],
 }
 

@@ -46,6 +46,9 @@ class MaintenanceReport(BaseModel):
     idempotency_keys_pruned: int = Field(
         default=0, description="Idempotency-Keys older than NOUS_IDEMPOTENCY_RETENTION_HOURS deleted."
     )
+    threaded: int = Field(
+        default=0, description="Memories put into topic threads (all of them on a rebuild)."
+    )
 
 
 class RecallHit(BaseModel):

@@ -2,7 +2,7 @@
 Cursor and other MCP clients. ``nous mcp --agent NAME`` serves one agent over stdio.
 
 Tools: the turn loop (``context`` before answering, ``reply`` after, ``end_session`` at the end,
-so a conversation becomes a summarised episode), ``remember``, ``recall``, ``recall_recent``,
+so a conversation becomes a summarised episode), ``remember``, ``recall``, ``recall_recent``, ``timeline``,
 ``record_decision``, ``check_similar``, ``check_action`` and ``forget``; read-only resources for
 the agent's identity, its recent episodes and the active censors that bind the caller. A refused
 or invalid call is a tool error with the reason, never a crash of the server. Inside `nous

@@ -302,6 +302,35 @@ async def recall_recent(
     ]
 
 
+async def timeline(
+    ctx: Context,
+    topic: Annotated[
+        str,
+        Field(
+            min_length=1, max_length=10_000, description="The topic or question, e.g. 'the flaky CI test'."
+        ),
+    ],
+    threads: Annotated[int, Field(ge=1, le=5, description="How many matching threads (1-5).")] = 1,
+    user_id: UserId = None,
+) -> list[dict[str, Any]]:
+    nous, _ = caller()
+    found = await nous.threads(user_id=user_id, query=topic, limit=threads)
+    out = []
+    for match in found:
+        thread = await nous.thread(match.id)
+        out.append(
+            {
+                "thread": thread.label,
+                "score": match.score,
+                "lines": [
+                    f"{m.occurred_at:%Y-%m-%d %H:%M} [{m.kind.value}] {m.content}"
+                    for m in thread.members or []
+                ],
+            }
+        )
+    return out
+
+
 async def record_decision(
     ctx: Context,
     description: Annotated[
@@ -495,6 +524,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         annotations=READ,
         description="The most recent memories by time, whatever their topic: by default the "
         "conversations (episodes) of the last 48 hours, newest first.",
+    ),
+    ToolSpec(
+        timeline,
+        title="Topic timeline",
+        name="timeline",
+        annotations=READ,
+        description="The story of one topic across conversations, in time order: the topic "
+        "thread(s) best matching the topic or question, each as dated lines (date, kind of memory, "
+        "text), oldest first. For questions about an order, a change over time or what was tried "
+        "so far; use `recall` for one fact.",
     ),
     ToolSpec(
         record_decision,

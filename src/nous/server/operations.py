@@ -19,7 +19,8 @@ from nous.heart.censor_rules import ActionCheck
 from nous.memory.dedup import SimilarityCheck
 from nous.models import Calibration, Edge, ErasureReceipt, HistoryEntry, WorkingMemory
 from nous.models.session import IdentitySection, SessionState
-from nous.server import aggregates, essentials, routes
+from nous.models.threads import Thread
+from nous.server import aggregates, essentials, routes, threads
 from nous.server.problems import READ, READ_ID, WRITE, WRITE_ID, errors
 from nous.server.schemas import (
     AnyMemory,
@@ -52,6 +53,7 @@ Tag = Literal[
     "censors",
     "identity",
     "conversations",
+    "threads",
     "service",
 ]
 Answers = dict[int | str, dict[str, Any]]
@@ -575,5 +577,23 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="conversations",
         response=aggregates.Job,
         answers=errors(*READ_ID),
+    ),
+    Operation(
+        threads.list_threads,
+        "GET",
+        "/v1/threads",
+        tag="threads",
+        response=threads.ThreadPage,
+        answers=errors(*READ),
+        calls=(Call("threads", "[Thread.model_validate(t) for t in data['items']]"),),
+    ),
+    Operation(
+        threads.get_thread,
+        "GET",
+        "/v1/threads/{thread_id}",
+        tag="threads",
+        response=Thread,
+        answers=errors(*READ_ID),
+        calls=(Call("thread", "Thread.model_validate(data)"),),
     ),
 )

@@ -11,7 +11,7 @@ what another has.
 
 Every operation declares its scope where it takes its values, with a marker in the
 ``Annotated`` metadata of a body's field or of a route's or MCP tool's parameter (``MemoryRef``,
-``SessionRef``, ``UserRef``, ``JobRef``), and a view for the agent's key says so on its caller parameter
+``SessionRef``, ``UserRef``, ``JobRef``, ``ThreadRef``), and a view for the agent's key says so on its caller parameter
 (``AgentKey``). ``scoped_value`` is the one function that applies a marker: ``ScopedRoute`` runs
 it on every route's marked parameters and bodies before the handler, ``nous.server.mcp`` on every
 tool's marked parameters before the tool, and the inspector's forms and the OpenAI proxy call it
@@ -162,6 +162,13 @@ class JobRef:
 
 
 @dataclass(frozen=True)
+class ThreadRef:
+    """The field names one of the agent's topic threads: a user-bound key reaches its user's
+    threads and the agent's shared ones; another user's, or an id that is no thread, answers 404
+    as a missing one does."""
+
+
+@dataclass(frozen=True)
 class UserRef:
     """The field names the user a call acts for: ``Caller.acting_user`` (a user-bound key's own
     user when none is given; 403 for another)."""
@@ -176,7 +183,7 @@ class AgentKey:
     what: str
 
 
-ScopeMarker = MemoryRef | SessionRef | UserRef | JobRef
+ScopeMarker = MemoryRef | SessionRef | UserRef | JobRef | ThreadRef
 Body = TypeVar("Body", bound=BaseModel)
 
 
@@ -191,7 +198,9 @@ def parameter_scope(annotation: Any) -> ScopeMarker | None:
 
 
 def _marker(metadata: Any) -> ScopeMarker | None:
-    return next((m for m in metadata if isinstance(m, MemoryRef | SessionRef | UserRef | JobRef)), None)
+    return next(
+        (m for m in metadata if isinstance(m, MemoryRef | SessionRef | UserRef | JobRef | ThreadRef)), None
+    )
 
 
 def marked_parameters(fn: Callable[..., Any]) -> dict[str, ScopeMarker]:
@@ -233,6 +242,8 @@ async def scoped_value(nous: Nous, caller: Caller, marker: ScopeMarker, value: A
         return caller.session_key(value)
     if isinstance(marker, JobRef):
         return await _job_id(nous, caller, value)
+    if isinstance(marker, ThreadRef):
+        return await _thread_id(nous, caller, value)
     ids = value if isinstance(value, list) else [value]
     kept = []
     for memory_id in ids:
@@ -254,6 +265,17 @@ async def _job_id(nous: Nous, caller: Caller, job_id: str) -> str:
         or (caller.user_id is not None and found[0].payload.get("user_id") != caller.user_id)
     ):
         raise NotFoundError(f"no job with id {job_id!r}")
+    return found[0].id
+
+
+async def _thread_id(nous: Nous, caller: Caller, thread_id: str) -> str:
+    """The id of the caller's thread ``thread_id`` (its user's or the agent's shared one);
+    NotFoundError otherwise."""
+    found = (
+        await nous.store.threads(nous.agent_id, ids=[thread_id.strip()], limit=1) if thread_id.strip() else []
+    )
+    if not found or (caller.user_id is not None and found[0].user_id not in (None, caller.user_id)):
+        raise NotFoundError(f"no thread with id {thread_id!r}")
     return found[0].id
 
 

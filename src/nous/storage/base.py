@@ -337,6 +337,57 @@ class EraseUser:
 
 
 @dataclass(slots=True)
+class ThreadRecord:
+    """A topic thread as stored: its label, its members' count and times, and the state that
+    incremental assignment needs (``nous.memory.threading``): the sum of the members' vectors and
+    the counts of their most frequent words. ``version`` goes up by one with each write."""
+
+    id: str
+    agent_id: str
+    user_id: str | None
+    label: str
+    size: int
+    vector_sum: np.ndarray
+    keywords: dict[str, int]
+    first_at: datetime | None
+    last_at: datetime | None
+    last_session: str | None
+    created_at: datetime
+    updated_at: datetime
+    version: int = 0
+
+
+@dataclass(slots=True)
+class PutThread:
+    """Insert a new thread (``expect_version`` None; ConflictError if the id exists) or replace a
+    stored one's state if its version is still ``expect_version`` (StaleWriteError otherwise): a
+    thread changed by another run since it was read fails the whole write, which is then redone
+    from what is stored."""
+
+    thread: ThreadRecord
+    expect_version: int | None = None
+
+
+@dataclass(slots=True)
+class AddThreadMember:
+    """Make a memory a member of a thread; ConflictError (rolling the write back) if it is a
+    member of a thread already (another run threaded it first)."""
+
+    agent_id: str
+    thread_id: str
+    memory_id: str
+    occurred_at: datetime
+    at: datetime
+
+
+@dataclass(slots=True)
+class ClearThreads:
+    """Delete every thread of an agent and their memberships (a rebuild starts from none)."""
+
+    agent_id: str
+
+
+@dataclass(slots=True)
 class RecordLLMCall:
     """Append a language-model usage row."""
 
@@ -378,7 +429,8 @@ EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent | RecordLLMCall | E
 KeyOp = PutApiKey | RevokeApiKey
 IdempotencyOp = ClaimIdempotencyKey | GuardIdempotencyKey | AnswerIdempotencyKey | ReleaseIdempotencyKey
 UserOp = EraseUser
-WriteOp = MemoryOp | SessionOp | EventOp | KeyOp | IdempotencyOp | UserOp
+ThreadOp = PutThread | AddThreadMember | ClearThreads
+WriteOp = MemoryOp | SessionOp | EventOp | KeyOp | IdempotencyOp | UserOp | ThreadOp
 # Ops applied with every write transaction of the current context, after its own ops (the
 # server's request that holds an Idempotency-Key sets its ``GuardIdempotencyKey`` here, so the
 # key is marked written in the same transaction as what the request stores).
@@ -663,7 +715,40 @@ class IdempotencyStore(ABC):
         """Delete the agent's keys claimed before ``before``; how many."""
 
 
-class Store(MemoryStore, SessionStore, Outbox, KeyStore, IdempotencyStore):
+class ThreadStore(ABC):
+    """Reads of topic threads. Members are listed only while their memory is active (a forgotten
+    memory leaves its thread at once; its membership row goes when the thread is rebuilt)."""
+
+    @abstractmethod
+    async def threads(
+        self,
+        agent_id: str,
+        *,
+        user_id: str | None = None,
+        any_user: bool = False,
+        ids: list[str] | None = None,
+        limit: int = 100,
+        live: bool = True,
+    ) -> list[ThreadRecord]:
+        """Threads by last activity (their newest member), newest first: those of ``user_id``
+        (None: the agent's shared threads), of every user with ``any_user``, or with ``ids``.
+        ``size`` is the count of active members, or with ``live`` False the count that ``vector_sum``
+        sums (the threading state; forgotten members included)."""
+
+    @abstractmethod
+    async def thread_members(self, agent_id: str, thread_id: str) -> list[tuple[str, datetime]]:
+        """(memory id, occurred at) of a thread's active members, in time order."""
+
+    @abstractmethod
+    async def thread_of(self, agent_id: str, memory_ids: list[str]) -> dict[str, str]:
+        """The thread of each of ``memory_ids`` that has one."""
+
+    @abstractmethod
+    async def unthreaded(self, agent_id: str, kinds: tuple[MemoryKind, ...], limit: int) -> list[str]:
+        """Ids of active, embedded memories of ``kinds`` in no thread yet, oldest first."""
+
+
+class Store(MemoryStore, SessionStore, Outbox, KeyStore, IdempotencyStore, ThreadStore):
     """A storage backend: the ports of every aggregate, one transactional write path (``apply``),
     and its lifecycle."""
 

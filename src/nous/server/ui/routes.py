@@ -48,7 +48,16 @@ from nous.models.heart import CENSOR_ACTION_EFFECTS
 from nous.server.keys import key_from_header, verify_key
 from nous.server.request_ids import client_message
 from nous.server.routes import UpdateMemory
-from nous.server.scope import Caller, MemoryRef, SessionRef, UserRef, linked, scoped_memory, scoped_value
+from nous.server.scope import (
+    Caller,
+    MemoryRef,
+    SessionRef,
+    ThreadRef,
+    UserRef,
+    linked,
+    scoped_memory,
+    scoped_value,
+)
 
 HERE = Path(__file__).parent
 COOKIE = "nous_ui"
@@ -574,6 +583,26 @@ def mount(app: FastAPI, *, auth: bool, root: Callable[[], Nous], nous_for: Calla
             kept=kept,
             episode=episode,
         )
+
+    @app.get("/ui/threads", include_in_schema=False)
+    @shown
+    async def threads(request: Request, q: str = Query(default="", max_length=1000)) -> Response:
+        """Topic threads (a user-bound key: its user's and the agent's shared ones), newest
+        activity first, or the best matching a topic."""
+        me = await need(request)
+        nous = nous_for(me.caller)
+        user = await scoped_value(nous, me.caller, UserRef(), None)
+        found = await nous.threads(user_id=user, limit=PAGE, query=q.strip() or None)
+        return page("threads.html", me, threads=found, q=q)
+
+    @app.get("/ui/threads/{thread_id}", include_in_schema=False)
+    @shown
+    async def thread(request: Request, thread_id: str) -> Response:
+        """One topic thread: its members in time order, each linked to its memory's page."""
+        me = await need(request)
+        nous = nous_for(me.caller)
+        found = await nous.thread(await scoped_value(nous, me.caller, ThreadRef(), thread_id))
+        return page("thread.html", me, thread=found, own_session=me.caller.own_session_id)
 
     @app.get("/ui/censors", include_in_schema=False)
     @shown

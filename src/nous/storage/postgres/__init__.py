@@ -7,4 +7,5 @@ COLUMN_TYPES = {
     "false": "FALSE",
     "json": "JSONB",
     "serial": "BIGSERIAL PRIMARY KEY",
+    "bytes": "BYTEA",
 }

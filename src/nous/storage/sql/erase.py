@@ -13,6 +13,7 @@ from nous.models.events import EventKind
 from nous.storage.base import EraseUser
 from nous.storage.sql.memories import history_rows
 from nous.storage.sql.plan import Dialect, Plan, Stmt
+from nous.storage.sql.threads import erase_user_threads
 
 _MEMORIES = "SELECT id FROM memories WHERE agent_id = ? AND user_id = ?"
 _SESSIONS = "SELECT session_id FROM sessions WHERE agent_id = ? AND user_id = ?"
@@ -83,6 +84,7 @@ def erase_user(d: Dialect, op: EraseUser, rev: int | None) -> Plan[bool]:
         )
     ).rowcount
     yield Stmt(f"DELETE FROM memory_chunks WHERE memory_id IN ({_MEMORIES})", user)
+    yield from erase_user_threads(*user)
     if rev is not None:  # tells the in-process vector index to drop them
         yield Stmt(f"INSERT INTO purged (id, rev) SELECT id, ? FROM ({_MEMORIES}) mine", (rev, *user))
     r.memories = (yield Stmt("DELETE FROM memories WHERE agent_id = ? AND user_id = ?", user)).rowcount

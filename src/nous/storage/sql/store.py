@@ -15,6 +15,7 @@ from nous.storage.base import (
     PutMemory,
     SessionOp,
     Store,
+    ThreadOp,
     UserOp,
     WriteOp,
     write_riders,
@@ -26,6 +27,7 @@ from nous.storage.sql.keys import SQLKeys, apply_key_op
 from nous.storage.sql.memories import SQLMemories, apply_memory_op, history_rows, put_memories
 from nous.storage.sql.plan import Dialect, Plan, Stmt
 from nous.storage.sql.sessions import SQLSessions, apply_session_op
+from nous.storage.sql.threads import SQLThreads, apply_thread_op
 
 
 def apply_op(d: Dialect, op: WriteOp, rev: int | None, previous_changed: bool) -> Plan[bool]:
@@ -42,6 +44,8 @@ def apply_op(d: Dialect, op: WriteOp, rev: int | None, previous_changed: bool) -
         return (yield from apply_idempotency_op(d, op))
     if isinstance(op, UserOp):
         return (yield from erase_user(d, op, rev))
+    if isinstance(op, ThreadOp):
+        return (yield from apply_thread_op(d, op))
     assert_never(op)
 
 
@@ -121,7 +125,7 @@ def claim_embedding_space(model: str, dims: int, fresh: str) -> Plan[None]:
         )
 
 
-class SQLStore(SQLMemories, SQLSessions, SQLOutbox, SQLKeys, SQLIdempotency, Store):
+class SQLStore(SQLMemories, SQLSessions, SQLOutbox, SQLKeys, SQLIdempotency, SQLThreads, Store):
     """A store whose SQL is shared; a backend adds connections, transactions and search."""
 
     async def apply(self, ops: list[WriteOp]) -> list[bool]:

@@ -7,4 +7,5 @@ COLUMN_TYPES = {
     "false": "0",
     "json": "TEXT",
     "serial": "INTEGER PRIMARY KEY AUTOINCREMENT",
+    "bytes": "BLOB",
 }

@@ -1,0 +1,230 @@
+"""Topic threads in the store: threading the memories not yet in a thread, labelling threads,
+finding the threads that match a question.
+
+``plan_threads`` reads the unthreaded memories (oldest first) and the threads of their scopes,
+decides with ``nous.memory.threading`` and returns the write ops. The ops are guarded: a new
+thread's insert fails if the id exists, a thread's update is a compare-and-swap on its version
+and a membership insert fails if the memory is in a thread already, so two runs that decide from
+the same state cannot both write; the loser's transaction rolls back whole and it is redone from
+what the winner stored (the event pipeline retries it; ``build_threads`` redoes it at once). A
+run over memories that are all threaded finds nothing to do: running it twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TypeVar
+
+import numpy as np
+
+from nous._time import utcnow
+from nous.errors import ConflictError
+from nous.language.prose import prose_sentences
+from nous.language.topics import clean_message, key_phrases, title_of
+from nous.memory.threading import ThreadItem, ThreadState, item_words, thread_all
+from nous.models import Episode, Memory, MemoryKind, Turn
+from nous.models.threads import Thread, ThreadMember
+from nous.storage import Store, WriteOp
+from nous.storage.base import AddThreadMember, ClearThreads, PutThread, ThreadRecord
+
+THREADED_KINDS = (MemoryKind.TURN, MemoryKind.FACT, MemoryKind.DECISION, MemoryKind.EPISODE)
+BATCH = 2000  # memories threaded per run (an event's handler); the next run takes the rest
+LABEL_MEMBERS = 40  # a label is drawn from a thread's first and newest this many members each
+ASSISTANT_WEIGHT = 0.5  # an assistant's words tell a topic less than a person's
+MAX_THREADS = 100_000  # threads read at once (a scope's threads, to thread into or rank)
+T = TypeVar("T")
+_NAMESPACE = uuid.UUID("5b0c6c0e-8f1e-4e55-9d7e-6e6f75730010")
+
+
+def thread_text(memory: Memory) -> str:
+    """The words of a memory that say its topic: a turn's own text, an episode's title and summary."""
+    if isinstance(memory, Episode):
+        return "\n".join(p for p in (memory.title, memory.summary, memory.content) if p)
+    return memory.content
+
+
+def _weight(memory: Memory) -> float:
+    return ASSISTANT_WEIGHT if isinstance(memory, Turn) and memory.role == "assistant" else 1.0
+
+
+def _names(memories: Iterable[Memory]) -> set[str]:
+    return {m.speaker for m in memories if isinstance(m, Turn) and m.speaker}
+
+
+def label_of(memories: list[Memory], keywords: dict[str, int], at: datetime | None) -> str:
+    """A thread's label: the key phrases of its members' prose (people's words first), else its
+    most frequent words, else its date."""
+    said = [
+        (sentence, _weight(m))
+        for m in memories
+        for sentence in prose_sentences(clean_message(thread_text(m)))
+    ]
+    phrases = key_phrases(said, names=_names(memories), limit=3) if said else []
+    if phrases:
+        return title_of(phrases)
+    words = [w for w, _ in sorted(keywords.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+    return title_of(words, at)
+
+
+def _state(record: ThreadRecord) -> ThreadState:
+    return ThreadState(
+        id=record.id,
+        user_id=record.user_id,
+        vector_sum=record.vector_sum,
+        size=record.size,
+        keywords=dict(record.keywords),
+        first_at=record.first_at,
+        last_at=record.last_at,
+        last_session=record.last_session,
+    )
+
+
+def new_thread_id(agent_id: str, first_memory_id: str) -> str:
+    """A new thread's id, derived from its first member: a rebuild gives the same ids."""
+    return str(uuid.uuid5(_NAMESPACE, f"{agent_id}\x1f{first_memory_id}"))
+
+
+async def plan_threads(store: Store, agent_id: str, *, limit: int = BATCH) -> tuple[list[WriteOp], int]:
+    """The write ops that thread up to ``limit`` unthreaded memories (oldest first), and how many
+    memories they thread (0: nothing to do)."""
+    ids = await store.unthreaded(agent_id, THREADED_KINDS, limit)
+    if not ids:
+        return [], 0
+    memories = await store.get_many(agent_id, ids)
+    vectors = await store.vectors(agent_id, ids)
+    items = [
+        ThreadItem(
+            id=i,
+            user_id=memories[i].user_id,
+            session_id=memories[i].session_id,
+            occurred_at=memories[i].occurred_at,
+            vector=vectors[i],
+            words=item_words(thread_text(memories[i])),
+        )
+        for i in ids
+        if i in memories and i in vectors
+    ]
+    records: dict[str, ThreadRecord] = {}
+    for user_id in {item.user_id for item in items}:
+        for record in await store.threads(agent_id, user_id=user_id, limit=MAX_THREADS, live=False):
+            records[record.id] = record
+    pairs, threads = thread_all(
+        items, [_state(r) for r in records.values()], lambda item: new_thread_id(agent_id, item.id)
+    )
+    at = utcnow()
+    by_id = {item.id: item for item in items}
+    members: dict[str, list[Memory]] = {}
+    for memory_id, thread_id in pairs:
+        members.setdefault(thread_id, []).append(memories[memory_id])
+    ops: list[WriteOp] = []
+    for thread in (t for t in threads if t.changed):
+        known = records.get(thread.id)
+        sample = await _label_sample(store, agent_id, thread.id, members[thread.id], known is not None)
+        updated = ThreadRecord(
+            id=thread.id,
+            agent_id=agent_id,
+            user_id=thread.user_id,
+            label=label_of(sample, thread.keywords, thread.first_at),
+            size=thread.size,
+            vector_sum=thread.vector_sum.astype(np.float32),
+            keywords=thread.keywords,
+            first_at=thread.first_at,
+            last_at=thread.last_at,
+            last_session=thread.last_session,
+            created_at=known.created_at if known else at,
+            updated_at=at,
+        )
+        ops.append(PutThread(updated, expect_version=known.version if known else None))
+    ops += [
+        AddThreadMember(agent_id, thread_id, memory_id, by_id[memory_id].occurred_at, at)
+        for memory_id, thread_id in pairs
+    ]
+    return ops, len(pairs)
+
+
+async def _label_sample(
+    store: Store, agent_id: str, thread_id: str, added: list[Memory], stored: bool
+) -> list[Memory]:
+    """The members a label is drawn from: the first and newest ``LABEL_MEMBERS``."""
+    if not stored:
+        return _ends(added)
+    known = [mid for mid, _ in await store.thread_members(agent_id, thread_id)]
+    ids = _ends(known)
+    old = await store.get_many(agent_id, ids)
+    return _ends([*(old[i] for i in ids if i in old), *added])
+
+
+def _ends(values: list[T]) -> list[T]:
+    if len(values) <= 2 * LABEL_MEMBERS:
+        return values
+    return [*values[:LABEL_MEMBERS], *values[-LABEL_MEMBERS:]]
+
+
+async def build_threads(store: Store, agent_id: str, *, rebuild: bool = False, attempts: int = 5) -> int:
+    """Thread every unthreaded memory now (``rebuild``: drop every thread first and thread all
+    memories again); how many memories were threaded. A run that lost a race to another
+    (ConflictError) is redone from what is stored."""
+    if rebuild:
+        await store.apply([ClearThreads(agent_id)])
+    total, failures = 0, 0
+    while True:
+        ops, count = await plan_threads(store, agent_id)
+        if not count:
+            return total
+        try:
+            await store.apply(ops)
+        except ConflictError:
+            failures += 1
+            if failures >= attempts:
+                raise
+            continue
+        total += count
+
+
+def thread_scores(
+    threads: list[ThreadRecord], vector: np.ndarray, words: list[str], *, words_weight: float
+) -> list[float]:
+    """How well each thread matches a question: the cosine of its centroid to the question's
+    embedding, plus ``words_weight`` times the share of the question's words among its frequent
+    words."""
+    wanted = set(words)
+    out = []
+    for t in threads:
+        norm = float(np.linalg.norm(t.vector_sum)) or 1.0
+        cosine = float(t.vector_sum @ vector) / norm
+        share = len(wanted.intersection(t.keywords)) / len(wanted) if wanted else 0.0
+        out.append(cosine + words_weight * share)
+    return out
+
+
+def thread_model(
+    record: ThreadRecord, *, score: float | None = None, members: list[ThreadMember] | None = None
+) -> Thread:
+    """A stored thread as the API shows it."""
+    return Thread(
+        id=record.id,
+        user_id=record.user_id,
+        label=record.label,
+        size=len(members) if members is not None else record.size,
+        first_at=members[0].occurred_at if members else record.first_at,
+        last_at=members[-1].occurred_at if members else record.last_at,
+        keywords=[w for w, _ in sorted(record.keywords.items(), key=lambda kv: (-kv[1], kv[0]))[:10]],
+        score=score,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        members=members,
+    )
+
+
+def thread_member(memory: Memory) -> ThreadMember:
+    """A member memory as a timeline shows it."""
+    return ThreadMember(
+        memory_id=memory.id,
+        kind=memory.kind,
+        occurred_at=memory.occurred_at,
+        session_id=memory.session_id,
+        speaker=(memory.speaker or memory.role) if isinstance(memory, Turn) else None,
+        content=thread_text(memory) if isinstance(memory, Episode) else memory.content,
+    )

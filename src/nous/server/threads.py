@@ -1,0 +1,43 @@
+"""Topic threads over REST: the caller's threads (newest activity first, or the best matching a
+query) and one thread with its members in time order. A user-bound key reaches its user's
+threads and the agent's shared ones (``ThreadRef``, ``UserRef``)."""
+
+from typing import Annotated, Any
+
+from fastapi import Query
+from pydantic import BaseModel
+
+from nous.models.threads import Thread
+from nous.server.bodies import PathId
+from nous.server.callers import Agent, Who
+from nous.server.scope import ThreadRef, UserRef
+
+
+class ThreadPage(BaseModel):
+    """Threads, newest activity first (or best match first for a query)."""
+
+    items: list[Thread]
+
+
+async def list_threads(
+    caller: Who,
+    nous: Agent,
+    user_id: Annotated[str | None, UserRef()] = Query(
+        default=None,
+        max_length=200,
+        description="Whose threads: that user's and the agent's shared ones. Omit: a user-bound key's "
+        "own user; for the agent's key, every thread.",
+    ),
+    query: str | None = Query(
+        default=None, max_length=10_000, description="A topic or question: the best matching threads first."
+    ),
+    limit: int = Query(default=20, ge=1, le=1000),
+) -> dict[str, Any]:
+    """Topic threads: ``Nous.threads``."""
+    found = await nous.threads(user_id=user_id, limit=limit, query=query)
+    return {"items": [t.model_dump(mode="json") for t in found]}
+
+
+async def get_thread(thread_id: Annotated[PathId, ThreadRef()], caller: Who, nous: Agent) -> Thread:
+    """One topic thread with its members in time order: ``Nous.thread``."""
+    return await nous.thread(thread_id)

@@ -1,0 +1,281 @@
+"""Topic threads on both backends: a user who talks about two topics across sessions gets (at
+least) two threads, each holding its topic's messages in time order; threading again, or
+rebuilding, gives the same threads; a forgotten memory leaves its thread; another user's
+memories never join this user's threads, nor show over REST, MCP or the inspector (issue 32,
+item 1)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+from nous import Nous, Settings
+from nous.errors import ConflictError
+from nous.memory.threading import ThreadItem, thread_all
+from nous.memory.threads import plan_threads
+from nous.server import create_key
+from tests.test_server import LiveServer, live
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+GARDEN = [
+    "I want to grow tomatoes in my garden this spring, the raised beds get full sun.",
+    "For tomatoes in raised beds, water deeply twice a week and stake the plants early.",
+    "The tomato seedlings in my garden have yellow leaves now, what is wrong with them?",
+    "Yellow leaves on tomato seedlings usually mean overwatering; let the garden soil dry between waterings.",
+    "My tomatoes are finally ripening in the garden beds, the first harvest is this week!",
+    "Harvest the ripe tomatoes when they are fully red and store them out of the fridge.",
+]
+MARATHON = [
+    "I signed up for the Berlin marathon in September and need a running training plan.",
+    "A marathon training plan: build weekly mileage slowly, with one long run every Sunday.",
+    "My long run for the marathon was 25 kilometres today and my knees hurt afterwards.",
+    "Knee pain after long runs: check your running shoes and add strength training twice a week.",
+    "I bought new running shoes for the marathon and the long runs feel much better now.",
+    "Good running shoes help; taper your marathon training in the last three weeks before race day.",
+]
+
+
+def chat() -> dict[str, Any]:
+    """Three sessions weeks apart; topics alternate within and across sessions."""
+    order = [
+        ("s1", GARDEN[0:2]),
+        ("s1", MARATHON[0:2]),
+        ("s2", MARATHON[2:4]),
+        ("s2", GARDEN[2:4]),
+        ("s3", GARDEN[4:6]),
+        ("s3", MARATHON[4:6]),
+    ]
+    sessions: dict[str, list[dict[str, str]]] = {}
+    for session, (question, answer) in order:
+        messages = sessions.setdefault(session, [])
+        for role, text in (("user", question), ("assistant", answer)):
+            messages.append({"id": f"{session}:{len(messages)}", "role": role, "content": text})
+    return {
+        "id": "topics",
+        "sessions": [
+            {"id": sid, "started_at": (T0 + timedelta(days=14 * n)).isoformat(), "messages": msgs}
+            for n, (sid, msgs) in enumerate(sessions.items())
+        ],
+    }
+
+
+def _said(content: str) -> str:
+    """A turn's text without its speaker ("user: ...")."""
+    return content.split(": ", 1)[1] if content.startswith(("user: ", "assistant: ")) else content
+
+
+async def _threads_by_topic(nous: Nous, user_id: str) -> dict[str, list[str]]:
+    """Each topic's thread: the thread holding most of its messages, as member contents in order."""
+    found: dict[str, list[str]] = {}
+    for thread in [t for t in await nous.threads(user_id=user_id, limit=50) if t.user_id == user_id]:
+        full = await nous.thread(thread.id)
+        assert full.members is not None
+        times = [m.occurred_at for m in full.members]
+        assert times == sorted(times)
+        contents = [_said(m.content) for m in full.members]
+        for name, topic in (("garden", GARDEN), ("marathon", MARATHON)):
+            if sum(c in topic for c in contents) > sum(c in topic for c in found.get(name, [])):
+                found[name] = contents
+    return found
+
+
+async def test_two_topics_across_sessions_make_two_threads(nous: Nous) -> None:
+    await nous.ingest(json.dumps(chat()), user_id="ana")
+    await nous.process_events()
+    threads = [t for t in await nous.threads(user_id="ana", limit=50) if t.user_id == "ana"]
+    assert len(threads) >= 2
+    assert all(t.label for t in threads)
+    by_topic = await _threads_by_topic(nous, "ana")
+    garden, marathon = by_topic["garden"], by_topic["marathon"]
+    assert garden != marathon
+    # each topic's thread holds most of its messages and none of the other topic's
+    assert sum(c in GARDEN for c in garden) >= 5 and not any(c in MARATHON for c in garden)
+    assert sum(c in MARATHON for c in marathon) >= 5 and not any(c in GARDEN for c in marathon)
+    # members run in time order across the three sessions
+    assert [c for c in garden if c in GARDEN] == [c for c in GARDEN if c in garden]
+    # a query finds the matching thread first
+    best = await nous.threads(user_id="ana", query="how is my marathon training going?")
+    assert best[0].score is not None
+    assert any(
+        c in MARATHON for c in [_said(m.content) for m in (await nous.thread(best[0].id)).members or []]
+    )
+
+
+async def _snapshot(nous: Nous) -> dict[str, tuple[str, list[str]]]:
+    """Every thread: its label and its members' ids in order."""
+    out = {}
+    for t in await nous.threads(limit=100):
+        members = (await nous.thread(t.id)).members or []
+        out[t.id] = (t.label, [m.memory_id for m in members])
+    return out
+
+
+async def test_threading_is_idempotent_and_a_rebuild_is_reproducible(nous: Nous) -> None:
+    await nous.ingest(json.dumps(chat()), user_id="ana")
+    await nous.process_events()
+    built = await _snapshot(nous)
+    assert await nous.build_threads() == 0  # nothing left to thread: a second run changes nothing
+    assert (await nous.maintain()).threaded == 0
+    assert await _snapshot(nous) == built
+    # a rebuild threads every memory again in time order (not in the order they arrived, so its
+    # threads may differ from those built as events came), and the same every time
+    report = await nous.maintain(rebuild_threads=True)
+    assert report.threaded == sum(len(members) for _, members in built.values())
+    rebuilt = await _snapshot(nous)
+    assert await nous.build_threads(rebuild=True) == report.threaded
+    assert await _snapshot(nous) == rebuilt
+
+
+async def test_forgotten_memories_leave_threads_and_users_stay_apart(nous: Nous) -> None:
+    await nous.ingest(json.dumps(chat()), user_id="ana")
+    other = chat()
+    other["id"] = "topics-bob"
+    await nous.ingest(json.dumps(other), user_id="bob")
+    await nous.process_events()
+    ana = [t for t in await nous.threads(user_id="ana", limit=50) if t.user_id == "ana"]
+    bob = [t for t in await nous.threads(user_id="bob", limit=50) if t.user_id == "bob"]
+    assert ana and bob and {t.user_id for t in ana} == {"ana"} and {t.user_id for t in bob} == {"bob"}
+    for thread in ana:
+        members = (await nous.thread(thread.id)).members or []
+        assert {(await nous.get(m.memory_id)).user_id for m in members} == {"ana"}
+    thread = await nous.thread(ana[0].id)
+    assert thread.members
+    gone = thread.members[0].memory_id
+    await nous.forget(gone)
+    again = await nous.thread(ana[0].id)
+    assert gone not in [m.memory_id for m in again.members or []]
+    assert again.size == thread.size - 1
+
+
+async def test_two_runs_deciding_from_the_same_state_cannot_both_write(nous: Nous) -> None:
+    """Read-decide-write is guarded: the run that writes second fails whole (its event is retried
+    and then finds the memories threaded), whether it would start the same threads, add to a
+    thread the first changed, or thread a memory the first threaded."""
+    await nous.ingest(json.dumps(chat()), user_id="ana")  # no events processed: nothing threaded
+    first, count = await plan_threads(nous.store, nous.agent_id)
+    second, _ = await plan_threads(nous.store, nous.agent_id)
+    assert count >= len(GARDEN) + len(MARATHON)
+    await nous.store.apply(first)
+    built = await _snapshot(nous)
+    with pytest.raises(ConflictError):
+        await nous.store.apply(second)
+    assert await _snapshot(nous) == built
+    await nous.learn("Ana's tomato plants in the garden beds need more sun", user_id="ana")
+    one, added = await plan_threads(nous.store, nous.agent_id)
+    other, _ = await plan_threads(nous.store, nous.agent_id)
+    assert added == 1
+    await nous.store.apply(one)
+    grown = await _snapshot(nous)
+    with pytest.raises(ConflictError):
+        await nous.store.apply(other)
+    assert await _snapshot(nous) == grown
+    assert (await plan_threads(nous.store, nous.agent_id))[1] == 0
+
+
+def test_threading_is_deterministic_and_incremental() -> None:
+    """Threading in one run or in two (the second continuing from the first's state) agrees."""
+    rng = np.random.default_rng(7)
+    topics = rng.normal(size=(3, 16))
+    items = []
+    for i in range(60):
+        v = topics[i % 3] + 0.3 * rng.normal(size=16)
+        items.append(
+            ThreadItem(
+                id=f"m{i:02d}",
+                user_id=None,
+                session_id=f"s{i // 20}",
+                occurred_at=T0 + timedelta(minutes=i),
+                vector=(v / np.linalg.norm(v)).astype(np.float32),
+                words=[],
+            )
+        )
+    whole, threads = thread_all(items, [], lambda item: f"t:{item.id}")
+    first, state = thread_all(items[:30], [], lambda item: f"t:{item.id}")
+    for t in state:
+        t.changed = t.new = False
+    rest, _ = thread_all(items[30:], state, lambda item: f"t:{item.id}")
+    assert dict(whole) == dict(first + rest)
+    assert len(threads) == 3
+
+
+# -- the interfaces: REST, MCP, the inspector --------------------------------------------------
+async def _two_users(settings: Settings) -> dict[str, str]:
+    """Ana's and Bob's chats threaded, and keys: the agent's, Ana's and Bob's."""
+    async with Nous(settings, agent_id="agent-a") as nous:
+        await nous.ingest(json.dumps(chat()), user_id="ana")
+        bobs = chat()
+        bobs["id"] = "topics-bob"
+        await nous.ingest(json.dumps(bobs), user_id="bob")
+        await nous.process_events()
+        return {
+            name: (await create_key(nous.store, agent_id="agent-a", user_id=user))[1]
+            for name, user in {"agent": None, "ana": "ana", "bob": "bob"}.items()
+        }
+
+
+@pytest.fixture
+def served(database_url: str, settings: Settings) -> Iterator[tuple[LiveServer, dict[str, str]]]:
+    with live(settings.model_copy(update={"database_url": database_url}), _two_users) as pair:
+        yield pair
+
+
+def _get(server: LiveServer, key: str, path: str, **params: Any) -> httpx.Response:
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
+        return client.get(path, params=params)
+
+
+async def test_rest_mcp_and_inspector_show_a_users_threads_only(
+    served: tuple[LiveServer, dict[str, str]],
+) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    server, keys = served
+    every = _get(server, keys["agent"], "/v1/threads", limit=100).json()["items"]
+    assert {t["user_id"] for t in every} == {"ana", "bob"}
+    anas = _get(server, keys["ana"], "/v1/threads", limit=100).json()["items"]
+    assert anas and {t["user_id"] for t in anas} == {"ana"}
+    bobs_thread = next(t["id"] for t in every if t["user_id"] == "bob")
+    # another user's thread answers as a missing one does
+    hidden = _get(server, keys["ana"], f"/v1/threads/{bobs_thread}")
+    missing = _get(server, keys["ana"], "/v1/threads/no-such-thread")
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.json()["detail"].replace(bobs_thread, "X") == missing.json()["detail"].replace(
+        "no-such-thread", "X"
+    )
+    best = _get(server, keys["ana"], "/v1/threads", query="tomato seedlings with yellow leaves", limit=1)
+    thread = _get(server, keys["ana"], f"/v1/threads/{best.json()['items'][0]['id']}").json()
+    times = [m["occurred_at"] for m in thread["members"]]
+    assert times == sorted(times) and any("tomato" in m["content"] for m in thread["members"])
+    bob_ids = {
+        m["memory_id"] for m in _get(server, keys["bob"], f"/v1/threads/{bobs_thread}").json()["members"]
+    }
+
+    # MCP: the timeline of a topic, as dated lines, from the caller's threads only
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {keys['ana']}"}, timeout=60)
+    async with Client(streamable_http_client(f"{server.url}/mcp/", http_client=http)) as mcp:
+        result = await mcp.call_tool(
+            "timeline", {"topic": "marathon training and running shoes", "threads": 5}
+        )
+    assert not result.is_error
+    text = json.dumps(result.structured_content)
+    assert "marathon" in text and "2026-03-" in text
+    assert not any(i in text for i in bob_ids)
+
+    # the inspector: the list links each thread's page, which lists its members in time order
+    listed = _get(server, keys["ana"], "/ui/threads")
+    assert listed.status_code == 200 and f"/ui/threads/{thread['id']}" in listed.text
+    page = _get(server, keys["ana"], f"/ui/threads/{thread['id']}")
+    assert page.status_code == 200 and "<script" not in page.text
+    links = re.findall(r'href="/ui/memories/([^"]+)"', page.text)
+    assert links == [m["memory_id"] for m in thread["members"]]
+    assert _get(server, keys["ana"], f"/ui/threads/{bobs_thread}").status_code == 404
