@@ -422,10 +422,14 @@ def _in_order(inputs: ContextInputs, budget: Budget, shown: set[str]) -> tuple[B
     episodes, turns = budget.episodes // 2, budget.turns // 2
     f = _Filler("in_order", episodes + turns)
     question = _words(inputs.query)
+    kept: list[frozenset[str]] = []
     for hit in sorted(inputs.timeline, key=lambda h: h.memory.occurred_at):
         memory = hit.memory
-        if hit.id in shown or _echoes(memory, question, inputs.query):
-            f.drop(hit.id, DropReason.DUPLICATE if hit.id in shown else DropReason.QUESTION)
+        words = _words(memory.content)
+        if hit.id in shown or _near_duplicate(words, kept):
+            f.drop(hit.id, DropReason.DUPLICATE)
+        elif _echoes(memory, question, inputs.query):
+            f.drop(hit.id, DropReason.QUESTION)
         elif getattr(memory, "superseded_by", None) is not None:
             f.drop(hit.id, DropReason.SUPERSEDED)
         elif hit.score < _floor(inputs, memory):
@@ -438,6 +442,7 @@ def _in_order(inputs: ContextInputs, budget: Budget, shown: set[str]) -> tuple[B
             max_tokens=TIMELINE_ITEM_TOKENS,
         ):
             shown.add(hit.id)
+            kept.append(words)
     left = budget.model_copy(update={"episodes": budget.episodes - episodes, "turns": budget.turns - turns})
     return left, f.section
 

@@ -563,6 +563,7 @@ class Retriever:
             return []
         top = ranked[0].score
         pool = [c for c in ranked[: limit * w.cover_depth] if c.score >= top * w.cover_floor]
+        pool = await self._diversify(pool, len(pool), w)  # a repeated line is one step, not several
         pool.sort(key=lambda c: memories[c.id].occurred_at)
         steps = min(limit, len(pool))
         chosen = [
