@@ -561,8 +561,8 @@ class SyncNous:
         within those memories, so a selective filter still fills ``limit``.
 
         ``cover`` asks for a covering set instead of the best few: the strong results in time
-        order, cut into ``limit`` equal stretches, the best of each — returned oldest first, each
-        with a ``cover`` signal giving its place. By default (None) a question
+        order, cut into ``limit`` stretches of equal weight, the best of each — returned oldest
+        first, each with a ``cover`` signal giving its place. By default (None) a question
         that asks for an order, a summary, a change over time or everything so far ("in what
         order did I ...", "summarise how ...", "what have we tried so far") is covered; False
         never covers.

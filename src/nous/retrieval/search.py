@@ -554,11 +554,11 @@ class Retriever:
         self, ranked: list[Candidate], limit: int, memories: dict[str, CandidateInfo], w: RetrievalWeights
     ) -> list[Candidate]:
         """A covering set for a question whose evidence is spread over time: the strong results
-        (the best ``limit * cover_depth`` scoring at least ``cover_floor`` of the best) in time
-        order, cut into ``limit`` consecutive stretches of equal size, and the best of each
-        stretch: one per step of the story rather than the most similar few, oldest first.
-        (Chosen leave-one-out against one per session in turn and a greedy novelty pick:
-        docs/retrieval.md, "Covering recall".)"""
+        (the best ``limit * cover_depth`` scoring at least ``cover_floor`` of the best, a repeated
+        line once) in time order, cut into ``limit`` consecutive stretches holding equal shares
+        of their total score, and the best of each: one per step of the story rather than the
+        most similar few, oldest first. Weighing the stretches by score keeps a weak line from
+        taking a step of its own. (Chosen leave-one-out: docs/retrieval.md, "Covering recall".)"""
         if not ranked:
             return []
         top = ranked[0].score
@@ -566,10 +566,13 @@ class Retriever:
         pool = await self._diversify(pool, len(pool), w)  # a repeated line is one step, not several
         pool.sort(key=lambda c: memories[c.id].occurred_at)
         steps = min(limit, len(pool))
-        chosen = [
-            max(pool[i * len(pool) // steps : (i + 1) * len(pool) // steps], key=lambda c: c.score)
-            for i in range(steps)
-        ]
+        weights = [max(c.score, 1e-9) for c in pool]
+        total, before = sum(weights), 0.0
+        stretches: list[list[Candidate]] = [[] for _ in range(steps)]
+        for c, weight in zip(pool, weights, strict=True):  # a memory's stretch: where its middle falls
+            stretches[min(steps - 1, int((before + weight / 2) / total * steps))].append(c)
+            before += weight
+        chosen = [max(stretch, key=lambda c: c.score) for stretch in stretches if stretch]
         for step, c in enumerate(chosen):
             c.signal("cover", step + 1)
         return chosen
