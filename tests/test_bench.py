@@ -244,6 +244,9 @@ async def test_context_benchmark_finds_evidence_in_what_the_agent_sees(
             )
         assert figures["baseline"]["variant"] in ("bm25s", "bm25_fts5")
         assert figures["ratio_groups"] == round(figures["nous"]["groups"] / figures["baseline"]["groups"], 3)
+        at_used = figures["baseline_at_tokens_used"]  # the baseline in no more tokens than nous used
+        assert at_used["tokens"]["over_budget"] == 0 and at_used["variant"] == figures["baseline"]["variant"]
+        assert at_used["tokens"]["max"] <= figures["nous"]["tokens"]["max"]
     assert small["nous"]["tokens"]["max"] <= 1000
     # three sessions hold more than 1,000 tokens of messages: the baseline fills the budget
     assert 900 <= small["baseline"]["tokens"]["p50"] <= small["baseline"]["tokens"]["max"] <= 1000

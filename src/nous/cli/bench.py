@@ -442,6 +442,10 @@ def _dataset_names(directories: list[Path]) -> list[str]:
     return [str(d) if names.count(n) > 1 else n for d, n in zip(directories, names, strict=True)]
 
 
+def _times(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}"
+
+
 def _context_rows(figures: dict[str, Any]) -> list[list[Any]]:
     """Per dataset and category, then per dataset and overall: nous's groups/all/any beside the
     packed baseline's groups/all and the groups ratio."""
@@ -504,8 +508,9 @@ def context(
     at least one. Beside it, at the same budget over the same message texts, the packed baseline:
     BM25 and dense top hits interleaved, deduplicated, packed as `speaker: text` (each clipped to
     the context's per-item ceiling) until the budget is full, scored the same way; the stronger
-    BM25 variant is reported. Per budget: a table per dataset and category, nous/baseline ratio,
-    tokens used p50/p95; then the frames chosen and pre_turn latency.
+    BM25 variant is reported. Per budget: a table per dataset and category with the nous/baseline
+    ratio of groups; then per budget the tokens used p50/p95 and the baseline packed into the
+    tokens nous actually used (evidence per token); then the frames chosen and pre_turn latency.
 
     Example: nous bench context ../shared/datasets/locomo ../shared/datasets/beam --budget 1000,2000,4000 --json context.json
     """
@@ -538,21 +543,36 @@ def context(
             _context_rows(figures),
         )
         n_tok, b_tok = figures["nous"]["tokens"], base["tokens"]
+        at_used = figures["baseline_at_tokens_used"]
         summary.append(
             [
                 key,
                 f"{figures['nous']['groups']:.3f}",
                 f"{base['groups']:.3f}",
-                "-" if figures["ratio_groups"] is None else f"{figures['ratio_groups']:.2f}",
+                _times(figures["ratio_groups"]),
                 f"{figures['nous']['all']:.3f}",
                 f"{base['all']:.3f}",
                 f"{n_tok['p50']}/{n_tok['p95']}",
                 f"{b_tok['p50']}/{b_tok['p95']}",
+                f"{at_used['groups']:.3f}",
+                _times(figures["ratio_groups_at_tokens_used"]),
             ]
         )
     table(
-        "nous against the packed baseline per budget (tokens: p50/p95 used)",
-        ["budget", "groups", "base groups", "ratio", "all", "base all", "tokens", "base tokens"],
+        "nous against the packed baseline per budget (tokens: p50/p95 used; at used: the baseline "
+        "packed into the tokens nous used)",
+        [
+            "budget",
+            "groups",
+            "base groups",
+            "ratio",
+            "all",
+            "base all",
+            "tokens",
+            "base tokens",
+            "base at used",
+            "ratio at used",
+        ],
         summary,
     )
     t, lat = result["tokens"], result["latency_ms"]
