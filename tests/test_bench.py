@@ -248,6 +248,8 @@ async def test_context_benchmark_finds_evidence_in_what_the_agent_sees(
         assert at_used["tokens"]["over_budget"] == 0 and at_used["variant"] == figures["baseline"]["variant"]
         assert at_used["tokens"]["max"] <= figures["nous"]["tokens"]["max"]
     assert small["nous"]["tokens"]["max"] <= 1000
+    for row in (small["nous"]["per_dataset"]["small"], *small["nous"]["per_category"].values()):
+        assert 0 < row["tokens_p50"] <= row["tokens_p95"] <= 1000  # tokens used per dataset and category
     # three sessions hold more than 1,000 tokens of messages: the baseline fills the budget
     assert 900 <= small["baseline"]["tokens"]["p50"] <= small["baseline"]["tokens"]["max"] <= 1000
 

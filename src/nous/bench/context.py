@@ -119,53 +119,66 @@ def _mean(values: Sequence[float]) -> float:
     return round(float(np.mean(values)), 4) if values else 0.0
 
 
+@dataclass(frozen=True)
+class _Row:
+    """One question's score in one context."""
+
+    dataset: str
+    category: str
+    groups: float  # the share of its evidence groups present
+    all: float
+    any: float
+    tokens: int
+
+
+def _figures(rows: Sequence[_Row]) -> dict[str, Any]:
+    tokens = np.asarray([r.tokens for r in rows] or [0])
+    return {
+        "groups": _mean([r.groups for r in rows]),
+        "all": _mean([r.all for r in rows]),
+        "any": _mean([r.any for r in rows]),
+        "questions": len(rows),
+        "tokens_p50": int(np.percentile(tokens, 50)),
+        "tokens_p95": int(np.percentile(tokens, 95)),
+    }
+
+
+def _by_category(rows: Sequence[_Row]) -> dict[str, Any]:
+    categories: dict[str, list[_Row]] = defaultdict(list)
+    for row in rows:
+        categories[row.category].append(row)
+    return {cat: _figures(r) for cat, r in sorted(categories.items())}
+
+
 @dataclass
 class Tally:
     """Evidence present per question (groups share, all, any) by dataset and category, and the
     tokens each context used."""
 
-    rows: list[tuple[str, str, float, float, float]] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)
+    rows: list[_Row] = field(default_factory=list)
     over_budget: int = 0
 
     def add(self, dataset: str, category: str, groups: list[bool], tokens: int, budget: int) -> None:
         share = sum(groups) / len(groups) if groups else 0.0
-        self.rows.append((dataset, category, share, float(all(groups)), float(any(groups))))
-        self.tokens.append(tokens)
+        self.rows.append(_Row(dataset, category, share, float(all(groups)), float(any(groups)), tokens))
         self.over_budget += tokens > budget
 
-    @staticmethod
-    def _figures(rows: Sequence[tuple[str, str, float, float, float]]) -> dict[str, Any]:
-        return {
-            "groups": _mean([r[2] for r in rows]),
-            "all": _mean([r[3] for r in rows]),
-            "any": _mean([r[4] for r in rows]),
-            "questions": len(rows),
-        }
-
-    def _by_category(self, rows: Sequence[tuple[str, str, float, float, float]]) -> dict[str, Any]:
-        categories: dict[str, list[tuple[str, str, float, float, float]]] = defaultdict(list)
-        for row in rows:
-            categories[row[1]].append(row)
-        return {cat: self._figures(r) for cat, r in sorted(categories.items())}
-
     def summary(self) -> dict[str, Any]:
-        datasets: dict[str, list[tuple[str, str, float, float, float]]] = defaultdict(list)
+        datasets: dict[str, list[_Row]] = defaultdict(list)
         for row in self.rows:
-            datasets[row[0]].append(row)
-        arr = np.asarray(self.tokens or [0])
+            datasets[row.dataset].append(row)
+        figures = _figures(self.rows)
         return {
-            **self._figures(self.rows),
+            **figures,
             "tokens": {
-                "p50": int(np.percentile(arr, 50)),
-                "p95": int(np.percentile(arr, 95)),
-                "max": int(arr.max()),
+                "p50": figures["tokens_p50"],
+                "p95": figures["tokens_p95"],
+                "max": max((r.tokens for r in self.rows), default=0),
                 "over_budget": int(self.over_budget),
             },
-            "per_category": self._by_category(self.rows),
+            "per_category": _by_category(self.rows),
             "per_dataset": {
-                name: self._figures(rows) | {"per_category": self._by_category(rows)}
-                for name, rows in datasets.items()
+                name: _figures(rows) | {"per_category": _by_category(rows)} for name, rows in datasets.items()
             },
         }
 

@@ -448,7 +448,7 @@ def _times(ratio: float | None) -> str:
 
 def _context_rows(figures: dict[str, Any]) -> list[list[Any]]:
     """Per dataset and category, then per dataset and overall: nous's groups/all/any beside the
-    packed baseline's groups/all and the groups ratio."""
+    packed baseline's groups/all, the groups ratio and the tokens each used (p50/p95)."""
     nous, base = figures["nous"], figures["baseline"]
     rows: list[list[Any]] = []
 
@@ -464,6 +464,8 @@ def _context_rows(figures: dict[str, Any]) -> list[list[Any]]:
             f"{b['groups']:.3f}",
             f"{b['all']:.3f}",
             ratio,
+            f"{n['tokens_p50']}/{n['tokens_p95']}",
+            f"{b['tokens_p50']}/{b['tokens_p95']}",
         ]
 
     several = len(nous["per_dataset"]) > 1
@@ -531,7 +533,19 @@ def context(
                 step=steps.advance,
             )
         )
-    columns = ["dataset", "category", "questions", "groups", "all", "any", "base groups", "base all", "ratio"]
+    columns = [
+        "dataset",
+        "category",
+        "questions",
+        "groups",
+        "all",
+        "any",
+        "base groups",
+        "base all",
+        "ratio",
+        "tokens",
+        "base tokens",
+    ]
     summary: list[list[Any]] = []
     for key, figures in result["by_budget"].items():
         label = "frame's own budget" if key == "frame" else f"budget {key}"
