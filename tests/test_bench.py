@@ -218,8 +218,12 @@ async def test_scale_benchmark_on_postgres_drops_its_scratch_schema(
 async def test_context_benchmark_finds_evidence_in_what_the_agent_sees(
     tmp_path: Path, provider: EmbeddingProvider
 ) -> None:
+    """The frame's own budget (the single-budget report's keys, at the top level) and 1,000 tokens,
+    from one ingest: each context and each packed baseline within its budget."""
     conversations = load_any_dir(_small_locomo(tmp_path))
-    result = await run_context(conversations, settings=Settings(home=tmp_path), provider=provider)
+    result = await run_context(
+        {"small": conversations}, budgets=(None, 1000), settings=Settings(home=tmp_path), provider=provider
+    )
     assert result["questions"] == sum(len(c.questions) for c in conversations) > 5
     assert 0.5 <= result["context_recall_all"] <= result["context_recall_any"] <= 1.0  # a 3-session chat
     assert set(result["per_category"]) <= {"1", "2", "3", "4"}
@@ -227,6 +231,57 @@ async def test_context_benchmark_finds_evidence_in_what_the_agent_sees(
     assert tokens["over_budget"] == 0 and tokens["p50"] <= tokens["p95"] <= tokens["max"] <= 12000
     assert sum(result["frames"].values()) == result["questions"]
     assert result["latency_ms"]["p95"] >= result["latency_ms"]["p50"] > 0
+    assert result["budgets"] == ["frame", "1000"] and result["datasets"] == {"small": result["questions"]}
+    frame, small = result["by_budget"]["frame"], result["by_budget"]["1000"]
+    assert frame["nous"]["all"] == result["context_recall_all"] and frame["nous"]["tokens"] == tokens
+    for figures in (frame, small):
+        for system in ("nous", "baseline"):
+            f = figures[system]
+            assert f["tokens"]["over_budget"] == 0
+            assert 0 <= f["all"] <= f["groups"] <= f["any"] <= 1 and f["questions"] == result["questions"]
+            assert set(f["per_dataset"]) == {"small"} and set(f["per_category"]) == set(
+                result["per_category"]
+            )
+        assert figures["baseline"]["variant"] in ("bm25s", "bm25_fts5")
+        assert figures["ratio_groups"] == round(figures["nous"]["groups"] / figures["baseline"]["groups"], 3)
+        at_used = figures["baseline_at_tokens_used"]  # the baseline in no more tokens than nous used
+        assert at_used["tokens"]["over_budget"] == 0 and at_used["variant"] == figures["baseline"]["variant"]
+        assert at_used["tokens"]["max"] <= figures["nous"]["tokens"]["max"]
+    assert small["nous"]["tokens"]["max"] <= 1000
+    for row in (small["nous"]["per_dataset"]["small"], *small["nous"]["per_category"].values()):
+        assert 0 < row["tokens_p50"] <= row["tokens_p95"] <= 1000  # tokens used per dataset and category
+    # three sessions hold more than 1,000 tokens of messages: the baseline fills the budget
+    assert 900 <= small["baseline"]["tokens"]["p50"] <= small["baseline"]["tokens"]["max"] <= 1000
+
+
+def test_packed_baseline_fills_the_budget_in_rank_order_and_scores_what_it_quotes() -> None:
+    from nous._tokens import count_tokens
+    from nous.bench.context import interleave, pack, packed_present
+    from nous.bench.labelled import LabelledQuestion
+    from nous.cognitive.context import ITEM_MAX_TOKENS
+
+    assert interleave(["a", "b", "c"], ["b", "d"]) == ["a", "b", "d", "c"]  # BM25 first, then dense
+    long = " ".join(f"word{i}" for i in range(600))
+    contents = {
+        "m1": long,
+        "m2": "April 6th. My goal is under two hours.",
+        "m3": "two hours",
+        "m4": "Lisbon.",
+    }
+    lines = {mid: f"Ana: {text}" for mid, text in contents.items()}
+    small = pack(["m1", "m2", "m4"], lines, 60)  # the long message (clipped to 200 tokens) does not fit
+    assert (
+        small.ids == ["m2", "m4"]
+        and small.text == "Ana: April 6th. My goal is under two hours.\nAna: Lisbon."
+    )
+    assert small.tokens == count_tokens(small.text) <= 60
+    large = pack(["m1", "m2", "m4"], lines, 1000)
+    assert large.ids == ["m1", "m2", "m4"] and large.tokens <= 1000
+    assert count_tokens(large.text.split("\n")[0]) == ITEM_MAX_TOKENS  # clipped to the per-item ceiling
+    question = LabelledQuestion(id="q", question="goal?", evidence=[["m1"], ["m2"], ["m3"], ["m3", "m4"]])
+    # m3's text is inside m2's, but m3 was not packed: a group counts only for a packed message
+    assert packed_present(question, small, contents) == [False, True, False, True]
+    assert packed_present(question, large, contents) == [True, True, False, True]  # m1 quoted by its start
 
 
 async def test_bench_load_against_a_real_server() -> None:

@@ -174,6 +174,28 @@ def test_bench_shows_progress_per_question(cli: CliRunner, tmp_path: Path, comma
     assert json.loads((tmp_path / "out.json").read_text())["questions"] == 3
 
 
+def test_bench_context_at_several_budgets_prints_a_table_per_budget_and_writes_json(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    directory = _labelled(tmp_path / "labelled")
+    out = tmp_path / "out.json"
+    result = ok(cli, "bench", "context", str(directory), "--budget", "300,1000", "--json", str(out))
+    assert re.findall(r"^questions (\d+)/3", result.stderr, re.MULTILINE) == ["1", "2", "3"]  # once each
+    text = " ".join(result.stdout.split())
+    assert "evidence in context · budget 300 · 3 questions" in text and "budget 1000" in text
+    rows = [line for line in result.stdout.splitlines() if line.startswith("│ labelled")]
+    assert len(rows) == 2  # one category, one row per budget
+    figures = json.loads(out.read_text())
+    assert figures["budgets"] == ["300", "1000"] and figures["questions"] == 3
+    for budget in (300, 1000):
+        run = figures["by_budget"][str(budget)]
+        assert run["nous"]["tokens"]["max"] <= budget and run["baseline"]["tokens"]["max"] <= budget
+        assert run["baseline"]["groups"] == 1.0  # three short messages: all of them fit
+    assert figures["context_recall_all"] == figures["by_budget"]["300"]["nous"]["all"]
+    refused = cli.invoke(app, ["bench", "context", str(directory), "--budget", "100"])
+    assert refused.exit_code == 2 and "at least 200 tokens" in refused.stderr
+
+
 def test_bench_agent_shows_progress_per_question(
     cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

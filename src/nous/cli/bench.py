@@ -6,6 +6,7 @@ import json
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -26,6 +27,7 @@ from nous.bench.retrieval import run_retrieval
 from nous.bench.scale import run_fill, run_scale
 from nous.cli.output import Steps, console, duration, err_console, plural, print_json, table
 from nous.cli.runtime import fail, run, state
+from nous.cognitive.layer import MIN_BUDGET
 from nous.errors import NousError
 from nous.retrieval.weights import PRESETS
 
@@ -423,52 +425,175 @@ def agent(
         console.print(f"wrote {out}")
 
 
+def _budgets(raw: str | None) -> list[int | None]:
+    """``--budget``: comma-separated totals of at least ``MIN_BUDGET`` tokens; none given, the
+    frame's own total (None)."""
+    if raw is None:
+        return [None]
+    values = _ints(raw, "--budget")
+    if any(v < MIN_BUDGET for v in values):
+        raise fail(f"--budget: each total must be at least {MIN_BUDGET} tokens, got {raw!r}", 2)
+    return list(values)
+
+
+def _dataset_names(directories: list[Path]) -> list[str]:
+    """A name per folder: its own name, or its path when two folders share a name."""
+    names = [d.name or str(d) for d in directories]
+    return [str(d) if names.count(n) > 1 else n for d, n in zip(directories, names, strict=True)]
+
+
+def _times(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}"
+
+
+def _context_rows(figures: dict[str, Any]) -> list[list[Any]]:
+    """Per dataset and category, then per dataset and overall: nous's groups/all/any beside the
+    packed baseline's groups/all, the groups ratio and the tokens each used (p50/p95)."""
+    nous, base = figures["nous"], figures["baseline"]
+    rows: list[list[Any]] = []
+
+    def row(dataset: str, category: str, n: dict[str, Any], b: dict[str, Any]) -> list[Any]:
+        ratio = f"{n['groups'] / b['groups']:.2f}" if b["groups"] else "-"
+        return [
+            dataset,
+            category,
+            n["questions"],
+            f"{n['groups']:.3f}",
+            f"{n['all']:.3f}",
+            f"{n['any']:.3f}",
+            f"{b['groups']:.3f}",
+            f"{b['all']:.3f}",
+            ratio,
+            f"{n['tokens_p50']}/{n['tokens_p95']}",
+            f"{b['tokens_p50']}/{b['tokens_p95']}",
+        ]
+
+    several = len(nous["per_dataset"]) > 1
+    for name, n in nous["per_dataset"].items():
+        b = base["per_dataset"][name]
+        categories = n["per_category"]
+        for category, m in categories.items():
+            rows.append(row(name, category, m, b["per_category"][category]))
+        if len(categories) > 1:
+            rows.append(row(name, "all", n, b))
+    if several:
+        rows.append(row("all", "all", nous, base))
+    return rows
+
+
 @app.command()
 def context(
     ctx: typer.Context,
-    directory: Annotated[
-        Path, typer.Argument(help="Folder of LoCoMo or labelled conversation *.json files.")
+    directories: Annotated[
+        list[Path],
+        typer.Argument(help="Folders of LoCoMo or labelled conversation *.json files; each is one dataset."),
     ],
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            "--budget",
+            help="Total token budgets, comma-separated (e.g. 1000,2000,4000); each question's "
+            "context is assembled at each from the same store. Default: the frame's own total.",
+        ),
+    ] = None,
     out: Annotated[Path | None, _JSON_OPTION] = None,
     files: Annotated[int | None, _FILES_OPTION] = None,
 ) -> None:
-    """Context evidence recall: is the evidence in what the agent actually sees?
+    """Context evidence recall: is the evidence in what the agent actually sees, and in what a
+    plain retrieval-augmented prompt of the same size would hold?
 
     For each conversation (LoCoMo files, categories 1-4, or the labelled format of `bench
-    retrieval`): a fresh store, ingest, then every question as the first message of a fresh
-    session through `pre_turn`. A question scores when each evidence group has a message among the
-    context's items whose text (or its first 200 characters) is in the context text. Prints
-    context_recall_all / _any overall and per category, the frames chosen, tokens against budget
-    and pre_turn latency.
+    retrieval`): a fresh store, ingest once, then every question as the first message of a fresh
+    session through `pre_turn`, once per budget. An evidence group is present when one of its
+    messages is among the context's items and its text (or its first 200 characters) is in the
+    context text: groups is the mean share of a question's groups present, all every group, any
+    at least one. Beside it, at the same budget over the same message texts, the packed baseline:
+    BM25 and dense top hits interleaved, deduplicated, packed as `speaker: text` (each clipped to
+    the context's per-item ceiling) until the budget is full, scored the same way; the stronger
+    BM25 variant is reported. Per budget: a table per dataset and category with the nous/baseline
+    ratio of groups; then per budget the tokens used p50/p95 and the baseline packed into the
+    tokens nous actually used (evidence per token); then the frames chosen and pre_turn latency.
 
-    Example: nous bench context ../shared/datasets/locomo --json context.json
+    Example: nous bench context ../shared/datasets/locomo ../shared/datasets/beam --budget 1000,2000,4000 --json context.json
     """
-    conversations = _load(directory, lambda: load_any_dir(directory, files))
-    with Steps("questions", sum(len(c.questions) for c in conversations)) as steps:
+    budgets = _budgets(budget)
+    names = _dataset_names(directories)
+    datasets = {
+        name: _load(directory, partial(load_any_dir, directory, files))
+        for name, directory in zip(names, directories, strict=True)
+    }
+    questions = sum(len(c.questions) for items in datasets.values() for c in items)
+    with Steps("questions", questions) as steps:
         result = run(
-            run_context(conversations, settings=state(ctx).settings, progress=_progress, step=steps.advance)
+            run_context(
+                datasets,
+                budgets=budgets,
+                settings=state(ctx).settings,
+                progress=_progress,
+                step=steps.advance,
+            )
+        )
+    columns = [
+        "dataset",
+        "category",
+        "questions",
+        "groups",
+        "all",
+        "any",
+        "base groups",
+        "base all",
+        "ratio",
+        "tokens",
+        "base tokens",
+    ]
+    summary: list[list[Any]] = []
+    for key, figures in result["by_budget"].items():
+        label = "frame's own budget" if key == "frame" else f"budget {key}"
+        base = figures["baseline"]
+        table(
+            f"evidence in context · {label} · {plural(result['questions'], 'question')} · "
+            f"baseline BM25 ({base['variant']}) + dense, packed",
+            columns,
+            _context_rows(figures),
+        )
+        n_tok, b_tok = figures["nous"]["tokens"], base["tokens"]
+        at_used = figures["baseline_at_tokens_used"]
+        summary.append(
+            [
+                key,
+                f"{figures['nous']['groups']:.3f}",
+                f"{base['groups']:.3f}",
+                _times(figures["ratio_groups"]),
+                f"{figures['nous']['all']:.3f}",
+                f"{base['all']:.3f}",
+                f"{n_tok['p50']}/{n_tok['p95']}",
+                f"{b_tok['p50']}/{b_tok['p95']}",
+                f"{at_used['groups']:.3f}",
+                _times(figures["ratio_groups_at_tokens_used"]),
+            ]
         )
     table(
-        f"context evidence recall · {plural(result['questions'], 'question')}",
-        ["category", "questions", "recall_all", "recall_any"],
+        "nous against the packed baseline per budget (tokens: p50/p95 used; at used: the baseline "
+        "packed into the tokens nous used)",
         [
-            [c, m["questions"], f"{m['context_recall_all']:.3f}", f"{m['context_recall_any']:.3f}"]
-            for c, m in result["per_category"].items()
-        ]
-        + [
-            [
-                "all",
-                result["questions"],
-                f"{result['context_recall_all']:.3f}",
-                f"{result['context_recall_any']:.3f}",
-            ]
+            "budget",
+            "groups",
+            "base groups",
+            "ratio",
+            "all",
+            "base all",
+            "tokens",
+            "base tokens",
+            "base at used",
+            "ratio at used",
         ],
+        summary,
     )
     t, lat = result["tokens"], result["latency_ms"]
     frames = ", ".join(f"{f} {n}" for f, n in result["frames"].items())
     console.print(
-        f"frames: {frames} · tokens p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · over budget "
-        f"{t['over_budget']} · pre_turn p50 {lat['p50']} ms · p95 {lat['p95']} ms"
+        f"frames: {frames} · at budget {result['budgets'][0]}: tokens p50 {t['p50']} · p95 {t['p95']} · "
+        f"max {t['max']} · over budget {t['over_budget']} · pre_turn p50 {lat['p50']} ms · p95 {lat['p95']} ms"
     )
     if out:
         out.write_text(json.dumps(result, indent=2))
