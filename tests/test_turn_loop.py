@@ -405,3 +405,18 @@ async def test_a_small_budget_holds_evidence_when_the_fixed_sections_are_short(n
     assert "Lisbon" in turn.text
     shown = {s.name: s.budget for s in turn.sections}
     assert sum(b for name, b in shown.items() if name in ("facts", "decisions", "turns", "episodes")) <= 1000
+
+
+async def test_a_small_budget_goes_to_the_sections_that_have_something(nous: Nous) -> None:
+    """Only facts were found: at a 1,000-token total the facts section gets the room the empty
+    decisions, procedures, episodes and turns sections would have taken, up to its own ceiling."""
+    for i in range(40):
+        await nous.learn(f"Project Falcon milestone {i} shipped with the reporting module, release {i}")
+    turn = await nous.pre_turn("small", "What did Project Falcon ship?", budget=1000)
+    assert turn.tokens <= 1000
+    budgets = {s.name: s.budget for s in turn.sections}
+    assert all(budgets.get(name, 0) == 0 for name in ("decisions", "procedures", "episodes", "turns"))
+    fixed = sum(s.tokens for s in turn.sections if s.name in ("identity", "user_profile", "censors", "frame"))
+    assert budgets["facts"] >= 1000 - fixed - 60  # nearly all that the fixed sections left
+    facts = turn.section("facts")
+    assert facts is not None and len(facts.items) >= 10

@@ -286,7 +286,10 @@ def build_context(inputs: ContextInputs) -> Context:
         _frame(inputs, budget.frame),
         _working_memory(inputs, budget.working_memory),
     ]
-    budget = _room_left(budget, fixed)
+    present = {SECTION_OF_KIND[h.kind] for h in (*inputs.hits, *inputs.timeline) if h.kind in SECTION_OF_KIND}
+    if inputs.recent:  # a recap shows the latest conversations with the episodes' budget too
+        present |= {"recent", "episodes"} if inputs.recap else {"recent"}
+    budget = _room_left(budget, fixed, present)
     recent, shown = _recent(inputs, budget.recent + (budget.episodes if inputs.recap else 0))
     in_order: list[ContextSection] = []
     if inputs.timeline and not inputs.greeting:
@@ -319,16 +322,21 @@ def build_context(inputs: ContextInputs) -> Context:
 RETRIEVED = ("recent", "decisions", "facts", "procedures", "episodes", "turns")
 
 
-def _room_left(budget: Budget, fixed: Sequence[ContextSection]) -> Budget:
-    """``budget`` with the retrieved sections' budgets shrunk in proportion when they would not
-    fit in what the fixed sections left of the total: a fixed section takes what it used, not
-    its ceiling, so a small total still holds evidence."""
+def _room_left(budget: Budget, fixed: Sequence[ContextSection], present: set[str]) -> Budget:
+    """``budget`` with the retrieved sections' budgets shrunk when they would not fit in what the
+    fixed sections left of the total: a fixed section takes what it used, not its ceiling, and a
+    retrieved section with nothing to show (``present`` names those that have something) takes
+    nothing, so a small total still holds evidence. The sections that have something share the
+    room in proportion to their ceilings, never above them."""
     used = sum(s.tokens for s in fixed) + 2 * sum(1 for s in fixed if s.items)  # and the blank lines
     room = max(0, budget.total - used)
-    wanted = sum(getattr(budget, name) for name in RETRIEVED)
-    if wanted <= room:
+    if sum(getattr(budget, name) for name in RETRIEVED) <= room:
         return budget
-    return budget.model_copy(update={name: getattr(budget, name) * room // wanted for name in RETRIEVED})
+    wanted = sum(getattr(budget, name) for name in RETRIEVED if name in present)
+    share = min(1.0, room / wanted) if wanted else 0.0
+    return budget.model_copy(
+        update={name: int(getattr(budget, name) * share) if name in present else 0 for name in RETRIEVED}
+    )
 
 
 def _within_total(sections: list[ContextSection], total: int) -> tuple[str, int]:
