@@ -22,6 +22,13 @@ from nous.embeddings.base import EmbeddingProvider
 from nous.embeddings.local import LocalEmbeddingProvider
 from tests.openai_server import FakeOpenAI
 
+# A terminal size in the environment (an exported COLUMNS; pytest-xdist's workers start with
+# COLUMNS=80 and LINES=24) would fix the CLI's width for the whole run: rich reads COLUMNS once,
+# when a console is made (nous.cli.output's, when a test module imports the CLI, after this file).
+# Without them the tests that set COLUMNS (the ``cli`` fixture, the width tests) get what they set.
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
+
 PG_URL = os.environ.get("NOUS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 _TRUE = ("1", "true", "yes")
 MUST_HAVE_POSTGRES = (

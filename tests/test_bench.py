@@ -159,8 +159,8 @@ def test_the_reader_checks_of_facts_and_summaries() -> None:
 
 
 async def test_scale_benchmark_shape(tmp_path: Path, provider: EmbeddingProvider) -> None:
-    result = await run_scale(300, queries=20, settings=Settings(home=tmp_path), provider=provider)
-    assert result["n"] == 300 and result["backend"] == "sqlite"
+    result = await run_scale(100, queries=10, settings=Settings(home=tmp_path), provider=provider)
+    assert result["n"] == 100 and result["backend"] == "sqlite"
     assert result["ingest_per_s"] > 0 and result["storage_overhead_ratio"] > 0
     assert result["recall_latency_ms"]["p95"] >= result["recall_latency_ms"]["p50"] > 0
     assert result["pre_turn_latency_ms"]["p95"] >= result["pre_turn_latency_ms"]["p50"] > 0
@@ -202,14 +202,14 @@ async def test_scale_benchmark_on_postgres_drops_its_scratch_schema(
     from .conftest import PG_URL, pg_url
 
     result = await run_scale(
-        200,
+        100,
         pg_url(pg_schema),
         queries=10,
         settings=Settings(home=tmp_path),
         provider=provider,
         drop_after=True,
     )
-    assert result["backend"] == "postgres" and result["n"] == 200
+    assert result["backend"] == "postgres" and result["n"] == 100
     with psycopg.connect(PG_URL) as conn:
         found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (pg_schema,)).fetchone()
     assert found is None

@@ -6,14 +6,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from nous.cli.app import app
-
-from .conftest import pg_url
+from nous.cli.app import app, main
 
 
 def _env(tmp_path: Path, url: str | None = None) -> dict[str, str]:
@@ -35,15 +34,13 @@ def _nous(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[s
     )
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_learn_json_statuses(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """created, duplicate (existing_id), connected (related_ids), superseded (superseded_id)."""
-    url = None if backend == "sqlite" else pg_url(request.getfixturevalue("pg_schema"))
-    env = _env(tmp_path, url)
+def test_learn_json_statuses(cli: CliRunner, database_url: str) -> None:
+    """created, duplicate (existing_id), connected (related_ids), superseded (superseded_id).
+    In-process: the entry point itself is run as a process by the test below."""
 
     def learn(*args: str) -> dict[str, object]:
-        done = _nous(["learn", *args, "--json"], env)
-        assert done.returncode == 0, done.stderr
+        done = cli.invoke(app, ["--db", database_url, "learn", *args, "--json"])
+        assert done.exit_code == 0, (done.output, done.exception)
         return json.loads(done.stdout)
 
     rule = learn("Never trade during low-volume weekends.")
@@ -58,50 +55,94 @@ def test_learn_json_statuses(backend: str, tmp_path: Path, request: pytest.Fixtu
     assert new["status"] == "superseded" and new["superseded_id"] == old["id"]
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_learn_and_recall_json_contract(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    url = None if backend == "sqlite" else pg_url(request.getfixturevalue("pg_schema"))
-    env = _env(tmp_path, url)
-    learned = _nous(["learn", "Rust's borrow checker prevents data races", "--json"], env)
-    assert learned.returncode == 0, learned.stderr
-    payload = json.loads(learned.stdout)
+Run = Callable[[list[str]], tuple[int, str, str]]  # arguments -> exit code, stdout, stderr
+
+
+def _process(env: dict[str, str]) -> Run:
+    """`python -m nous` as a process of its own."""
+
+    def run(args: list[str]) -> tuple[int, str, str]:
+        done = _nous(args, env)
+        return done.returncode, done.stdout, done.stderr
+
+    return run
+
+
+@pytest.fixture
+def in_process(cli: CliRunner, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
+    """The console-script entry point (``main``, as `python -m nous` calls it) run in this process,
+    on the ``cli`` fixture's fresh NOUS_HOME: what a process adds (starting up, importing) is
+    checked by the tests that run one."""
+
+    def run(args: list[str]) -> tuple[int, str, str]:
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "argv", ["nous", *args])
+        with pytest.raises(SystemExit) as stopped:
+            main()
+        out, err = capsys.readouterr()
+        code = stopped.value.code
+        return (code if isinstance(code, int) else 1), out, err
+
+    return run
+
+
+def _learn_and_recall(run: Run) -> None:
+    code, out, err = run(["learn", "Rust's borrow checker prevents data races", "--json"])
+    assert code == 0, err
+    payload = json.loads(out)
     assert payload["status"] == "created" and len(payload["id"]) == 36
-    related = json.loads(
-        _nous(["learn", "Rust's ownership model makes memory bugs rare", "--json"], env).stdout
-    )
-    lasagne = json.loads(_nous(["learn", "The cafeteria serves lasagne on Wednesdays", "--json"], env).stdout)
-    recalled = _nous(["recall", "memory safety in Rust", "--limit", "2", "--json"], env)
-    assert recalled.returncode == 0, recalled.stderr
-    hits = json.loads(recalled.stdout)
+    related = json.loads(run(["learn", "Rust's ownership model makes memory bugs rare", "--json"])[1])
+    lasagne = json.loads(run(["learn", "The cafeteria serves lasagne on Wednesdays", "--json"])[1])
+    code, out, err = run(["recall", "memory safety in Rust", "--limit", "2", "--json"])
+    assert code == 0, err
+    hits = json.loads(out)
     assert {h["id"] for h in hits} == {payload["id"], related["id"]}
     assert lasagne["id"] not in {h["id"] for h in hits}
     assert {"id", "type", "content", "score"} <= hits[0].keys() and hits[0]["type"] == "fact"
     assert hits[0]["score"] >= hits[1]["score"] and hits[0]["current"] and hits[0]["occurred_at"]
-    strict = _nous(["recall", "memory safety in Rust", "--min-score", "1"], env)
-    assert strict.returncode == 0 and "nothing relevant found" in strict.stderr
-    if backend == "sqlite":
-        assert (tmp_path / "home" / "nous.db").exists()
+    code, _, err = run(["recall", "memory safety in Rust", "--min-score", "1"])
+    assert code == 0 and "nothing relevant found" in err
 
 
-def test_errors_are_one_line_and_non_zero(tmp_path: Path) -> None:
+def test_learn_and_recall_json_contract_through_the_entry_point(tmp_path: Path) -> None:
+    """`python -m nous` as a user runs it, on the default store in NOUS_HOME."""
+    _learn_and_recall(_process(_env(tmp_path)))
+    assert (tmp_path / "home" / "nous.db").exists()
+
+
+def test_learn_and_recall_json_contract(in_process: Run, database_url: str) -> None:
+    """The same contract on each backend (the entry point in-process)."""
+    _learn_and_recall(lambda args: in_process(["--db", database_url, *args]))
+
+
+def test_errors_are_one_line_and_non_zero(
+    tmp_path: Path, in_process: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env = _env(tmp_path)
+    # Two through a process of its own (nothing printed at start-up or import adds a line), the
+    # rest through the same entry point in-process.
     empty = _nous(["learn", "   ", "--json"], env)
     assert empty.returncode == 2
     assert empty.stdout == ""
     assert empty.stderr.strip().count("\n") == 0 and "content is empty" in empty.stderr
-    for args, words in (
-        (["learn", "x", "--confidence", "abc"], "Invalid value for '--confidence'"),
-        (["no-such-command"], "No such command"),
-        (["recall"], "Missing argument"),
-        (["recall", "x", "--min-score", "2"], "--min-score"),
+    for n, (args, words) in enumerate(
+        (
+            (["learn", "x", "--confidence", "abc"], "Invalid value for '--confidence'"),
+            (["no-such-command"], "No such command"),
+            (["recall"], "Missing argument"),
+            (["recall", "x", "--min-score", "2"], "--min-score"),
+        )
     ):
-        usage = _nous(args, env)  # a usage mistake: one line that says where to look, exit 2
-        assert usage.returncode == 2 and usage.stdout == ""
-        assert usage.stderr.strip().count("\n") == 0 and words in usage.stderr and "-h`" in usage.stderr
-    bad_db = _nous(["stats"], {**env, "NOUS_DATABASE_URL": "mysql://x/y"})
-    assert bad_db.returncode == 1 and "unsupported database URL" in bad_db.stderr
-    missing = _nous(["history", "00000000-0000-4000-8000-000000000000"], env)
-    assert missing.returncode == 2 and "no history" in missing.stderr
+        # a usage mistake: one line that says where to look, exit 2
+        code, out, err = _process(env)(args) if n == 0 else in_process(args)
+        assert code == 2 and out == "", (args, out, err)
+        assert err.strip().count("\n") == 0 and words in err and "-h`" in err, (args, err)
+    monkeypatch.setenv("NOUS_DATABASE_URL", "mysql://x/y")
+    code, _, err = in_process(["stats"])
+    assert code == 1 and "unsupported database URL" in err
+    monkeypatch.delenv("NOUS_DATABASE_URL")
+    code, _, err = in_process(["history", "00000000-0000-4000-8000-000000000000"])
+    assert code == 2 and "no history" in err
 
 
 def test_listing_history_export_import_in_process(cli: CliRunner, tmp_path: Path) -> None:
@@ -163,13 +204,9 @@ DEMO_ANSWERS = {
 }
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_the_demo_answers_each_question_with_its_memory_first(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    url = None if backend == "sqlite" else pg_url(request.getfixturevalue("pg_schema"))
-    done = _nous(["demo", "--json", "--top", "3"], _env(tmp_path, url))
-    assert done.returncode == 0, done.stderr
+def test_the_demo_answers_each_question_with_its_memory_first(cli: CliRunner, database_url: str) -> None:
+    done = cli.invoke(app, ["--db", database_url, "demo", "--json", "--top", "3"])
+    assert done.exit_code == 0, (done.output, done.exception)
     answers = {a["question"]: a["answers"] for a in json.loads(done.stdout)["answers"]}
     assert set(answers) == set(DEMO_ANSWERS), "each demo question needs the memory that answers it"
     for question, expected in DEMO_ANSWERS.items():

@@ -3,6 +3,7 @@ at any width, ``--version`` prints the package's version."""
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Iterator
@@ -42,6 +43,13 @@ def test_the_walk_sees_the_whole_tree() -> None:
 
 
 def help_text(args: list[str], width: int) -> str:
+    return _rendered_help(tuple(args), width)
+
+
+@functools.cache
+def _rendered_help(args: tuple[str, ...], width: int) -> str:
+    """``--help`` at ``width`` columns, rendered once per run: the rendering depends on nothing
+    else, and the tests below read the same page several times."""
     result = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": str(width)}, terminal_width=width)
     assert result.exit_code == 0, (args, result.output)
     return result.output
