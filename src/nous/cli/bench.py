@@ -564,29 +564,17 @@ def context(
                 f"{figures['nous']['groups']:.3f}",
                 f"{base['groups']:.3f}",
                 _times(figures["ratio_groups"]),
-                f"{figures['nous']['all']:.3f}",
-                f"{base['all']:.3f}",
-                f"{n_tok['p50']}/{n_tok['p95']}",
-                f"{b_tok['p50']}/{b_tok['p95']}",
+                str(n_tok["p50"]),
+                str(b_tok["p50"]),
                 f"{at_used['groups']:.3f}",
                 _times(figures["ratio_groups_at_tokens_used"]),
             ]
         )
     table(
-        "nous against the packed baseline per budget (tokens: p50/p95 used; at used: the baseline "
-        "packed into the tokens nous used)",
-        [
-            "budget",
-            "groups",
-            "base groups",
-            "ratio",
-            "all",
-            "base all",
-            "tokens",
-            "base tokens",
-            "base at used",
-            "ratio at used",
-        ],
+        "evidence groups in context: nous against the packed baseline, per budget (tokens: p50 "
+        "used; @tok: the baseline packed into the tokens nous used; all, any and p95 in the "
+        "tables above and in --json)",
+        ["budget", "nous", "baseline", "ratio", "tokens", "base tok", "base@tok", "ratio@tok"],
         summary,
     )
     t, lat = result["tokens"], result["latency_ms"]
