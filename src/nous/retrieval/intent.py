@@ -87,41 +87,6 @@ class Intent:
 NONE = Intent(frozenset())
 
 
-# The words of such a request that say how to answer, not what about: "can you list the order in
-# which I brought up different aspects of X throughout our conversations? Mention only five items"
-# is about X. Searched whole, these words pull in every message that says "order" or "summary".
-_REQUEST_WORDS = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"\(?\s*(mention|list|give|name|include)( only)?( and only)?( exactly)? \w+ (items?|points?|things?|steps?)\s*\)?\.?",
-        r"^\s*(so,? |ok,? |okay,? )?(can|could|would|will) you (please )?(list|walk me through|give me|provide|"
-        r"tell me|summari[sz]e|recap|outline|describe|go over)( me)?\s*",
-        r"^\s*(please )?(list|summari[sz]e|recap|outline|describe|give me)\s*",
-        r"\b(a |an )?((clear|brief|short|quick|detailed|comprehensive|complete|full|concise) (and )?)*"
-        r"(summary|overview|recap|timeline|rundown)( of)?\b",
-        r"\bthe (order|sequence) in which\b|\bin (what|which|chronological|the right) order\b|\bin order\b",
-        r"\b(I|we) (brought up|mentioned|raised|discussed|talked about|asked about|went through)\b",
-        r"\b(different|various|all the|the) (aspects|concepts|topics|parts|things|issues|updates|changes|concerns)"
-        r" (of|related to|about|in|with|regarding)\b",
-        r"\b(throughout|across|over|during|in) (all )?(of )?(our|my|the|these) (conversations?|sessions?|discussions?|"
-        r"chats?|talks?)\b",
-        r"\b(based on|from) our (conversations?|discussions?|chats?)\b",
-    )
-)
-
-
-def cover_topic(text: str) -> str:
-    """What a request for many memories is about, without its request words (``text`` itself
-    when nothing is left but a word)."""
-    topic = text
-    for words in _REQUEST_WORDS:
-        topic = words.sub(" ", topic)
-    if topic == text:
-        return text
-    topic = re.sub(r"\s+", " ", topic).strip(" ,.;:?")
-    return topic if len(topic.split()) >= 2 else text
-
-
 def asks_to_cover(text: str) -> bool:
     """Whether ``text`` asks for many memories at once (an order, a summary, a change over time,
     all of something so far) rather than the one that answers best."""

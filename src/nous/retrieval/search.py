@@ -36,7 +36,7 @@ from nous.retrieval.candidates import (
     raw_score,
     scaled,
 )
-from nous.retrieval.intent import asks_to_cover, cover_topic, query_intent
+from nous.retrieval.intent import asks_to_cover, query_intent
 from nous.retrieval.query import (
     RecallQuery,
     asks_about_recency,
@@ -77,8 +77,6 @@ class Retriever:
         """Top memories for the query, best first, each with its per-signal scores (a covering
         set: oldest first, see ``_cover``)."""
         cover = self._covers(q)
-        if cover:  # the search is for what the request is about, not for its words
-            q = replace(q, text=cover_topic(q.text), cover=True)
         wide = self._start_wide(q)
         try:
             run = await self._collect(q)

@@ -61,8 +61,8 @@ class RetrievalWeights:
     # A covering recall (search.py, ``_cover``) chooses among the best ``limit * cover_depth``
     # results scoring at least ``cover_floor`` of the best one (both chosen leave-one-out,
     # docs/retrieval.md "Covering recall").
-    cover_depth: int = 3
-    cover_floor: float = 0.1
+    cover_depth: int = 10
+    cover_floor: float = 0.0
     recap_days: float = 2.0  # recap questions without a window look back this far
     recap_max: int = 5
 
