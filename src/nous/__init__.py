@@ -60,6 +60,7 @@ from nous.models.results import (
     StoreStats,
 )
 from nous.models.session import IdentitySection, SessionState
+from nous.models.threads import Thread, ThreadMember
 from nous.retrieval.weights import PRESETS, RetrievalWeights
 
 __version__ = "0.1.0"
@@ -125,6 +126,8 @@ __all__ = [
     "StorageError",
     "StoreStats",
     "SyncNous",
+    "Thread",
+    "ThreadMember",
     "Turn",
     "TurnContext",
     "TurnResult",

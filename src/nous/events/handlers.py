@@ -11,7 +11,7 @@ from nous.events.reviewer import review_pending_decisions
 from nous.events.summarize import store_candidate_facts, summarize_episode
 from nous.events.summary import of_episode_user
 from nous.memory import MemoryRepository
-from nous.memory.threads import plan_threads
+from nous.memory.threads import build_threads
 from nous.models import Decision, Edge, EdgeRelation, Episode, HistoryAction, MemoryKind
 from nous.models.events import Event, EventKind
 from nous.storage import MemoryQuery, WriteOp
@@ -84,11 +84,14 @@ def _part_of(agent_id: str, decision_id: str, episode_id: str) -> PutEdge:
 
 async def thread_memories(event: Event, ctx: PipelineContext) -> list[WriteOp]:
     """Thread the memories not in a topic thread yet (``nous.memory.threads``): whatever event
-    follows new memories (a session's end, a new fact or decision, a closed episode) brings them
-    into threads. Its guarded ops fail the event's attempt if another run threaded them first;
-    the retry then finds them threaded."""
-    ops, _ = await plan_threads(ctx.repo.store, ctx.repo.agent_id)
-    return ops
+    follows new memories (a session's end, a new fact or decision) brings them into threads. The
+    threading is decided and written under the store's lock for the agent's threads, apart from
+    the event's own writes: workers handling other events at the same time wait for it instead of
+    deciding from the same state (their attempt would fail and be retried), and as threading is
+    idempotent, a retried event finds its memories threaded."""
+    async with ctx.repo.store.exclusive(f"threads:{ctx.repo.agent_id}"):
+        await build_threads(ctx.repo.store, ctx.repo.agent_id)
+    return []
 
 
 HANDLERS: dict[EventKind, list[Handler]] = {
