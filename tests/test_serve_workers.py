@@ -25,6 +25,7 @@ from nous.server.run import spread_connections
 
 NOUS = str(Path(sys.executable).parent / "nous")
 ATTEMPTS = 400  # fresh connections tried before concluding that one worker never answers
+STARTING_ANSWERS = 1200  # "starting" answers (503) waited through while the other worker loads
 
 
 def _free_port() -> int:
@@ -75,9 +76,16 @@ def _served(tmp_path: Path, url: str) -> Iterator[tuple[subprocess.Popen[bytes],
 def _workers(url: str) -> dict[int, httpx.Client]:
     """A kept-open connection to each of the two workers, told apart by the pid /health reports."""
     found: dict[int, httpx.Client] = {}
+    starting = 0
     for _ in range(ATTEMPTS):
         client = httpx.Client(base_url=url, timeout=120, limits=httpx.Limits(max_connections=1))
-        pid = client.get("/health").raise_for_status().json()["worker"]
+        response = client.get("/health")
+        while response.status_code == 503 and starting < STARTING_ANSWERS:
+            # this connection reached the worker still loading its model: ask it again
+            starting += 1
+            time.sleep(0.5)  # a bounded pause before asking again
+            response = client.get("/health")
+        pid = response.raise_for_status().json()["worker"]
         if pid in found:
             client.close()
         else:
