@@ -302,7 +302,9 @@ async def _realistic(settings: Settings) -> dict[str, str]:
             retry_base=timedelta(milliseconds=1),
         )
         await worker.drain()
-        return keys | {"fact": fact.memory.id}
+        assert await nous.build_threads() > 0
+        (thread, *_) = await nous.threads(query="wheelchair accessible venue")
+        return keys | {"fact": fact.memory.id, "thread": thread.id}
 
 
 def test_tables_keep_their_words_whole_on_a_desktop_and_a_phone(
@@ -325,6 +327,8 @@ def test_tables_keep_their_words_whole_on_a_desktop_and_a_phone(
             "/ui/memories?kind=episode",
             "/ui/memories?q=accessibility+needs",
             "/ui/censors",
+            "/ui/threads",
+            f"/ui/threads/{made['thread']}",
         )
         tables = 0
         for width, height in ((1280, 800), (390, 844)):
@@ -355,3 +359,9 @@ def test_tables_keep_their_words_whole_on_a_desktop_and_a_phone(
         )
         text = browser.find_element(By.TAG_NAME, "table").text
         assert "alice" in text and "bartholomew" in text
+        # the thread page: its members in time order, the venue's first request before its follow-up
+        browser.set_window_size(1280, 800)
+        browser.get(f"{server.url}/ui/threads/{made['thread']}")
+        page = browser.find_element(By.ID, "main").text
+        first, follow_up = page.find("step-free access"), page.find("accessible bathrooms")
+        assert 0 <= first < follow_up, page

@@ -3027,7 +3027,10 @@ export interface components {
              * @description who said it, for a conversation turn
              */
             speaker?: string | null;
-            /** Content */
+            /**
+             * Content
+             * @description what it says: a turn's words (without its speaker), an episode's title and summary
+             */
             content: string;
         };
         /**

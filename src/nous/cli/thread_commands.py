@@ -45,12 +45,21 @@ def threads(
     if as_json:
         print_json([t.model_dump(mode="json") for t in found])
         return
-    columns = ["id", "label", "user", "size", "first", "last", *(["score"] if query else [])]
+    users = any(t.user_id for t in found)  # a user column only where some thread has a user
+    columns = [
+        "id",
+        "label",
+        *(["user"] if users else []),
+        "size",
+        "first",
+        "last",
+        *(["score"] if query else []),
+    ]
     rows = [
         (
             t.id[:8],
             short(t.label, 60),
-            t.user_id or "(shared)",
+            *([t.user_id or "(shared)"] if users else []),
             t.size,
             day(t.first_at),
             day(t.last_at),
@@ -99,7 +108,12 @@ def thread(
         None,
         ["when", "kind", "id", "content"],
         [
-            (when(m.occurred_at), m.kind.value, m.memory_id[:8], short(m.content, 200))
+            (
+                when(m.occurred_at),
+                m.kind.value,
+                m.memory_id[:8],
+                short(f"{m.speaker}: {m.content}" if m.speaker else m.content, 200),
+            )
             for m in found.members or []
         ],
         main="content",

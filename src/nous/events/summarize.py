@@ -81,12 +81,7 @@ def _messages(
         else:
             speaker = t.speaker or t.role
             who.to_assistant = who.to_assistant or t.role == "assistant"
-        text = t.content
-        for prefix in (f"{t.speaker}: ", f"{t.role}: "):
-            if (t.speaker and text.startswith(prefix)) or text.startswith(prefix):
-                text = text[len(prefix) :]
-                break
-        out.append((speaker, text, t.provenance.turn_ids or [t.id]))
+        out.append((speaker, t.said(), t.provenance.turn_ids or [t.id]))
     return out, who
 
 

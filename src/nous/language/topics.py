@@ -297,6 +297,24 @@ def clean_message(text: str) -> str:
     return re.sub(r"\s*\[[^\]\n]*\](?!\()", "", text).strip()
 
 
+def without_edge_verbs(phrase: str) -> str:
+    """``phrase`` without verbs at its ends: "adopt incremental typechecking" -> "incremental
+    typechecking", "production happen" -> "production". A word counts as a verb when the lexicon
+    knows it only as one; a first word in -ing ("hiking trip") and a last word in -s ("partial
+    writes") are kept: nouns there, more often than not."""
+    from lemminflect import getAllLemmas
+
+    def verb_only(word: str) -> bool:
+        return set(getAllLemmas(word.lower())) == {"VERB"}
+
+    words = phrase.split()
+    while words and not words[0].lower().endswith("ing") and verb_only(words[0]):
+        words.pop(0)
+    while len(words) > 1 and not words[-1].lower().endswith("s") and verb_only(words[-1]):
+        words.pop()
+    return " ".join(words)
+
+
 def title_of(phrases: list[str], at: datetime | None = None) -> str:
     """The title from the key phrases: "Budget tracker: password hashing and user authentication"."""
     if not phrases:

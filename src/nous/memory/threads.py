@@ -22,7 +22,7 @@ import numpy as np
 from nous._time import utcnow
 from nous.errors import ConflictError
 from nous.language.prose import prose_sentences
-from nous.language.topics import clean_message, key_phrases, title_of
+from nous.language.topics import clean_message, key_phrases, title_of, without_edge_verbs
 from nous.memory.threading import ThreadItem, ThreadState, item_words, thread_all
 from nous.models import Episode, Memory, MemoryKind, Turn
 from nous.models.threads import Thread, ThreadMember
@@ -42,6 +42,8 @@ def thread_text(memory: Memory) -> str:
     """The words of a memory that say its topic: a turn's own text, an episode's title and summary."""
     if isinstance(memory, Episode):
         return "\n".join(p for p in (memory.title, memory.summary, memory.content) if p)
+    if isinstance(memory, Turn):
+        return memory.said()
     return memory.content
 
 
@@ -53,15 +55,19 @@ def _names(memories: Iterable[Memory]) -> set[str]:
     return {m.speaker for m in memories if isinstance(m, Turn) and m.speaker}
 
 
-def label_of(memories: list[Memory], keywords: dict[str, int], at: datetime | None) -> str:
+def label_of(
+    memories: list[Memory], keywords: dict[str, int], at: datetime | None, names: Iterable[str] = ()
+) -> str:
     """A thread's label: the key phrases of its members' prose (people's words first), else its
-    most frequent words, else its date."""
+    most frequent words, else its date. The speakers' ``names`` (and the members' own) are people,
+    never a topic: a thread of one speaker's turns names the other often ("Thanks, Jon!")."""
     said = [
         (sentence, _weight(m))
         for m in memories
         for sentence in prose_sentences(clean_message(thread_text(m)))
     ]
-    phrases = key_phrases(said, names=_names(memories), limit=3) if said else []
+    found = key_phrases(said, names=_names(memories) | set(names), limit=3) if said else []
+    phrases = list(dict.fromkeys(p for p in map(without_edge_verbs, found) if p))
     if phrases:
         return title_of(phrases)
     words = [w for w, _ in sorted(keywords.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
@@ -119,6 +125,7 @@ async def plan_threads(store: Store, agent_id: str, *, limit: int = BATCH) -> tu
     for memory_id, thread_id in pairs:
         members.setdefault(thread_id, []).append(memories[memory_id])
     ops: list[WriteOp] = []
+    speakers = _names(memories.values())
     for thread in (t for t in threads if t.changed):
         known = records.get(thread.id)
         sample = await _label_sample(store, agent_id, thread.id, members[thread.id], known is not None)
@@ -126,7 +133,7 @@ async def plan_threads(store: Store, agent_id: str, *, limit: int = BATCH) -> tu
             id=thread.id,
             agent_id=agent_id,
             user_id=thread.user_id,
-            label=label_of(sample, thread.keywords, thread.first_at),
+            label=label_of(sample, thread.keywords, thread.first_at, speakers),
             size=thread.size,
             vector_sum=thread.vector_sum.astype(np.float32),
             keywords=thread.keywords,
@@ -226,5 +233,16 @@ def thread_member(memory: Memory) -> ThreadMember:
         occurred_at=memory.occurred_at,
         session_id=memory.session_id,
         speaker=(memory.speaker or memory.role) if isinstance(memory, Turn) else None,
-        content=thread_text(memory) if isinstance(memory, Episode) else memory.content,
+        content=_shown(memory),
     )
+
+
+def _shown(memory: Memory) -> str:
+    """A member's text in a timeline: a turn's words (its speaker is shown apart), an episode's
+    title and summary (each once)."""
+    if isinstance(memory, Turn):
+        return memory.said()
+    if isinstance(memory, Episode):
+        parts = [p.strip() for p in (memory.title, memory.summary or memory.content) if p and p.strip()]
+        return " — ".join(dict.fromkeys(parts))
+    return memory.content

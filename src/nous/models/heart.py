@@ -204,6 +204,13 @@ class Turn(Memory):
             return text
         return f'{self.speaker} said, "{text}"'
 
+    def said(self) -> str:
+        """The words said, without the ``speaker: `` or ``role: `` label a stored turn starts with."""
+        for prefix in (f"{self.speaker}: " if self.speaker else None, f"{self.role}: "):
+            if prefix and self.content.startswith(prefix):
+                return self.content[len(prefix) :]
+        return self.content
+
 
 class WorkingMemoryItem(BaseModel):
     """One item the agent is currently attending to."""

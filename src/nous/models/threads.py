@@ -19,7 +19,9 @@ class ThreadMember(BaseModel):
     occurred_at: datetime
     session_id: str | None = None
     speaker: str | None = Field(default=None, description="who said it, for a conversation turn")
-    content: str
+    content: str = Field(
+        description="what it says: a turn's words (without its speaker), an episode's title and summary"
+    )
 
 
 class Thread(BaseModel):

@@ -110,3 +110,58 @@ def query_intent(text: str) -> Intent:
     if not kinds and not preference:
         return NONE
     return Intent(frozenset(kinds), preference)
+
+
+# "the friend who went to the concert", "someone that ..." : a person, place or thing the question
+# describes instead of naming; the best hits for the description name it (a two-step question).
+_BRIDGE = re.compile(
+    r"\b(?:the|a|an|which|that)\s+(?:[a-z]+\s+){0,2}?"
+    r"(?:friends?|person|people|guy|woman|man|girl|boy|colleague|coworker|neighbou?r|relative|"
+    r"cousin|sister|brother|kid|child|one|place|restaurant|cafe|bar|shop|store|city|town|country|"
+    r"company|team|band|artist|book|movie|show|game|song|event|pet|dog|cat)"
+    r"\s+(?:who|that|which|where|whom)\s+[^?,.;]+",
+    re.IGNORECASE,
+)
+_ANYONE = re.compile(r"\b(?:someone|somebody|anyone|anybody)\s+(?:who|that)\s+[^?,.;]+", re.IGNORECASE)
+
+
+def describes_unnamed(text: str) -> bool:
+    """Whether ``text`` describes a person, place or thing instead of naming it ("where did the
+    friend who went to the concert eat?"): a question in two steps, who or what, then the rest."""
+    return (_BRIDGE.search(text) or _ANYONE.search(text)) is not None
+
+
+_QUESTION_WORDS = frozenset(
+    [
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "how",
+        "did",
+        "does",
+        "do",
+        "is",
+        "was",
+        "were",
+        "are",
+    ]
+)
+
+
+def second_step(text: str, found: str, names: list[str]) -> str:
+    """The question's second step: ``names`` (read off the first step's best memory, ``found``)
+    and the words of ``text`` that ``found`` does not already answer. "Where did the friend who
+    went to the concert eat afterwards?" with "Priya went to the Radiohead concert..." ->
+    "Priya where did friend who eat afterwards"."""
+    answered = {w.lower() for w in re.findall(r"[A-Za-z']+", found)}
+    rest = [
+        w
+        for w in re.findall(r"[A-Za-z0-9']+", text)
+        if w.lower() in _QUESTION_WORDS or w.lower() not in answered
+    ]
+    return " ".join([*names, *rest])

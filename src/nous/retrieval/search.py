@@ -21,6 +21,7 @@ from nous._patterns import pattern_matches
 from nous._text import keyword_terms, validate_content
 from nous._time import as_utc, shifted, utcnow
 from nous.errors import InvalidInputError
+from nous.language.names import proper_names
 from nous.memory import MemoryRepository
 from nous.memory.lifecycle import rank_factor
 from nous.models import Censor, Memory, MemoryKind, RecallHit
@@ -36,7 +37,7 @@ from nous.retrieval.candidates import (
     raw_score,
     scaled,
 )
-from nous.retrieval.intent import asks_to_cover, query_intent
+from nous.retrieval.intent import asks_to_cover, describes_unnamed, query_intent, second_step
 from nous.retrieval.query import (
     RecallQuery,
     asks_about_recency,
@@ -75,7 +76,45 @@ class Retriever:
 
     async def recall(self, q: RecallQuery) -> list[RecallHit]:
         """Top memories for the query, best first, each with its per-signal scores (a covering
-        set: oldest first, see ``_cover``)."""
+        set: oldest first, see ``_cover``). A question that describes someone or something
+        instead of naming them is answered in two steps (``_two_steps``)."""
+        hits = await self._recall(q)
+        if not hits or not self._in_two_steps(q):
+            return hits
+        return await self._two_steps(q, hits)
+
+    def _in_two_steps(self, q: RecallQuery) -> bool:
+        w = preset(q.preset) if q.preset is not None else self.weights
+        return w.boosts and isinstance(q.text, str) and describes_unnamed(q.text) and not self._covers(q)
+
+    async def _two_steps(self, q: RecallQuery, hits: list[RecallHit]) -> list[RecallHit]:
+        """ "Where did the friend who went to the concert eat?": the best memory for the whole
+        question names who that is ("Priya went to the concert..."); a second recall asks after
+        the names with the words that memory does not answer ("Priya where did friend who eat").
+        Its hits take every other place after the best one, the first step's keep the rest (a
+        second step that misread the question costs half the places, never the best match)."""
+        best = hits[0]
+        names = proper_names(best.content, besides=q.text)
+        if not names:
+            return hits
+        second = await self._recall(replace(q, text=second_step(q.text, best.content, names)))
+        merged: dict[str, RecallHit] = {best.id: best}
+        firsts, seconds = iter(hits[1:]), iter(second)
+        while len(merged) < q.limit:
+            progressed = False
+            for source, tag in ((seconds, True), (firsts, False)):
+                for hit in source:
+                    if hit.id in merged:
+                        continue
+                    signals = {**hit.signals, "second_step": 1.0} if tag else hit.signals
+                    merged[hit.id] = hit.model_copy(update={"signals": signals})
+                    progressed = True
+                    break
+            if not progressed:
+                break
+        return list(merged.values())[: q.limit]
+
+    async def _recall(self, q: RecallQuery) -> list[RecallHit]:
         cover = self._covers(q)
         wide = self._start_wide(q)
         try:
