@@ -18,7 +18,7 @@ from nous.api import Nous
 from nous.bench.jsonl import checkout_data_file, jsonl_rows
 from nous.config import Settings
 from nous.errors import InvalidInputError
-from nous.heart.censor_rules import SEMANTIC_THRESHOLD, match_patterns, same_command, similarities
+from nous.heart.censor_rules import SEMANTIC_THRESHOLD, match_patterns, meaning_applies, similarities
 from nous.models import Censor, CensorAction
 
 VERDICTS = ("allow", "warn", "block")
@@ -116,7 +116,7 @@ async def run_censor_set(
                         (
                             c,
                             hit is not False,
-                            -1.0 if same_command(c.trigger_pattern, action["text"]) else sims[c.id],
+                            sims[c.id] if meaning_applies(c, action["text"]) else -1.0,
                         )
                         for c, hit in zip(censors, hits, strict=True)
                     ]

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from nous._patterns import PATTERN_TIMEOUT, compile_pattern, pattern_matches
 from nous._text import pattern_words
 from nous.errors import InvalidInputError
+from nous.heart.censor_operations import operation_differs
 from nous.memory import MemoryRepository
 from nous.models import Censor, CensorAction
 
@@ -374,13 +375,19 @@ async def similarities(repo: MemoryRepository, text: str, censors: list[Censor])
     return found
 
 
+def meaning_applies(censor: Censor, text: str) -> bool:
+    """Whether the censor's meaning check may judge ``text`` at all: not when the action uses the
+    pattern's own command (``same_command``), nor when none of its main verbs can do what the
+    censor forbids (``operation_differs``: "check the uptime of the build server" against a censor
+    on shutting it down, "enable MFA" against one on disabling it)."""
+    return not same_command(censor.trigger_pattern, text) and not operation_differs(
+        pattern_words(censor.trigger_pattern), censor.reason or "", text
+    )
+
+
 def fires_by_meaning(censor: Censor, text: str, similarity: float | None) -> bool:
     """Whether a censor whose pattern did not match ``text`` fires on it by meaning."""
-    return (
-        similarity is not None
-        and similarity >= SEMANTIC_THRESHOLD
-        and not same_command(censor.trigger_pattern, text)
-    )
+    return similarity is not None and similarity >= SEMANTIC_THRESHOLD and meaning_applies(censor, text)
 
 
 # -- verdict -------------------------------------------------------------------------------------
