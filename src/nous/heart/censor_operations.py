@@ -146,7 +146,7 @@ _AUXILIARIES = frozenset(
 _SKIPPED = _AUXILIARIES | {"not", "also", "then", "just", "first"}
 # Where a new clause, and so possibly another operation, begins. After a strong break (a command
 # separator, "then") the first word is taken as a verb whatever it is; after a weak one ("and",
-# "to", "that") only if the dictionary says it can be a verb.
+# "to", "that") only if it can be a verb.
 _STRONG_BREAK = re.compile(r"\s*(?:&&|\|\||[;|]|\bthen\b|\n)\s*")
 _WEAK_BREAKS = frozenset(
     {"and", "or", "but", "to", "that", "which", "who", "so", "before", "after", "while", ","}
@@ -196,7 +196,8 @@ def forbidden_operations(pattern_words: str, reason: str) -> frozenset[str]:
 
 def _main_verbs(clause: str) -> list[frozenset[str] | None]:
     """The operations of a clause's verbs: its first word (after any polite or ``sudo`` lead-in),
-    and the first word after each weak break that can be a verb. None for an unknown verb."""
+    and the first word after each weak break that can be a verb (the dictionary says so, or the
+    table knows it: "reboot"). None for an unknown verb."""
     words = _WORD.findall(clause.lower())
     start = 0
     while start < len(words) and (words[start] in _LEADING or words[start] == ","):
@@ -210,7 +211,7 @@ def _main_verbs(clause: str) -> list[frozenset[str] | None]:
         j = i + 1
         while j < len(words) and not _SKIPPED.isdisjoint(_lemmas(words[j])[0]):
             j += 1
-        if j < len(words) and _lemmas(words[j])[1]:
+        if j < len(words) and (_lemmas(words[j])[1] or _operations_at(words, j) is not None):
             verbs.append(_operations_at(words, j))
     return verbs
 
