@@ -253,6 +253,15 @@ def cross_similarities(provider: object, pairs: list[CensorPair]) -> np.ndarray:
     return sims[~np.eye(len(pairs), dtype=bool)]
 
 
+def let_off(pairs: list[CensorPair]) -> list[bool]:
+    """Whether the operation rule keeps each pair's meaning check from firing (the action's main
+    verbs cannot do what the censor forbids; ``operation_differs``)."""
+    from nous._text import pattern_words
+    from nous.heart.censor_operations import operation_differs
+
+    return [operation_differs(pattern_words(p), r, a) for p, r, a in pairs]
+
+
 def regex_fires(pairs: list[CensorPair]) -> list[str]:
     """Actions that the pattern itself matches (the set is meant to have none)."""
     return [a for p, _, a in pairs if re.search(p, a, flags=re.IGNORECASE)]
@@ -281,6 +290,13 @@ def main() -> None:
     print(
         f"SEMANTIC_THRESHOLD = {t}: catches {int(np.sum(pos >= t))}/{len(pos)}, "
         f"false positives {int(np.sum(neg >= t))}/{len(neg)} and {int(np.sum(cross >= t))}/{len(cross)} cross"
+    )
+    pos_off, neg_off = np.array(let_off(SHOULD_MATCH)), np.array(let_off(SHOULD_NOT_MATCH))
+    print(
+        f"operation rule lets off {int(pos_off.sum())}/{len(pos)} paraphrases and "
+        f"{int(neg_off.sum())}/{len(neg)} harmless; with it at {t}: catches "
+        f"{int(np.sum((pos >= t) & ~pos_off))}/{len(pos)}, "
+        f"false positives {int(np.sum((neg >= t) & ~neg_off))}/{len(neg)}"
     )
     print(f"regex fires on: {regex_fires(SHOULD_MATCH + SHOULD_NOT_MATCH)}")
 

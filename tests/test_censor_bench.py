@@ -1,5 +1,5 @@
 """Censor verdicts on labelled agent actions (tests/data/censor_actions*.jsonl) with the real model:
-the targets on the development file, the held-out file measured, and ``nous bench censors``."""
+the targets on the development file, the two held-out files measured, and ``nous bench censors``."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ def test_the_labelled_sets_are_big_enough_and_cover_every_verdict() -> None:
     assert [p.name for p in default_censor_paths()] == [
         "censor_actions.jsonl",
         "censor_actions_holdout.jsonl",
+        "censor_actions_holdout2.jsonl",
     ]
     censors, actions = load_censor_set(DATA / "censor_actions.jsonl")
     assert len(censors) >= 12 and len(actions) >= 100
@@ -27,6 +28,10 @@ def test_the_labelled_sets_are_big_enough_and_cover_every_verdict() -> None:
     assert {c["action"] for c in censors} == {"warn", "block", "absolute"}
     held_censors, held = load_censor_set(DATA / "censor_actions_holdout.jsonl")
     assert len(held_censors) >= 8 and len(held) >= 40
+    second_censors, second = load_censor_set(DATA / "censor_actions_holdout2.jsonl")
+    assert len(second_censors) >= 10 and len(second) >= 60
+    assert {a["expect"] for a in second} == {"allow", "warn", "block"}
+    assert not {c["censor"] for c in second_censors} & {c["censor"] for c in censors + held_censors}
 
 
 async def test_block_precision_and_recall_reach_the_targets_on_the_development_set(
@@ -42,16 +47,20 @@ async def test_block_precision_and_recall_reach_the_targets_on_the_development_s
     assert [s["threshold"] for s in result["sweep"]] == list(SWEEP)
 
 
-def test_nous_bench_censors_prints_both_parts_and_the_sweep(cli: CliRunner, tmp_path: Path) -> None:
+def test_nous_bench_censors_prints_every_part_and_the_sweep(cli: CliRunner, tmp_path: Path) -> None:
     out = tmp_path / "censors.json"
     result = cli.invoke(app, ["bench", "censors", "--sweep", "--errors", "2", "--json", str(out)])
     assert result.exit_code == 0, result.output
     assert "block prec" in result.stdout and "sweep" in result.stdout and "0.425" in result.stdout
     figures = json.loads(out.read_text())
-    assert set(figures) == {"censor_actions.jsonl", "censor_actions_holdout.jsonl"}
-    held = figures["censor_actions_holdout.jsonl"]
-    assert (
-        held["actions"] >= 40 and 0 <= held["block"]["precision"] <= 1 and 0 <= held["block"]["recall"] <= 1
-    )
+    assert set(figures) == {
+        "censor_actions.jsonl",
+        "censor_actions_holdout.jsonl",
+        "censor_actions_holdout2.jsonl",
+    }
+    for name in ("censor_actions_holdout.jsonl", "censor_actions_holdout2.jsonl"):
+        held = figures[name]
+        assert held["actions"] >= 40
+        assert 0 <= held["block"]["precision"] <= 1 and 0 <= held["block"]["recall"] <= 1
     missing = cli.invoke(app, ["bench", "censors", "--data", str(tmp_path / "none.jsonl")])
     assert missing.exit_code == 2 and "no labelled actions" in missing.stderr

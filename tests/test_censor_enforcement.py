@@ -194,6 +194,14 @@ async def test_meaning_catches_a_paraphrase_but_not_the_patterns_own_command(nou
     assert "similar in meaning" in verdict.reasons[0] and DROP_REASON in verdict.reasons[0]
 
 
+async def test_an_opposite_or_read_only_action_is_not_blocked_by_meaning(nous: Nous) -> None:
+    await _add(nous, r"disable\s+(2fa|mfa)", action="block", reason="two-factor auth must stay on for admins")
+    for harmless in ("enable mfa for the new support agent", "check whether mfa is on for the admins"):
+        assert (await nous.check_action(harmless, record=False)).decision is ActionDecision.ALLOW
+    verdict = await nous.check_action("turn off the second login factor for the administrator", record=False)
+    assert verdict.decision is ActionDecision.BLOCK and [m.how for m in verdict.matches] == ["semantic"]
+
+
 def test_the_command_a_pattern_starts_with() -> None:
     assert censor_rules.pattern_command(r"rm\s+-rf\s+/") == "rm"
     assert censor_rules.pattern_command(r"^\bkubectl\s+delete") == "kubectl"

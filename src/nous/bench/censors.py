@@ -18,7 +18,7 @@ from nous.api import Nous
 from nous.bench.jsonl import checkout_data_file, jsonl_rows
 from nous.config import Settings
 from nous.errors import InvalidInputError
-from nous.heart.censor_rules import SEMANTIC_THRESHOLD, match_patterns, same_command, similarities
+from nous.heart.censor_rules import SEMANTIC_THRESHOLD, match_patterns, meaning_applies, similarities
 from nous.models import Censor, CensorAction
 
 VERDICTS = ("allow", "warn", "block")
@@ -26,9 +26,13 @@ SWEEP = tuple(round(0.30 + 0.025 * i, 3) for i in range(15))  # 0.300 … 0.650
 _STRENGTH = {CensorAction.WARN: 1, CensorAction.BLOCK: 2, CensorAction.ABSOLUTE: 2}
 
 
+DEFAULT_FILES = ("censor_actions.jsonl", "censor_actions_holdout.jsonl", "censor_actions_holdout2.jsonl")
+
+
 def default_censor_paths() -> list[Path]:
-    """``tests/data/censor_actions.jsonl`` (development) and ``censor_actions_holdout.jsonl``."""
-    found = [checkout_data_file(n) for n in ("censor_actions.jsonl", "censor_actions_holdout.jsonl")]
+    """``tests/data/censor_actions.jsonl`` (development) and the two held-out files,
+    ``censor_actions_holdout.jsonl`` and ``censor_actions_holdout2.jsonl``."""
+    found = [checkout_data_file(n) for n in DEFAULT_FILES]
     return [p for p in found if p is not None]
 
 
@@ -116,7 +120,7 @@ async def run_censor_set(
                         (
                             c,
                             hit is not False,
-                            -1.0 if same_command(c.trigger_pattern, action["text"]) else sims[c.id],
+                            sims[c.id] if meaning_applies(c, action["text"]) else -1.0,
                         )
                         for c, hit in zip(censors, hits, strict=True)
                     ]

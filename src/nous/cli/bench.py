@@ -1099,7 +1099,8 @@ def censors(
         list[Path] | None,
         typer.Option(
             help="Labelled actions with their censors (JSONL; see docs/censors.md); repeat for several "
-            "files. Default: tests/data/censor_actions.jsonl and censor_actions_holdout.jsonl."
+            "files. Default: tests/data/censor_actions.jsonl, censor_actions_holdout.jsonl and "
+            "censor_actions_holdout2.jsonl."
         ),
     ] = None,
     sweep: Annotated[
@@ -1114,7 +1115,8 @@ def censors(
 
     Each file's censors go into a fresh store and every action is judged by check-action (nothing
     recorded), at the semantic threshold in force; --sweep re-decides them at other thresholds.
-    The threshold was chosen on the development file; the held-out file was written after.
+    The threshold and the operation rule were chosen on the development file; the held-out files
+    were written after the threshold (the second one also before the rule was run on it).
 
     Example: nous bench censors --sweep --errors 5
     """

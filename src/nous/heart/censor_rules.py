@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from nous._patterns import PATTERN_TIMEOUT, compile_pattern, pattern_matches
 from nous._text import pattern_words
 from nous.errors import InvalidInputError
+from nous.heart.censor_operations import operation_differs
 from nous.memory import MemoryRepository
 from nous.models import Censor, CensorAction
 
@@ -37,13 +38,16 @@ _sre: Any = importlib.import_module("re._parser")
 # censor fires although its pattern does not match. A censor's meaning is read two ways, and the
 # closer one counts: its reason as written ("never drop tables in the production database") and
 # the words its pattern spells out ("DROP TABLE"). An action that uses the word the pattern starts
-# with (its command: `rm`, `kubectl`, `deploy`) is left to the pattern (``same_command``).
+# with (its command: `rm`, `kubectl`, `deploy`) is left to the pattern (``same_command``), and so
+# is one whose main verbs cannot do what the censor forbids (``operation_differs``: "check the
+# uptime of the build server" against a censor on shutting it down).
 # Chosen by the sweep `nous bench censors --sweep` prints over tests/data/censor_actions.jsonl
-# (104 labelled actions, 12 censors): at 0.425 block precision 0.96 and recall 0.86, warn 0.94 and
-# 0.80; 0.40 lets two more harmless actions through as blocks, 0.45 misses one more. The held-out
-# file (tests/data/censor_actions_holdout.jsonl, written after) is reported beside it; see
-# docs/censors.md. A topic embedding cannot tell "make the bucket public" from "keep it private":
-# the semantic check is a net under the pattern, not a replacement for it.
+# (104 labelled actions, 12 censors), before the operation rule: at 0.425 block precision 0.96 and
+# recall 0.86, warn 0.94 and 0.80; 0.40 let two more harmless actions through as blocks, 0.45
+# missed one more. With the rule, 0.425 gives block precision 1.00 at the same recall. The two
+# held-out files are reported beside it; see docs/censors.md. A topic embedding cannot tell "make
+# the bucket public" from "keep it private": the semantic check is a net under the pattern, not a
+# replacement for it.
 SEMANTIC_THRESHOLD = 0.425
 
 # Regex time bounds. Each pattern gets PATTERN_TIMEOUT seconds; one check spends at most
@@ -374,13 +378,19 @@ async def similarities(repo: MemoryRepository, text: str, censors: list[Censor])
     return found
 
 
+def meaning_applies(censor: Censor, text: str) -> bool:
+    """Whether the censor's meaning check may judge ``text`` at all: not when the action uses the
+    pattern's own command (``same_command``), nor when none of its main verbs can do what the
+    censor forbids (``operation_differs``: "check the uptime of the build server" against a censor
+    on shutting it down, "enable MFA" against one on disabling it)."""
+    return not same_command(censor.trigger_pattern, text) and not operation_differs(
+        pattern_words(censor.trigger_pattern), censor.reason or "", text
+    )
+
+
 def fires_by_meaning(censor: Censor, text: str, similarity: float | None) -> bool:
     """Whether a censor whose pattern did not match ``text`` fires on it by meaning."""
-    return (
-        similarity is not None
-        and similarity >= SEMANTIC_THRESHOLD
-        and not same_command(censor.trigger_pattern, text)
-    )
+    return similarity is not None and similarity >= SEMANTIC_THRESHOLD and meaning_applies(censor, text)
 
 
 # -- verdict -------------------------------------------------------------------------------------
