@@ -49,7 +49,6 @@ from nous.models import (
 )
 from nous.models.session import IdentitySection, SessionState
 from nous.retrieval import RecallQuery, Retriever
-from nous.retrieval.intent import asks_to_cover
 from nous.retrieval.timeparse import parse_time_expression
 from nous.storage.base import NoteReply, PutEdge, WriteOp
 
@@ -265,37 +264,30 @@ class CognitiveLayer:
         """Gather what the context shows (all reads) and build it within the frame's budgets."""
         greeting = plan.choice.greeting and not plan.forced
 
-        async def hits(cover: bool) -> list[RecallHit]:
-            """The best matches; with ``cover``, the covering set of a question that asks for an
-            order, a summary or everything so far (none for any other question)."""
-            if (
-                greeting
-                or not plan.limits.retrieves
-                or (cover and (plan.recap or not asks_to_cover(plan.query)))
-            ):
-                return []
-            return await self.retriever.recall(
-                RecallQuery(
-                    text=plan.query,
-                    limit=TIMELINE_LIMIT if cover else RETRIEVE_LIMIT,
-                    user_id=plan.user_id,
-                    frame=plan.frame.id,
-                    active_censors=tuple(plan.censor_ids),
-                    now=plan.now,
-                    as_of=plan.as_of,
-                    cover=cover,
-                )
+        async def hits() -> tuple[list[RecallHit], list[RecallHit]]:
+            """The best matches and, for a question that asks for an order, a summary or
+            everything so far, its covering set (the "In order" section), from one search."""
+            if greeting or not plan.limits.retrieves:
+                return [], []
+            query = RecallQuery(
+                text=plan.query,
+                limit=RETRIEVE_LIMIT,
+                user_id=plan.user_id,
+                frame=plan.frame.id,
+                active_censors=tuple(plan.censor_ids),
+                now=plan.now,
+                as_of=plan.as_of,
             )
+            return await self.retriever.recall_with_timeline(query, TIMELINE_LIMIT)
 
         async def profile() -> list[Fact]:
             return await self.identity.user_profile(plan.user_id) if plan.user_id else []
 
-        facts, wm, recent, found, timeline, said = await asyncio.gather(
+        facts, wm, recent, (found, timeline), said = await asyncio.gather(
             profile(),
             self.heart.working_memory.get(plan.session_id),
             self._recent_episodes(plan.user_id, plan.session_id, plan.now),
-            hits(cover=False),
-            hits(cover=True),
+            hits(),
             self._already_said(plan.session_id),
         )
         warnings = [i.content for i in wm.items if i.kind == "censor_warning"]

@@ -84,6 +84,14 @@ class Run:
     intent: Intent = NO_INTENT
 
 
+@dataclass(slots=True)
+class Ranked:
+    """A recall's candidates ranked best first (``candidates``), with the run that scored them."""
+
+    run: Run
+    candidates: list[Candidate]
+
+
 def nothing_close(candidates: Iterable[Candidate], w: RetrievalWeights) -> bool:
     """No candidate has keyword evidence, none is of the kind the question asks for ("what did we
     decide?" shares no word with the decision), no censor's pattern fires on it, and none is as

@@ -30,6 +30,7 @@ from nous.retrieval.candidates import (
     FEATURE_INDEX,
     Candidate,
     Pools,
+    Ranked,
     Run,
     in_scope,
     is_current,
@@ -114,8 +115,48 @@ class Retriever:
                 break
         return list(merged.values())[: q.limit]
 
+    async def recall_with_timeline(
+        self, q: RecallQuery, timeline_limit: int
+    ) -> tuple[list[RecallHit], list[RecallHit]]:
+        """The best matches (as ``recall`` with ``cover=False``) and, for a question that asks for
+        an order, a summary or everything so far, its covering set of up to ``timeline_limit``
+        (else none), both ranked from one search."""
+        q = replace(q, cover=False)
+        timeline = self._covers(replace(q, cover=None))
+        ranked = await self._ranked(q)
+        if ranked is None:
+            return [], []
+        best = await self._hits(
+            await self._diversify(ranked.candidates, q.limit, ranked.run.weights), ranked.run, q
+        )
+        covering = (
+            await self._hits(
+                await self._cover(ranked.candidates, timeline_limit, ranked.run.memories, ranked.run.weights),
+                ranked.run,
+                q,
+            )
+            if timeline
+            else []
+        )
+        if best and self._in_two_steps(q):
+            best = await self._two_steps(q, best)
+        return best, covering
+
     async def _recall(self, q: RecallQuery) -> list[RecallHit]:
         cover = self._covers(q)
+        ranked = await self._ranked(q)
+        if ranked is None:
+            return []
+        run, w = ranked.run, ranked.run.weights
+        if cover:
+            chosen = await self._cover(ranked.candidates, q.limit, run.memories, w)
+        else:
+            chosen = await self._diversify(ranked.candidates, q.limit, w)
+        return await self._hits(chosen, run, q)
+
+    async def _ranked(self, q: RecallQuery) -> Ranked | None:
+        """Every candidate scored, best first, above the floor and ``min_score`` (None: nothing
+        comes near the question)."""
         wide = self._start_wide(q)
         try:
             run = await self._collect(q)
@@ -131,20 +172,19 @@ class Retriever:
                     await wide
         w, candidates, memories = run.weights, run.candidates, run.memories
         if q.min_score > 0 and w.rerank and not run.parsed.recap and nothing_close(candidates.values(), w):
-            return []  # no memory shares a word with the question or comes near it in meaning
+            return None  # no memory shares a word with the question or comes near it in meaning
         self._context_boosts(candidates, memories, q)
         if run.parsed.recap:
             await self._recap(candidates, memories, q, run.window, run.now)
         ranked = self._floor(sorted(candidates.values(), key=lambda c: c.score, reverse=True), memories, w)
-        ranked = [c for c in ranked if round(c.score, 6) >= q.min_score]  # as the hit reports it
-        if cover:
-            ranked = await self._cover(ranked, q.limit, memories, w)
-        else:
-            ranked = await self._diversify(ranked, q.limit, w)
+        return Ranked(run, [c for c in ranked if round(c.score, 6) >= q.min_score])  # as the hit reports it
+
+    async def _hits(self, chosen: list[Candidate], run: Run, q: RecallQuery) -> list[RecallHit]:
+        """The chosen candidates as hits, with their memories and signals as they stand now."""
         full = {
             **run.loaded,
             **await self.repo.store.get_many(
-                self.repo.agent_id, [c.id for c in ranked if c.id not in run.loaded]
+                self.repo.agent_id, [c.id for c in chosen if c.id not in run.loaded]
             ),
         }
         return [
@@ -158,7 +198,7 @@ class Retriever:
                 current=is_current(full[c.id], q.as_of),
                 memory=full[c.id],
             )
-            for c in ranked
+            for c in chosen
             if c.id in full
         ]
 
