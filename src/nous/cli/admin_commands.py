@@ -5,20 +5,20 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nous.api import Nous
 from nous.cli.output import Steps, console, plural, print_json, progress_bar, table
 from nous.cli.runtime import fail, run, state, with_nous
-from nous.embeddings import create_provider
 from nous.errors import NousError
-from nous.events import WorkerReport
 from nous.models import MaintenanceReport, StoreStats
 from nous.models.events import EventStatus
 from nous.models.llm import LLMUsage
-from nous.storage import create_store
+
+if TYPE_CHECKING:
+    from nous.api import Nous
+    from nous.events import WorkerReport
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 
@@ -98,6 +98,9 @@ def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
     Example: nous doctor
     """
+    from nous.embeddings import create_provider
+    from nous.storage import create_store
+
     st = state(ctx)
     checks: list[dict[str, str]] = []
 
@@ -245,6 +248,8 @@ async def _drain_events(nous: Nous) -> WorkerReport:
     """Run the due outbox events until none is left, as ``Nous.process_events`` does, but one
     claim of one event at a time so the progress moves with each event. Events that handlers
     add along the way (a closed episode's facts) are run too; the total grows with them."""
+    from nous.events import WorkerReport
+
     worker = nous.event_worker(batch=1)
     total = WorkerReport()
     due = (await nous.event_counts()).get(EventStatus.PENDING, 0)

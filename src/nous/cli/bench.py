@@ -8,28 +8,17 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.markup import escape
 
-from nous.bench.agent import BASELINES, load_conversations, load_scenarios, run_agent
-from nous.bench.censor_stall import run_censor_stall
-from nous.bench.cold_start import run_cold_start
-from nous.bench.context import run_context
-from nous.bench.crash import run_crash
-from nous.bench.dedup import default_pairs_paths, load_pairs, run_dedup
-from nous.bench.extraction import junk_rows, run_extraction, summarize_figures
-from nous.bench.labelled import LabelledConversation
-from nous.bench.load import run_load_series
-from nous.bench.locomo import load_any_dir, load_labelled_dir, load_locomo_dir
-from nous.bench.retrieval import run_retrieval
-from nous.bench.scale import run_fill, run_scale
 from nous.cli.output import Steps, console, duration, err_console, plural, print_json, table
 from nous.cli.runtime import fail, run, state
-from nous.cognitive.layer import MIN_BUDGET
 from nous.errors import NousError
-from nous.retrieval.weights import PRESETS
+
+if TYPE_CHECKING:
+    from nous.bench.labelled import LabelledConversation
 
 T = TypeVar("T")
 app = typer.Typer(
@@ -105,6 +94,8 @@ def scale(
 
     Example: nous bench scale --n 10000,100000 --json scale.json
     """
+    from nous.bench.scale import run_scale
+
     settings = state(ctx).settings
     sizes = _ints(n, "--n")
     results: list[dict[str, Any]] = []
@@ -226,6 +217,9 @@ def _run_retrieval_command(
     presets: str,
     extract: bool = False,
 ) -> None:
+    from nous.bench.retrieval import run_retrieval
+    from nous.retrieval.weights import PRESETS
+
     ks = tuple(_ints(k, "--k"))
     wanted = [p.strip() for p in presets.split(",") if p.strip()]
     unknown = [p for p in wanted if p not in PRESETS]
@@ -268,6 +262,8 @@ def retrieval(
 
     Example: nous bench retrieval ../shared/datasets/beam --json beam.json
     """
+    from nous.bench.locomo import load_labelled_dir
+
     _run_retrieval_command(
         ctx,
         "retrieval",
@@ -293,6 +289,8 @@ def locomo(
 
     Example: nous bench locomo ../shared/datasets/locomo --json locomo.json
     """
+    from nous.bench.locomo import load_locomo_dir
+
     _run_retrieval_command(
         ctx,
         "LoCoMo retrieval",
@@ -337,6 +335,8 @@ def agent(
 
     Example: nous bench agent ../shared/datasets/agent --distractors ../shared/datasets/locomo
     """
+    from nous.bench.agent import BASELINES, load_conversations, load_scenarios, run_agent
+
     scenarios = _load(directory, lambda: load_scenarios(directory, files))
     others = _load(distractors, lambda: load_conversations(distractors)) if distractors else []
     runs = 2 if others else 1
@@ -428,6 +428,8 @@ def agent(
 def _budgets(raw: str | None) -> list[int | None]:
     """``--budget``: comma-separated totals of at least ``MIN_BUDGET`` tokens; none given, the
     frame's own total (None)."""
+    from nous.cognitive.layer import MIN_BUDGET
+
     if raw is None:
         return [None]
     values = _ints(raw, "--budget")
@@ -514,6 +516,9 @@ def context(
 
     Example: nous bench context ../shared/datasets/locomo ../shared/datasets/beam --budget 1000,2000,4000 --json context.json
     """
+    from nous.bench.context import run_context
+    from nous.bench.locomo import load_any_dir
+
     budgets = _budgets(budget)
     names = _dataset_names(directories)
     datasets = {
@@ -613,6 +618,8 @@ def extraction(
 
     Example: nous bench extraction ../shared/datasets/locomo ../shared/datasets/beam --json x.json
     """
+    from nous.bench.extraction import junk_rows, run_extraction, summarize_figures
+
     for directory in directories:
         _dataset(directory)
     results: list[dict[str, Any]] = []
@@ -689,6 +696,8 @@ def load(
 
     Example: nous bench load --clients 1,16 --seconds 60 --workers 2
     """
+    from nous.bench.load import run_load_series
+
     counts = _counts(clients)
     url = None
     if postgres:
@@ -735,6 +744,8 @@ def censor_stall(
 
     Example: nous bench censor-stall --checkers 4 --rounds 100
     """
+    from nous.bench.censor_stall import run_censor_stall
+
     url = None
     if postgres:
         sep = "&" if "?" in postgres else "?"
@@ -792,6 +803,8 @@ def cold_start(
 
     Example: nous bench cold-start --memories 100000 --store /tmp/cold.db
     """
+    from nous.bench.cold_start import run_cold_start
+
     if store is not None and store.exists() and not store.is_file():
         raise fail(f"--store {store} is not a file; give a SQLite file to create or reuse", 2)
     result = run(run_cold_start(memories, workers=workers, db=store, progress=_progress))
@@ -838,6 +851,8 @@ def fill(
 
     Example: nous --db sqlite:///big.db bench fill --n 100000
     """
+    from nous.bench.scale import run_fill
+
     st = state(ctx)
     with Steps("fill", n) as steps:
 
@@ -917,6 +932,8 @@ def crash(
 
     Example: nous bench crash --kills 20 --json crash.json
     """
+    from nous.bench.crash import run_crash
+
     url = None
     if postgres:
         sep = "&" if "?" in postgres else "?"
@@ -969,6 +986,7 @@ def dedup(
 
     Example: nous bench dedup --errors 5 --json dedup.json
     """
+    from nous.bench.dedup import default_pairs_paths, load_pairs, run_dedup
     from nous.embeddings import create_provider
     from nous.errors import NousError
     from nous.memory.dedup import DedupThresholds

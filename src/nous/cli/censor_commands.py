@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from nous.api import Nous
 from nous.cli.output import console, print_json, short, table
 from nous.cli.runtime import read_text_arg, with_nous
-from nous.heart import ActionCheck, ActionDecision
 from nous.models import Censor, WriteResult
 from nous.models.heart import censor_actions_text
+
+if TYPE_CHECKING:
+    from nous.api import Nous
+    from nous.heart import ActionCheck
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 IdArg = Annotated[str, typer.Argument(help="Censor id or 6+ character prefix (see `nous censors`).")]
@@ -299,6 +301,8 @@ def check_action(
 
     Example: nous check-action "DROP TABLE users" --json || echo "blocked"
     """
+    from nous.heart import ActionDecision
+
     action_text = read_text_arg(text)
 
     async def act(nous: Nous) -> ActionCheck:

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nous.api import Nous
 from nous.cli.output import console, err_console
 from nous.cli.runtime import run, state
 
 if TYPE_CHECKING:
+    from nous.api import Nous
     from nous.llm import LLMProvider
 
 
@@ -39,6 +39,7 @@ def chat(
     Example: NOUS_LLM_PROVIDER=openai NOUS_LLM_API_BASE=http://localhost:11434/v1 NOUS_LLM_MODEL=llama3.1 nous chat
     """
     from nous.agent import AgentRunner
+    from nous.api import Nous
     from nous.llm import create_llm_provider
 
     st = state(ctx)

@@ -10,17 +10,15 @@ each in a separate process if need be.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from nous._text import validate_content
-from nous.api import Nous
 from nous.cli.output import console, plural, print_json, short, table, when
 from nous.cli.runtime import fail, read_text_arg, with_nous
-from nous.cognitive import FRAMES, ContextSection, SessionEnd, TurnContext, TurnResult
-from nous.heart.identity import SECTION_BUDGETS
+from nous.cognitive.frames import FRAMES
 from nous.models import (
     Calibration,
     CategoryCalibration,
@@ -31,7 +29,11 @@ from nous.models import (
     WorkingMemory,
     WriteResult,
 )
-from nous.models.session import IdentitySection
+from nous.models.session import SECTION_BUDGETS, IdentitySection
+
+if TYPE_CHECKING:
+    from nous.api import Nous
+    from nous.cognitive import ContextSection, SessionEnd, TurnContext
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 SessionOpt = Annotated[
@@ -197,6 +199,8 @@ def reply(
 
     Example: nous reply --session s1 "We picked Postgres for ACID guarantees." --tool recall
     """
+    from nous.cognitive import TurnResult
+
     reply_text = read_text_arg(text)
     result = TurnResult(
         reply=reply_text, tools_used=tool or [], decision_ids=decision or [], fact_ids=fact or []

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nous.api import Nous
 from nous.cli.output import Steps, console, plural, print_json, short, table, when
 from nous.cli.runtime import fail, with_nous
 from nous.cli.server_commands import nous_command
-from nous.ingest import Conversation, IngestReport
 from nous.models import Memory
 from nous.models.events import EventStatus
+
+if TYPE_CHECKING:
+    from nous.api import Nous
+    from nous.ingest import Conversation, IngestReport
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 

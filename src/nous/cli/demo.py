@@ -6,14 +6,16 @@ import json
 from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from nous.api import Nous
 from nous.cli.output import console, joined, number, plural, print_json, short, table
 from nous.cli.runtime import run, state
 from nous.models import Edge, EdgeRelation, Provenance, Turn
+
+if TYPE_CHECKING:
+    from nous.api import Nous
 
 
 def load_sample() -> dict[str, Any]:
@@ -82,6 +84,8 @@ def demo(
 
     Example: nous demo --top 2
     """
+    from nous.api import Nous
+
     st = state(ctx)
     settings = st.settings
     if not settings.database_url:

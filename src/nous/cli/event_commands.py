@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from nous.api import Nous
 from nous.cli.output import console, plural, print_json, short, table
 from nous.cli.runtime import fail, run, state, with_nous
 from nous.models.events import Event, EventStatus
+
+if TYPE_CHECKING:
+    from nous.api import Nous
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 STATUSES = ", ".join(s.value for s in EventStatus)
@@ -125,6 +127,8 @@ def worker(
 
     Example: nous --agent support-bot worker
     """
+    from nous.api import Nous
+
     st = state(ctx)
     settings = st.settings.model_copy(update={"events_worker": "off"})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -12,12 +12,14 @@ from rich.markup import escape
 # typer (0.29+) carries its own copy of click: its usage error is this one.
 from typer._click import exceptions as click_errors
 
-from nous.api import Nous
 from nous.cli.output import console, day, err_console, plural, print_json, readable, short, table, when
 from nous.cli.runtime import fail, read_text_arg, with_nous
 from nous.errors import GuardrailError
-from nous.memory.dedup import SimilarityCheck
 from nous.models import Decision, Episode, ErasureReceipt, Fact, HistoryEntry, Memory, RecallHit, WriteResult
+
+if TYPE_CHECKING:
+    from nous.api import Nous
+    from nous.memory.dedup import SimilarityCheck
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 LimitOpt = Annotated[int, typer.Option("--limit", "-k", min=1, max=1000, help="How many to show.")]

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from nous.api import Nous
 from nous.cli.output import console, print_json, short, table
 from nous.cli.runtime import with_nous
 from nous.models import Decision
+
+if TYPE_CHECKING:
+    from nous.api import Nous
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 IdArg = Annotated[str, typer.Argument(help="Decision id or 6+ character prefix (see `nous proposals`).")]

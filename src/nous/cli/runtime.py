@@ -7,14 +7,16 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
-from nous.api import Nous
 from nous.cli.output import err_console
 from nous.config import Settings
 from nous.errors import GuardrailError, InvalidInputError, NotFoundError, NousError
+
+if TYPE_CHECKING:
+    from nous.api import Nous
 
 T = TypeVar("T")
 
@@ -56,6 +58,8 @@ def run(coro: Awaitable[T]) -> T:
 def with_nous(ctx: typer.Context, action: Callable[[Nous], Awaitable[T]]) -> T:
     """Open Nous with the CLI's settings, run ``action``, close. A one-shot command runs no event
     worker (it would be stopped at exit): events wait for `nous worker` or `nous maintain --events`."""
+    from nous.api import Nous
+
     st = state(ctx)
     settings = st.settings.model_copy(update={"events_worker": "off"})
 

@@ -10,17 +10,18 @@ import shutil
 import socket
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nous.api import Nous
 from nous.cli.mcp_commands import mcp_app, mcp_argv, store_options
 from nous.cli.output import console, print_json, table
 from nous.cli.runtime import fail, state, with_nous
 from nous.config import Settings
-from nous.models.keys import ApiKey
-from nous.server.keys import create_key, revoke_key
+
+if TYPE_CHECKING:
+    from nous.api import Nous
+    from nous.models.keys import ApiKey
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 
@@ -177,6 +178,7 @@ def _prepare_demo(ctx: typer.Context) -> str | None:
     """Sample data into an empty store, and a key for the agent if the store has none (printed
     once); returns that key, or None if keys existed already."""
     from nous.cli.demo import load_sample, store_sample
+    from nous.server.keys import create_key
 
     async def act(nous: Nous) -> str | None:
         if not sum((await nous.stats()).active_by_kind.values()):
@@ -253,6 +255,7 @@ def keys_create(
 
     Example: KEY=$(nous keys create --agent support-bot | tail -1)
     """
+    from nous.server.keys import create_key
 
     async def act(nous: Nous) -> tuple[ApiKey, str]:
         return await create_key(nous.store, agent_id=agent, user_id=user, name=name, admin=admin)
@@ -272,6 +275,8 @@ def keys_revoke(
 
     Example: nous keys revoke 5e1f0c2a9b7d
     """
+    from nous.server.keys import revoke_key
+
     wanted = key_id.split("_")[1] if key_id.startswith("nous_") and key_id.count("_") >= 2 else key_id
 
     async def act(nous: Nous) -> bool:

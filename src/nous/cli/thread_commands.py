@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nous.api import Nous
 from nous.cli.output import console, day, print_json, short, table, when
 from nous.cli.runtime import fail, with_nous
 from nous.errors import NotFoundError
 from nous.models.threads import Thread
+
+if TYPE_CHECKING:
+    from nous.api import Nous
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 PREFIX_SCAN = 1000  # threads looked through to resolve an id prefix

@@ -11,17 +11,9 @@ from nous._tokens import count_tokens
 from nous.errors import InvalidInputError
 from nous.memory import MemoryRepository
 from nous.models import Fact, FactCategory, HistoryEntry, MemoryKind
-from nous.models.session import IdentitySection
+from nous.models.session import SECTION_BUDGETS, IdentitySection
 from nous.storage.base import SetIdentitySection
 
-# Token budget of each section; together they fill the context's 500-token identity section.
-SECTION_BUDGETS: dict[str, int] = {
-    "character": 150,
-    "values": 100,
-    "protocols": 100,
-    "preferences": 75,
-    "boundaries": 75,
-}
 PROFILE_CATEGORIES = (FactCategory.PREFERENCE, FactCategory.PERSON)
 
 

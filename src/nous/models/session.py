@@ -59,6 +59,16 @@ class SessionState(BaseModel):
         )
 
 
+# Token budget of each section; together they fill the context's 500-token identity section.
+SECTION_BUDGETS: dict[str, int] = {
+    "character": 150,
+    "values": 100,
+    "protocols": 100,
+    "preferences": 75,
+    "boundaries": 75,
+}
+
+
 class IdentitySection(BaseModel):
     """One versioned section of the agent's identity (character, values, protocols, ...)."""
 

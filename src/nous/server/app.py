@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.dependencies.models import Dependant
@@ -18,7 +18,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.routing import APIRoute
-from mcp.server.mcpserver import Context
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
@@ -32,11 +31,14 @@ from nous.server import docs, idempotency, openai_proxy, ui
 from nous.server.guards import BodyTimeout
 from nous.server.keys import key_from_header, request_key
 from nous.server.limits import MAX_BODY_BYTES, BodyCap, method_label
-from nous.server.mcp import create_mcp_server
+from nous.server.mcp_mount import LazyMCP
 from nous.server.operations import OPERATIONS
 from nous.server.problems import PROBLEM, problem, title
 from nous.server.request_ids import RequestIds, client_message, public_message
 from nous.server.scope import Caller, scoped_route
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import Context
 
 log = logging.getLogger(__name__)
 __all__ = ["MAX_BODY_BYTES", "create_app"]
@@ -82,14 +84,18 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
     state: dict[str, Any] = {"views": {}, "workers": []}
     metrics = Metrics()
     resolver: dict[str, Any] = {}
-    mcp_server = create_mcp_server(resolve=lambda ctx: resolver["fn"](ctx))
+    # MCP over streamable HTTP at /mcp/ (stateless: each request carries its key), built on its
+    # first request.
+    mcp_app = LazyMCP(resolve=lambda ctx: resolver["fn"](ctx))
+    _configure_logging()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
         state["stop"] = stop
         ready = state["ready"] = asyncio.Event()
-        async with Nous(settings) as root, mcp_server.session_manager.run():
+        async with Nous(settings) as root:
+            mcp_app.open()
             state["root"] = root  # the root runs its own agent's event worker when configured
             state["upstream"] = create_upstream(settings)  # the proxy's model; None when offline
             # The socket answers at once; the model and the vector index load behind it.
@@ -103,6 +109,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
                 await asyncio.gather(*state["workers"], return_exceptions=True)
                 if state["upstream"] is not None:
                     await state["upstream"].aclose()
+                await mcp_app.close()
         state.clear()
 
     app = FastAPI(
@@ -280,7 +287,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         key = await _any_key(request)
         return key if key is not None and key.agent_id is not None and not key.admin else None
 
-    async def mcp_caller(ctx: Context) -> tuple[Nous, Caller]:
+    async def mcp_caller(ctx: "Context") -> tuple[Nous, Caller]:
         """The agent (and user) of an MCP request (streamable HTTP): its key, checked per call."""
         if not auth:
             who = Caller(agent_id=state["root"].agent_id)
@@ -292,8 +299,7 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         return nous_for(who), who
 
     resolver["fn"] = mcp_caller
-    # MCP over streamable HTTP at /mcp/ (stateless: each request carries its key).
-    app.mount("/mcp", mcp_server.streamable_http_app(streamable_http_path="/", stateless_http=True))
+    app.mount("/mcp", mcp_app)
 
     # Every route's request body is checked against the caller's scope before its handler runs.
     app.router.route_class = scoped_route(nous_for)
@@ -318,6 +324,17 @@ def create_app(settings: Settings, *, auth: bool = True) -> FastAPI:
         app, authenticate=proxy_caller, nous_for=nous_for, upstream_of=lambda: state.get("upstream")
     )
     return app
+
+
+def _configure_logging() -> None:
+    """Log to stderr at INFO through rich, unless logging was configured already: what creating
+    the MCP SDK's server sets up, done here since that server is built only on the first MCP
+    request (`nous serve` quiets some loggers of it, the access log relies on it)."""
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    handler = RichHandler(console=Console(stderr=True), rich_tracebacks=True)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[handler])
 
 
 UNGATED = ("/health", "/metrics", "/openapi.json", "/docs")  # answered while the server starts
