@@ -139,12 +139,17 @@ class ReplyRequest(StrictBody):
 
     @model_validator(mode="after")
     def _one_text(self) -> "ReplyRequest":
-        if (self.text is None) == (self.reply is None):
+        if (self.text is None) == (self._old_reply() is None):
             raise ValueError("send the reply as `text` (or its old name `reply`), once")
         return self
 
+    def _old_reply(self) -> str | None:
+        """The deprecated field, read without the warning its attribute raises (that is for callers)."""
+        value = self.__dict__.get("reply")
+        return value if isinstance(value, str) else None
+
     def reply_text(self) -> str:
-        return self.text or self.reply or ""
+        return self.text or self._old_reply() or ""
 
 
 class EndRequest(StrictBody):
