@@ -51,7 +51,8 @@ PACK_SEPARATOR = "\n"
 
 
 def _quoted(text: str, haystack: str) -> bool:
-    return text[:QUOTE_CHARS] in haystack
+    """``text`` (or its first QUOTE_CHARS) is in ``haystack``, whatever its line breaks became."""
+    return " ".join(text.split())[:QUOTE_CHARS] in " ".join(haystack.split())
 
 
 def _present(

@@ -443,7 +443,7 @@ def _in_order(inputs: ContextInputs, budget: Budget, shown: set[str]) -> tuple[B
         elif hit.score < _floor(inputs, memory):
             f.drop(hit.id, DropReason.SCORE_FLOOR)
         elif f.add(
-            f"- {_render(memory)}",
+            "- " + " ".join(_render(memory).split()),  # one line per step, whatever the message's layout
             kind=hit.kind.value,
             id_=hit.id,
             score=round(hit.score, 4),
