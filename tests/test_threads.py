@@ -279,3 +279,14 @@ async def test_rest_mcp_and_inspector_show_a_users_threads_only(
     links = re.findall(r'href="/ui/memories/([^"]+)"', page.text)
     assert links == [m["memory_id"] for m in thread["members"]]
     assert _get(server, keys["ana"], f"/ui/threads/{bobs_thread}").status_code == 404
+
+
+def test_a_long_timeline_is_sampled_evenly_and_its_lines_kept_to_one() -> None:
+    from nous.server.mcp_tools import _clip, _spread
+
+    assert _spread(list(range(10)), 40) == list(range(10))
+    sampled = _spread(list(range(101)), 5)
+    assert sampled == [0, 25, 50, 75, 100]  # the first and the last kept, evenly between
+    assert _clip("user said:\n\n### Plan\n1. **first**", 300) == "user said: ### Plan 1. **first**"
+    clipped = _clip("word " * 100, 30)
+    assert len(clipped) == 30 and clipped.endswith("…")

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
@@ -318,17 +318,39 @@ async def timeline(
     out = []
     for match in found:
         thread = await nous.thread(match.id)
+        members = thread.members or []
+        shown = _spread(members, TIMELINE_LINES)
         out.append(
             {
                 "thread": thread.label,
                 "score": match.score,
                 "lines": [
-                    f"{m.occurred_at:%Y-%m-%d %H:%M} [{m.kind.value}] {m.content}"
-                    for m in thread.members or []
+                    f"{m.occurred_at:%Y-%m-%d %H:%M} [{m.kind.value}] "
+                    + _clip(f"{m.speaker}: {m.content}" if m.speaker else m.content, TIMELINE_LINE_CHARS)
+                    for m in shown
                 ],
+                "omitted": len(members) - len(shown),
             }
         )
     return out
+
+
+T = TypeVar("T")
+TIMELINE_LINES = 40  # lines per thread: a long thread is sampled evenly, its first and last kept
+TIMELINE_LINE_CHARS = 300  # a line's text, on one line
+
+
+def _spread(items: list[T], most: int) -> list[T]:
+    """Up to ``most`` of ``items`` spread evenly over them, the first and the last included."""
+    if len(items) <= most:
+        return items
+    step = (len(items) - 1) / (most - 1)
+    return [items[round(i * step)] for i in range(most)]
+
+
+def _clip(text: str, chars: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= chars else flat[: chars - 1].rstrip() + "…"
 
 
 async def record_decision(
@@ -532,8 +554,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         annotations=READ,
         description="The story of one topic across conversations, in time order: the topic "
         "thread(s) best matching the topic or question, each as dated lines (date, kind of memory, "
-        "text), oldest first. For questions about an order, a change over time or what was tried "
-        "so far; use `recall` for one fact.",
+        "who said it, text), oldest first; a long thread is sampled evenly (omitted: how many lines "
+        "were left out). For questions about an order, a change over time or what was tried so far; "
+        "use `recall` for one fact.",
     ),
     ToolSpec(
         record_decision,
