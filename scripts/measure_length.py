@@ -4,7 +4,8 @@ recall latency and the store's size, on one labelled chat, on SQLite or PostgreS
 Wall times depend on what else the machine runs; CPU seconds (this process's user + system time,
 and for PostgreSQL the server's work is not in them) do not, so both are printed. Recall is timed
 over the chat's questions plus, for a steadier p95, every tenth user message asked as a question
-(``--queries`` caps the total). With ``--profile PREFIX`` the ingest and the recall are profiled
+(``--queries`` caps the total). With ``--db`` an SQLite store is kept, and a second run on it
+ingests nothing (every session is stored): it times recall alone. With ``--profile PREFIX`` the ingest and the recall are profiled
 (cProfile) to ``PREFIX.ingest.prof`` and ``PREFIX.recall.prof``.
 
     PYTHONPATH=src python scripts/measure_length.py /work/shared/datasets/beam500/beam-500k-30.json
@@ -75,7 +76,7 @@ async def measure(args: argparse.Namespace, item: LabelledConversation, tmp: Pat
     if args.backend == "postgres":
         url = f"{args.pg}{'&' if '?' in args.pg else '?'}nous_schema={schema}"
     else:
-        url = f"sqlite:///{tmp / 'length.db'}"
+        url = f"sqlite:///{args.db or tmp / 'length.db'}"
     settings = Settings(database_url=url, events_worker="off")
     provider = create_provider(settings)
     provider.embed(["warm up"])
@@ -128,7 +129,8 @@ async def measure(args: argparse.Namespace, item: LabelledConversation, tmp: Pat
         if args.backend == "postgres":
             size = pg_size(args.pg, schema)
         else:
-            size = sum(p.stat().st_size for p in tmp.iterdir() if p.name.startswith("length.db"))
+            db = args.db or tmp / "length.db"
+            size = sum(p.stat().st_size for p in db.parent.iterdir() if p.name.startswith(db.name))
         out["store_bytes"] = size
         out["store_kb_per_msg"] = round(size / 1024 / messages, 1)
     finally:
@@ -144,6 +146,11 @@ def main() -> None:
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument(
         "--pg", default=os.environ.get("NOUS_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+    )
+    parser.add_argument(
+        "--db",
+        type=Path,
+        help="SQLite: keep the store in this file (ingesting into it again skips what it holds)",
     )
     parser.add_argument("--events", action="store_true", help="also time the event pipeline after ingest")
     parser.add_argument("--queries", type=int, default=120, help="recall queries at most")
