@@ -1,12 +1,14 @@
 """Measure what a long history costs: ingest rate and CPU per message, the event pipeline after it,
 recall latency and the store's size, on one labelled chat, on SQLite or PostgreSQL.
 
-Wall times depend on what else the machine runs; CPU seconds (this process's user + system time,
-and for PostgreSQL the server's work is not in them) do not, so both are printed. Recall is timed
+Wall times depend on what else the machine runs; CPU seconds (this process's user + system time;
+for PostgreSQL the server's work is not in them) much less, so both are printed. Recall is timed
 over the chat's questions plus, for a steadier p95, every tenth user message asked as a question
-(``--queries`` caps the total). With ``--db`` an SQLite store is kept, and a second run on it
-ingests nothing (every session is stored): it times recall alone. With ``--profile PREFIX`` the ingest and the recall are profiled
-(cProfile) to ``PREFIX.ingest.prof`` and ``PREFIX.recall.prof``.
+(``--queries`` caps the total). With ``--db`` (SQLite) or ``--schema`` (PostgreSQL) the store is
+kept, so several chats can be ingested into one store run after run, and a run on a store that
+holds the chat ingests nothing: it times recall alone. With ``--profile PREFIX`` the ingest, the
+events and the recall are profiled (cProfile, the event loop's thread only) to
+``PREFIX.{ingest,events,recall}.prof``.
 
     PYTHONPATH=src python scripts/measure_length.py /work/shared/datasets/beam500/beam-500k-30.json
     PYTHONPATH=src python scripts/measure_length.py FILE --backend postgres \
@@ -72,7 +74,7 @@ def drop_schema(url: str, schema: str) -> None:
 
 
 async def measure(args: argparse.Namespace, item: LabelledConversation, tmp: Path) -> dict[str, Any]:
-    schema = f"len_{uuid.uuid4().hex[:10]}"
+    schema = args.schema or f"len_{uuid.uuid4().hex[:10]}"
     if args.backend == "postgres":
         url = f"{args.pg}{'&' if '?' in args.pg else '?'}nous_schema={schema}"
     else:
@@ -134,7 +136,7 @@ async def measure(args: argparse.Namespace, item: LabelledConversation, tmp: Pat
         out["store_bytes"] = size
         out["store_kb_per_msg"] = round(size / 1024 / messages, 1)
     finally:
-        if args.backend == "postgres":
+        if args.backend == "postgres" and not args.schema:
             drop_schema(args.pg, schema)
     out["loadavg_after"] = Path("/proc/loadavg").read_text().split()[:3]
     return out
@@ -152,6 +154,7 @@ def main() -> None:
         type=Path,
         help="SQLite: keep the store in this file (ingesting into it again skips what it holds)",
     )
+    parser.add_argument("--schema", help="PostgreSQL: use and keep this schema (dropped otherwise)")
     parser.add_argument("--events", action="store_true", help="also time the event pipeline after ingest")
     parser.add_argument("--queries", type=int, default=120, help="recall queries at most")
     parser.add_argument("--profile", help="write cProfile stats to PREFIX.{ingest,events,recall}.prof")
