@@ -32,3 +32,46 @@ def test_numpy_encoder_matches_sentence_transformers(provider: EmbeddingProvider
     assert got.shape == (len(SENTENCES), 384)
     assert float(cosines.min()) > 0.99999
     assert float(np.abs(expected - got).max()) < 1e-4
+
+
+def test_a_large_batch_shared_between_threads_gives_each_text_its_own_vector(
+    provider: EmbeddingProvider,
+) -> None:
+    """A batch large enough to be split between threads (``encode_shared``) returns every text's
+    vector in the caller's order, as when each text is embedded alone."""
+    from nous.embeddings import local
+
+    texts = [f"{s} ({i})" for i, s in enumerate(SENTENCES * 5)]  # 40 texts, lengths mixed
+    assert len(texts) // local.SMALL_BATCH >= 2
+    together = provider.embed(texts)
+    alone = np.concatenate([provider.embed([t]) for t in texts])
+    assert together.shape == (len(texts), 384)
+    assert float(np.abs(together - alone).max()) < 1e-5  # each row is its own text's
+    assert float(np.abs(together[0] - together[1]).max()) > 0.1  # and the texts differ
+
+
+def test_the_shared_encoder_splits_a_batch_between_threads(provider: EmbeddingProvider) -> None:
+    """With two threads allowed, a batch of 40 is encoded in two parts, on the pool's threads."""
+    import threading
+
+    from nous.embeddings import local
+
+    model = local._load_shared()
+    seen: list[tuple[str, int]] = []
+    encode = model.encode
+
+    def spy(texts: list[str], batch_size: int = 64) -> np.ndarray:
+        seen.append((threading.current_thread().name, len(texts)))
+        return encode(texts, batch_size=batch_size)
+
+    old_threads = local.ENCODE_THREADS
+    local.ENCODE_THREADS = 2
+    model.encode = spy  # type: ignore[method-assign]
+    try:
+        out = local.encode_shared(model, [f"text number {i}" for i in range(40)], 64)
+    finally:
+        del model.encode  # the class's method again
+        local.ENCODE_THREADS = old_threads
+    assert out.shape == (40, 384)
+    assert sorted(n for _, n in seen) == [20, 20]
+    assert all(name.startswith("nous-minilm") for name, _ in seen)

@@ -94,6 +94,18 @@ def ingested_session_key(user_id: str | None, conversation_id: str, session_id: 
     return "@#" + hashlib.sha256(key.encode()).hexdigest()
 
 
+def _session_title(session: ConversationSession) -> str:
+    """A session's episode title: what it is about, as the offline summary titles it (the
+    session-ended event may retitle it later, from a language model's summary), never "a
+    conversation"."""
+    said = [(m.name or m.role, m.content) for m in session.messages]
+    people = {m.name or m.role for m in session.messages if m.role == "user"}
+    speakers = list(dict.fromkeys(m.name or m.role for m in session.messages))
+    return conversation_title(said, people=people) or (
+        f"Conversation between {', '.join(speakers)} ({session.id})"
+    )
+
+
 def _session_memories(
     repo: MemoryRepository,
     conversation: Conversation,
@@ -103,9 +115,10 @@ def _session_memories(
     scope: tuple[str, ...],
     user_id: str | None,
     started: datetime,
+    title: str,
 ) -> tuple[Episode, list[Turn], list[WriteOp]]:
-    """A session's episode and turns (linked to ``link_to``) and the edges between them; an
-    InvalidInputError names a field no memory may hold."""
+    """A session's episode (titled ``title``, see ``_session_title``) and turns (linked to
+    ``link_to``) and the edges between them; an InvalidInputError names a field no memory may hold."""
     agent = repo.agent_id
     session_key = ingested_session_key(user_id, conversation.id, session.id)
     try:
@@ -149,13 +162,6 @@ def _session_memories(
                     )
                 )
             turns.append(turn)
-        # titled by what it is about, as the offline summary titles it: the session-ended event
-        # may retitle it later (a language model's summary), but it is never "a conversation"
-        said = [(m.name or m.role, m.content) for m in session.messages]
-        people = {m.name or m.role for m in session.messages if m.role == "user"}
-        title = conversation_title(said, people=people) or (
-            f"Conversation between {', '.join(speakers)} ({session.id})"
-        )
         episode = Episode(
             id=episode_id,
             agent_id=agent,
@@ -212,11 +218,21 @@ async def ingest_conversation(
     base_time = utcnow()
     # Every memory the file makes is checked before any is written: a bad message in a late
     # session must not leave the earlier sessions stored (a bad file stores nothing).
+    titles: dict[str, str] = {}  # the key phrases of a long session take a while: found once
     for session, episode_id in zip(conversation.sessions, episode_ids, strict=True):
         if episode_id not in existing:
             started = session.started_at or base_time
+            titles[episode_id] = _session_title(session)
             episode, turns, _ = _session_memories(
-                repo, conversation, session, episode_id, episode_id, scope, user_id, started
+                repo,
+                conversation,
+                session,
+                episode_id,
+                episode_id,
+                scope,
+                user_id,
+                started,
+                titles[episode_id],
             )
             for memory in (episode, *turns):
                 repo.validate(memory)
@@ -236,7 +252,7 @@ async def ingest_conversation(
         )
         link_to = duplicate[0] if duplicate else episode_id
         episode, turns, ops = _session_memories(
-            repo, conversation, session, episode_id, link_to, scope, user_id, started
+            repo, conversation, session, episode_id, link_to, scope, user_id, started, titles[episode_id]
         )
         # The session ends exactly as a live one does: its row is written ended, for the event
         # pipeline to pick up; a trivial one has its episode kept but out of recall.

@@ -223,13 +223,20 @@ def key_phrases(
     skip = {w.lower() for w in skip}
     counts: dict[str, float] = {}
     spellings: dict[str, Counter[str]] = {}
+    is_word: dict[str, bool] = {}  # per token: a long text says the same words many times
     for text, weight in texts:
         run: list[str] = []
         seen: set[str] = set()  # a phrase counts once per text
         for token in [*_TOKEN.findall(text), "."]:
+            word = is_word.get(token)
+            if word is None:
+                word = is_word[token] = _is_word(token, skip)
+            if not run:
+                if word:
+                    run.append(token)
+                continue  # no run ends here
             # a participle inside a run ends it: "a location *called* Whispering Falls"
-            inside = bool(run) and token.islower() and _PARTICIPLE.search(token) is not None
-            if _is_word(token, skip) and not inside:
+            if word and not (token.islower() and _PARTICIPLE.search(token) is not None):
                 run.append(token)
                 continue
             run = _noun_phrase(run, token)
@@ -239,7 +246,10 @@ def key_phrases(
                         continue
                     surface = " ".join(run[i : i + n])
                     key = surface.lower()
-                    spellings.setdefault(key, Counter())[surface] += 1
+                    said = spellings.get(key)
+                    if said is None:
+                        said = spellings[key] = Counter()
+                    said[surface] += 1
                     if key not in seen:
                         seen.add(key)
                         counts[key] = counts.get(key, 0.0) + weight

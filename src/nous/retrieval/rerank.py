@@ -79,6 +79,11 @@ _HOLDS_NUMBER = re.compile(
 # this many characters (a short text is one window). 300-500 measured the same held out
 # (docs/retrieval.md).
 PASSAGE_CHARS = 400
+# What is computed once per long text (``nous._memo``): the same memories are re-ranked query after
+# query. A text's stems are all most need (its context's, a short text's, one holding at most one
+# query term); the positions of its words are computed only for a passage's share, and kept for
+# fewer texts as they take more room.
+_STEMS: TextMemo[frozenset[str]] = TextMemo(4096)  # a long chat's turns and their contexts
 _POSITIONS: TextMemo[dict[str, tuple[tuple[int, int], ...]]] = TextMemo(1024)  # ~a store's re-ranked heads
 
 
@@ -92,20 +97,34 @@ def stem(word: str) -> str:
 
 
 def stems(text: str) -> set[str]:
-    return set(_positions(text))
+    return set(_stem_set(text))
+
+
+def _stem_set(text: str) -> frozenset[str]:
+    return _STEMS.get(text, _compute_stems)
+
+
+def _compute_stems(text: str) -> frozenset[str]:
+    return frozenset(map(stem, set(_WORD.findall(text))))
 
 
 def _positions(text: str) -> dict[str, tuple[tuple[int, int], ...]]:
-    """Each stem of ``text`` with the (start, end) of its words; computed once per long text
-    (``nous._memo``): the same memories are re-ranked query after query."""
+    """Each stem of ``text`` with the (start, end) of its words."""
     return _POSITIONS.get(text, _stem_positions)
 
 
 def _stem_positions(text: str) -> dict[str, tuple[tuple[int, int], ...]]:
+    by_word: dict[str, list[tuple[int, int]]] = {}
+    for word, span in zip(_WORD.findall(text), [m.span() for m in _WORD.finditer(text)], strict=True):
+        spans = by_word.get(word)
+        if spans is None:
+            by_word[word] = [span]
+        else:
+            spans.append(span)
     found: dict[str, list[tuple[int, int]]] = {}
-    for m in _WORD.finditer(text):
-        found.setdefault(stem(m.group()), []).append((m.start(), m.end()))
-    return {s: tuple(spans) for s, spans in found.items()}
+    for word, spans in by_word.items():
+        found.setdefault(stem(word), []).extend(spans)
+    return {s: tuple(sorted(spans)) for s, spans in found.items()}
 
 
 def coverage(text: str, query_terms: set[str]) -> tuple[set[str], float]:
@@ -113,10 +132,10 @@ def coverage(text: str, query_terms: set[str]) -> tuple[set[str], float]:
     window of PASSAGE_CHARS characters (for a short text, simply the share it holds)."""
     if not query_terms:
         return set(), 0.0
-    positions = _positions(text)
-    found = {s for s in query_terms if s in positions}
+    found = set(query_terms.intersection(_stem_set(text)))
     if len(text) <= PASSAGE_CHARS or len(found) <= 1:
         return found, len(found) / len(query_terms)
+    positions = _positions(text)
     hits = sorted((start, end, s) for s in found for start, end in positions[s])  # in text order
     best, left, inside = 0, 0, Counter[str]()
     for right, (_, end, term) in enumerate(hits):  # slide a window, right edge at each match
