@@ -152,6 +152,42 @@ async def test_a_recall_filter_narrows_the_search_before_the_top_k(nous: Nous) -
     assert {h.id for h in hits} == wanted
 
 
+async def test_a_filter_used_again_follows_every_write(nous: Nous, provider: EmbeddingProvider) -> None:
+    """The same filter recalled after each kind of write (new, changed into and out of the filter,
+    forgotten, purged, written by a second process on the same store) finds exactly the matching
+    memories: a backend that keeps a filter's result between searches brings it up to date."""
+    where = {"team": "ops"}
+    question = "where does the job write its report?"
+    ids = [
+        (
+            await nous.learn(f"The job number {i} writes its report to drive {i}", metadata=m, dedup=False)
+        ).memory.id
+        for i, m in enumerate([{"team": "ops"}, {"team": "ops"}, {"team": "dev"}, {}])
+    ]
+
+    async def found() -> set[str]:
+        hits = {h.id for h in await nous.recall(question, where=where, limit=10, min_score=0)}
+        assert {h.id for h in await nous.recall(question, where=where, limit=10, min_score=0)} == hits
+        return hits
+
+    assert await found() == {ids[0], ids[1]}
+    await nous.update(ids[2], metadata={"team": "ops"})  # into the filter
+    assert await found() == {ids[0], ids[1], ids[2]}
+    await nous.update(ids[0], metadata={"team": "dev"})  # out of it
+    assert await found() == {ids[1], ids[2]}
+    await nous.forget(ids[1])
+    assert await found() == {ids[2]}
+    new = (
+        await nous.learn("The job number 9 writes its report to the wiki", metadata=where, dedup=False)
+    ).memory.id
+    assert await found() == {ids[2], new}
+    await nous.forget(new, hard=True)
+    assert await found() == {ids[2]}
+    async with Nous(nous.settings, agent_id=nous.agent_id, embedding_provider=provider) as other:
+        await other.update(ids[3], metadata={"team": "ops"})  # a write the first store did not make
+    assert await found() == {ids[2], ids[3]}
+
+
 @pytest.mark.parametrize(
     ("where", "field", "words"),
     [

@@ -316,19 +316,20 @@ class SQLiteStore(SQLStore):
 
         def read(conn: sqlite3.Connection) -> list[ScoredId]:
             index.refresh(conn)
-            allowed: set[str] | None = None
+            allowed: np.ndarray | None = None
             if query.narrows_beyond_kind():
                 where, params = where_clause(
                     _beyond_index(query), "?", dialect=self.dialect, time_param=fmt_time
                 )
-                allowed = {r[0] for r in conn.execute(f"SELECT id FROM memories WHERE {where}", params)}
+                # a metadata filter is kept and brought up to date by rev (see rows_where)
+                allowed = index.rows_where(conn, where, params, keep=_metadata_only(query))
             flt = IndexFilter(
                 agent_id=query.agent_id,
                 kinds=tuple(k.value for k in query.kinds) if query.kinds else None,
                 include_inactive=query.include_inactive,
                 # as of a past time, the SQL above decides what was current then
                 include_superseded=query.include_superseded or query.as_of is not None,
-                allowed_ids=allowed,
+                allowed_rows=allowed,
             )
             return [
                 ScoredId(i, s, main=m) for i, s, m in index.search(conn, vector, flt, limit, chunks=chunks)
@@ -409,7 +410,18 @@ def _beyond_index(query: MemoryQuery) -> MemoryQuery:
     SQL decides those). Left to the index, they leave a metadata filter to a covering index."""
     if query.as_of is not None or query.superseded_only:
         return query
-    return replace(query, kinds=None, include_inactive=True, include_superseded=True)
+    # With a time bound the kinds stay: the (agent, kind, time) index then reads just those rows
+    # (the episodes of two days, not every memory of two days).
+    timed = query.since is not None or query.until is not None
+    return replace(
+        query, kinds=query.kinds if timed else None, include_inactive=True, include_superseded=True
+    )
+
+
+def _metadata_only(query: MemoryQuery) -> bool:
+    """Whether the only filter beyond the index's own is on metadata (which changes only with a
+    write of the row, and so with its rev)."""
+    return query.where is not None and not replace(query, where=None).narrows_beyond_kind()
 
 
 def _quote(term: str) -> str:

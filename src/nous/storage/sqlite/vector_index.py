@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -45,19 +47,22 @@ PCA_SAMPLE = 10_000
 LOAD_BATCH = 8_192  # rows read per step when catching up: a full load never holds every blob at once
 SAVE_EVERY = 20_000  # rows taken in before the index is saved again (or a twentieth of the rows)
 PROJECT_BATCH = 65_536  # rows dequantised at a time when projecting the whole store
+KEPT_FILTERS = 8  # row masks of the last metadata filters kept, each brought up to date on use
 # The per-memory-row arrays (each grows with the rows; ``_reduced`` too once there is a basis).
 ROW_ARRAYS = ("_codes8", "_scale", "_kind", "_agent", "_present", "_active", "_current")
 
 
 @dataclass(slots=True)
 class IndexFilter:
-    """The cheap filters the index applies itself; the rest are given as allowed ids."""
+    """The cheap filters the index applies itself; the rest are given as allowed ids, or as a mask
+    over the index's rows (``rows_where``)."""
 
     agent_id: str
     kinds: tuple[str, ...] | None
     include_inactive: bool
     include_superseded: bool
     allowed_ids: set[str] | None = None
+    allowed_rows: np.ndarray | None = None
 
 
 def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,6 +100,9 @@ class VectorIndex:
         # twice with one vector (every kind, then knowledge only), and on a large store this
         # full pass is most of a search's time. Cleared with the masks whenever rows change.
         self._last_reduced: tuple[bytes, np.ndarray] | None = None
+        # Row masks of recent metadata filters ((where, params) -> the rev they are true at, the
+        # mask): a filter used again reads only the rows written since, not every row's JSON.
+        self._kept: OrderedDict[tuple[str, tuple[Any, ...]], tuple[int, np.ndarray]] = OrderedDict()
         self._basis: np.ndarray | None = None  # dimensions x REDUCED_DIMS, or None (no first pass)
         self._basis_rows = 0
         self._reduced = np.zeros((0, REDUCED_DIMS), dtype=np.float32)
@@ -228,6 +236,7 @@ class VectorIndex:
         for row in live[np.argsort(owner[live], kind="stable")].tolist():
             self._chunks_of.setdefault(int(owner[row]), []).append(row)
         self._free_chunks = np.flatnonzero(owner < 0).tolist()
+        self._kept.clear()  # row numbers changed
         self._rev = state.rev
         self.unsaved = 0
 
@@ -338,6 +347,43 @@ class VectorIndex:
         blobs = b"".join(found[self._ids[r]] for r in kept)
         return kept, np.frombuffer(blobs, dtype=np.float32).reshape(len(kept), self.dimensions)
 
+    def rows_where(
+        self, conn: sqlite3.Connection, where: str, params: list[Any], *, keep: bool
+    ) -> np.ndarray:
+        """A mask over the index's rows (as of the last ``refresh``): the memories matching the SQL
+        condition ``where``. With ``keep``, the mask is kept for the next call with the same
+        condition, which re-reads only the rows written since (every write of a memory's row sets
+        its rev, and a purged row leaves the index's own mask): only for conditions on columns
+        that change with the row's rev, as its metadata does."""
+        key = (where, tuple(params))
+        with self._lock:
+            n, now = self._size, self._rev
+            kept = self._kept.get(key) if keep else None
+        # the SQL runs outside the lock (on a large store the full read takes tens of ms)
+        if kept is None:
+            found = [(id_, True) for (id_,) in conn.execute(f"SELECT id FROM memories WHERE {where}", params)]
+            mask = np.zeros(n, dtype=bool)
+        else:
+            rev, old = kept
+            found = (
+                conn.execute(f"SELECT id, {where} FROM memories WHERE rev > ?", [*params, rev]).fetchall()
+                if rev != now
+                else []
+            )
+            mask = _grown(old, n, min(len(old), n))  # a copy: a search may still hold the old one
+        with self._lock:
+            pos = self._pos
+            for id_, ok in found:
+                p = pos.get(id_)
+                if p is not None and p < n:  # a row taken in since is read again next time
+                    mask[p] = bool(ok)
+            if keep:
+                self._kept[key] = (now, mask)
+                self._kept.move_to_end(key)
+                while len(self._kept) > KEPT_FILTERS:
+                    self._kept.popitem(last=False)
+        return mask
+
     def vectors(self, conn: sqlite3.Connection, ids: list[str], agent_id: str) -> dict[str, np.ndarray]:
         """The stored vectors of ``ids`` that belong to ``agent_id``."""
         agent = self._codes.get(agent_id)
@@ -384,6 +430,10 @@ class VectorIndex:
                 idx = [self._pos[i] for i in flt.allowed_ids if i in self._pos]
                 allowed[idx] = True
                 mask &= allowed
+            if flt.allowed_rows is not None:  # shorter if rows came in since it was read: not allowed
+                mask = mask.copy()
+                mask[flt.allowed_rows.size :] = False
+                mask[: flt.allowed_rows.size] &= flt.allowed_rows[:n]
             candidates = np.flatnonzero(mask)
             if candidates.size == 0:
                 return []
