@@ -280,3 +280,12 @@ def test_a_named_person_choosing_asks_for_their_preferences() -> None:
     assert MemoryKind.DECISION in query_intent("Which finish did Aisha pick for the kitchen tap?").kinds
     assert not query_intent("Which builder did we pick in the end?").preference
     assert not query_intent("What did You choose?").preference
+
+
+async def test_a_recent_window_reaching_before_year_one_starts_there(nous: Nous) -> None:
+    """A span longer than the time since year 1 (found by the API fuzzer: until 0004-01-01, ten
+    years of hours) is everything up to ``until``, not an overflow."""
+    learned = await nous.learn("The archive holds records from the fourth century")
+    assert await nous.recall_recent(until=datetime(4, 1, 1, tzinfo=UTC), hours=87599.9) == []
+    found = await nous.recall_recent(kinds=("fact",), hours=24 * 3650)
+    assert [m.id for m in found] == [learned.memory.id]

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -1111,7 +1111,9 @@ class Nous:
                 raise InvalidInputError("give hours or since, not both", field="hours")
         if since is None:
             reference = as_utc(until) if isinstance(until, datetime) else utcnow()
-            since = reference - timedelta(hours=hours if hours is not None else self.settings.recent_hours)
+            span = timedelta(hours=hours if hours is not None else self.settings.recent_hours)
+            earliest = datetime.min.replace(tzinfo=UTC)  # a span reaching before year 1 starts there
+            since = reference - span if reference - earliest > span else earliest
         validate_limit_and_window(limit, since, until)
         found = await self._need().query(
             kinds=parse_kinds(kinds),
