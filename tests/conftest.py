@@ -4,13 +4,19 @@ Every test that takes ``nous`` runs twice: on an SQLite file and on PostgreSQL
 with pgvector (a fresh schema per test). PostgreSQL comes from
 NOUS_TEST_POSTGRES_URL (default: the local server). Under CI=true or
 NOUS_TEST_REQUIRE_POSTGRES=1 an unreachable PostgreSQL fails the run instead of skipping.
+
+Creating a schema's tables and dropping them takes PostgreSQL about as long as many tests take:
+a thread migrates the next schemas while a test runs and drops the used ones (``FreshSchemas``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
@@ -20,6 +26,7 @@ from typer.testing import CliRunner
 from nous import Nous, Settings
 from nous.embeddings.base import EmbeddingProvider
 from nous.embeddings.local import LocalEmbeddingProvider
+from nous.storage.postgres.store import PostgresStore
 from tests.openai_server import FakeOpenAI
 
 # A terminal size in the environment (an exported COLUMNS; pytest-xdist's workers start with
@@ -78,29 +85,87 @@ def drop_schema(schema: str) -> None:
         conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
-@pytest.fixture
-def pg_schema() -> Iterator[str]:
-    """A fresh, uniquely named schema, dropped afterwards."""
-    require_postgres()
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    yield schema
-    drop_schema(schema)
-
-
 def pg_url(schema: str) -> str:
     return f"{PG_URL}{'&' if '?' in PG_URL else '?'}nous_schema={schema}"
 
 
+def _new_schema_name() -> str:
+    return f"t_{uuid.uuid4().hex[:12]}"
+
+
+def _migrated_schema(dimensions: int) -> str:
+    """A new schema with every migration applied by the store's own code, nothing else: no
+    embedding model claimed, no rows. Opening a store on it finds only its migrations done."""
+
+    async def migrate(schema: str) -> None:
+        store = PostgresStore(pg_url(schema), schema=schema)
+        async with await psycopg.AsyncConnection.connect(PG_URL, autocommit=True) as conn:
+            await store._migrate(conn, dimensions)
+
+    schema = _new_schema_name()
+    asyncio.run(migrate(schema))
+    return schema
+
+
+class FreshSchemas:
+    """Schemas for the tests, made and dropped on a thread of their own while tests run (the work
+    is PostgreSQL's, so it overlaps the test's). Each schema is used by one test only."""
+
+    AHEAD = 2  # migrated schemas kept ready
+
+    def __init__(self) -> None:
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pg-schemas")
+        self._ready: deque[Future[str]] = deque()
+        self._drops: list[Future[None]] = []
+
+    def migrated(self) -> str:
+        """A schema no test has used, with the store's migrations applied for the local model."""
+        while len(self._ready) < self.AHEAD + 1:
+            self._ready.append(self._thread.submit(_migrated_schema, LocalEmbeddingProvider.dimensions))
+        return self._ready.popleft().result()
+
+    def drop(self, schema: str) -> None:
+        """Drop a used schema (on the thread; a failure is raised at the end of the session)."""
+        self._drops = [f for f in self._drops if not f.done() or f.exception() is not None]
+        self._drops.append(self._thread.submit(drop_schema, schema))
+
+    def close(self) -> None:
+        for ready in self._ready:
+            if ready.exception() is None:
+                self.drop(ready.result())
+        self._thread.shutdown(wait=True)
+        for dropped in self._drops:
+            dropped.result()
+
+
+@pytest.fixture(scope="session")
+def fresh_schemas() -> Iterator[FreshSchemas]:
+    schemas = FreshSchemas()
+    yield schemas
+    schemas.close()
+
+
+@pytest.fixture
+def pg_schema(fresh_schemas: FreshSchemas) -> Iterator[str]:
+    """A fresh, uniquely named schema that does not exist yet, dropped afterwards."""
+    require_postgres()
+    schema = _new_schema_name()
+    yield schema
+    fresh_schemas.drop(schema)
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A URL for an empty store on each backend."""
+    """A URL for an empty store on each backend (on PostgreSQL, a schema no other test used, with
+    the migrations applied for the local model's 384 dimensions and no embedding model claimed)."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'nous.db'}"
         return
     require_postgres()
-    schema = f"t_{uuid.uuid4().hex[:12]}"
+    schemas: FreshSchemas = request.getfixturevalue("fresh_schemas")
+    schema = schemas.migrated()
     yield pg_url(schema)
-    drop_schema(schema)
+    schemas.drop(schema)
 
 
 @pytest.fixture

@@ -7,9 +7,13 @@ import asyncio
 import sys
 from collections import Counter
 
+import pytest
+
 from nous import Nous, Settings
 from nous.embeddings.base import EmbeddingProvider
+from nous.errors import StaleWriteError
 from nous.models import Fact, WriteStatus
+from nous.storage import WriteOp
 
 
 async def test_concurrent_censor_activations_are_all_counted(
@@ -94,6 +98,31 @@ async def test_fifty_concurrent_confirms_are_all_counted(
         await asyncio.gather(*(n.heart.facts.confirm(fact.id) for n in (a, b) for _ in range(25)))
         stored = await b.get(fact.id)
         assert isinstance(stored, Fact) and stored.confirmation_count == 50
+
+
+async def test_concurrent_confirms_in_one_process_take_turns_instead_of_retrying(
+    nous: Nous, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Updates of one memory in one process wait for each other, so none is computed from a read
+    that another made stale: no write is refused and retried. (Racing instead, each of many
+    confirmations could lose round after round and run out of attempts.)"""
+    fact = (await nous.learn("Backups are kept for 35 days in the eu-west bucket")).memory
+    refused = 0
+    apply = nous.store.apply
+
+    async def counting(ops: list[WriteOp]) -> list[bool]:
+        nonlocal refused
+        try:
+            return await apply(ops)
+        except StaleWriteError:
+            refused += 1
+            raise
+
+    monkeypatch.setattr(nous.store, "apply", counting)
+    await asyncio.gather(*(nous.heart.facts.confirm(fact.id) for _ in range(30)))
+    stored = await nous.get(fact.id)
+    assert isinstance(stored, Fact) and stored.confirmation_count == 30
+    assert refused == 0
 
 
 WRITER = """

@@ -127,7 +127,11 @@ def test_bad_locomo_record_is_named() -> None:
         parse_conversation(json.dumps(data))
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 async def test_locomo_ingestion_keeps_dialogue_ids(nous: Nous) -> None:
+    """A whole LoCoMo conversation, on SQLite only: what it adds to the native test above (the
+    LoCoMo parse, dialogue ids as provenance) does not depend on the backend, which stores the
+    same turns and provenance on both (that test runs on each)."""
     report = await nous.ingest(LOCOMO / "30.json")
     assert report.turns == 369
     hits = await nous.recall("Where did Jon go dancing?", limit=5, kinds="turn")

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,6 @@ from nous.cli.app import app
 from nous.cli.mcp_commands import McpClient
 from tests.test_mcp import TOOLS, _data
 
-NOUS = str(Path(sys.executable).parent / "nous")
 # What a client's spawn carries besides its default environment (HOME, PATH, ...): only what
 # this machine needs to run Python at all. PYTHONPATH is set when the suite runs a checkout's
 # sources with another environment's interpreter; a client of an installed `nous` has none.
@@ -94,23 +91,19 @@ async def test_every_clients_config_starts_nous_on_the_named_store(
 
 
 @pytest.mark.parametrize("given", ["option", "setting"])
-async def test_the_home_reaches_the_command_as_an_option(tmp_path: Path, given: str) -> None:
+async def test_the_home_reaches_the_command_as_an_option(
+    cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
     """--home, or NOUS_HOME in the environment that printed it: the command carries --home with
-    an absolute path, so the client needs neither the variable nor the same working directory."""
+    an absolute path, so the client needs neither the variable nor the same working directory.
+    (The config is printed in-process; the command it prints is started as a client starts it.)"""
     home = tmp_path / "home"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NOUS_")}
     root = ["--home", str(home)] if given == "option" else []
     if given == "setting":
-        env["NOUS_HOME"] = str(home)
-    done = subprocess.run(
-        [NOUS, *root, "--agent", "desk", "mcp", "config", "--client", "generic"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    argv = argv_of(McpClient.GENERIC, done.stdout)
+        monkeypatch.setenv("NOUS_HOME", str(home))
+    else:
+        monkeypatch.delenv("NOUS_HOME")  # the cli fixture's
+    argv = argv_of(McpClient.GENERIC, printed_config(cli, [*root, "--agent", "desk"], McpClient.GENERIC))
     assert argv[1:] == ["--home", str(home), "--agent", "desk", "mcp"]
     async with Client(as_client_spawns(argv, tmp_path), read_timeout_seconds=120) as session:
         stored = _data(await session.call_tool("remember", {"content": "Prefers short answers"}))

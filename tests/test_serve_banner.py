@@ -49,6 +49,7 @@ class Serve:
     """A `nous serve` subprocess; ``banner`` is what it printed before serving."""
 
     def __init__(self, home: Path, *args: str, **env: str) -> None:
+        self.home = home
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
@@ -87,9 +88,11 @@ class Serve:
         return rest
 
 
-@pytest.fixture
-def demo(tmp_path: Path) -> Iterator[Serve]:
-    served = Serve(tmp_path / "home", "--demo")
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    """One `nous serve --demo` on a first run, shared by the tests that run what its banner
+    printed (each adds at most a memory, and asserts only on what it added or the sample data)."""
+    served = Serve(tmp_path_factory.mktemp("demo") / "home", "--demo")
     yield served
     served.stop()
 
@@ -144,11 +147,12 @@ async def test_the_mcp_command_starts_as_a_client_starts_it(demo: Serve, tmp_pat
     assert [config["mcpServers"]["nous"]["command"], *config["mcpServers"]["nous"]["args"]] == argv
 
 
-def test_without_a_new_key_the_banner_says_how_to_make_one(tmp_path: Path) -> None:
-    first = Serve(tmp_path / "home", "--demo")
-    first.stop()
-    again = Serve(tmp_path / "home", "--demo")
+def test_without_a_new_key_the_banner_says_how_to_make_one(demo: Serve) -> None:
+    """Another `nous serve --demo` on the home where the first run made a key."""
+    assert "shown once" in demo.banner
+    again = Serve(demo.home, "--demo")
     try:
+        assert "shown once" not in again.banner
         make = again.line("a key:")
         assert make.startswith("KEY=$(") and '"Authorization: Bearer $KEY"' in again.line("recall:")
         recalled = json.loads(_shell(f"{make} && {again.line('recall:')}"))
@@ -176,27 +180,27 @@ def test_a_busy_port_is_one_line_and_exit_2_before_anything_else(tmp_path: Path)
     assert str(port) in done.stderr and "--port" in done.stderr and "in use" in done.stderr
 
 
-@pytest.mark.parametrize("how", ["flag", "setting"])
-def test_the_access_log_is_optional(tmp_path: Path, how: str) -> None:
-    args, env = (["--access-log"], {}) if how == "flag" else ([], {"NOUS_ACCESS_LOG": "true"})
-    logged = Serve(tmp_path / "home", "--no-auth", *args, **env)
+def test_the_access_log_is_on_with_the_setting(tmp_path: Path) -> None:
+    """NOUS_ACCESS_LOG=true logs requests as ``--access-log`` does (the flag, and the default
+    without either, are in the test below)."""
+    logged = Serve(tmp_path / "home", "--no-auth", NOUS_ACCESS_LOG="true")
     assert httpx.get(f"{logged.url}/health?probe=1").status_code == 200
     assert "GET /health?probe=1" in logged.stop()
-    quiet = Serve(tmp_path / "home", "--no-auth")
-    assert httpx.get(f"{quiet.url}/health?probe=2").status_code == 200
-    assert "/health?probe=2" not in quiet.stop()
 
 
-def test_calls_to_the_model_are_logged_only_with_the_access_log(tmp_path: Path) -> None:
-    """With a language model configured, each call to its API is an httpx request: a line per
-    call only when the access log is on."""
+def test_the_access_log_and_calls_to_the_model_are_logged_only_with_the_flag(tmp_path: Path) -> None:
+    """The access log is optional (off by default, on with ``--access-log``). With a language
+    model configured, each call to its API is an httpx request: a line per call only when the
+    access log is on."""
     upstream = ChatServer("openai")
     try:
         model = {"NOUS_LLM_PROVIDER": "openai", "NOUS_LLM_API_BASE": upstream.url, "COLUMNS": "200"}
-        for args, shown in (([], False), (["--access-log"], True)):
+        for probe, (args, shown) in enumerate((([], False), (["--access-log"], True))):
             served = Serve(tmp_path / "home", "--no-auth", *args, **model)
+            assert httpx.get(f"{served.url}/health?probe={probe}").status_code == 200
             assert httpx.get(f"{served.url}/v1/models").status_code == 200
             out = served.stop()
+            assert (f"GET /health?probe={probe}" in out) is shown, out
             assert ("HTTP Request:" in out) is shown, out
         assert [r["path"] for r in upstream.requests] == ["/v1/models", "/v1/models"]
     finally:

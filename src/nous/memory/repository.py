@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -29,7 +30,7 @@ from nous.errors import (
     StaleWriteError,
 )
 from nous.memory import lifecycle
-from nous.memory.cas import with_retries
+from nous.memory.cas import KeyedLocks, with_retries
 from nous.memory.outbox import memory_events
 from nous.models import (
     Edge,
@@ -47,6 +48,8 @@ log = logging.getLogger(__name__)
 M = TypeVar("M", bound=Memory)
 IMMUTABLE_FIELDS = frozenset({"id", "agent_id", "created_at"})
 SYMMETRIC_RELATIONS = frozenset({EdgeRelation.RELATES_TO, EdgeRelation.CONTRADICTS})
+# Updates of one memory in this process take turns, per store (agents' views of a store share it).
+_UPDATE_TURNS: weakref.WeakKeyDictionary[Store, KeyedLocks] = weakref.WeakKeyDictionary()
 
 
 def invalid_from_pydantic(exc: ValidationError) -> InvalidInputError:
@@ -217,10 +220,13 @@ class MemoryRepository:
         The row is replaced only if nobody changed it since it was read (compare-and-swap on
         ``updated_at``); otherwise the change is computed again from a fresh read, so a concurrent
         update in another process is never lost. A change that depends on the current value (a
-        counter) is given as a function of the memory, so each retry computes it afresh."""
-        return await with_retries(
-            lambda: self._update_once(memory_id, changes, actor, action, extra_ops, kind)
-        )
+        counter) is given as a function of the memory, so each retry computes it afresh. Updates
+        of one memory in this process take turns, so only other processes' writes cause retries."""
+        turns = _UPDATE_TURNS.setdefault(self.store, KeyedLocks())
+        async with turns.hold(memory_id):
+            return await with_retries(
+                lambda: self._update_once(memory_id, changes, actor, action, extra_ops, kind)
+            )
 
     async def _update_once(
         self,
