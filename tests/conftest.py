@@ -116,26 +116,31 @@ class FreshSchemas:
     def __init__(self) -> None:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pg-schemas")
         self._ready: deque[Future[str]] = deque()
-        self._drops: list[Future[None]] = []
+        self._drops: list[tuple[str, Future[None]]] = []
 
     def migrated(self) -> str:
         """A schema no test has used, with the store's migrations applied for the local model."""
         while len(self._ready) < self.AHEAD + 1:
             self._ready.append(self._thread.submit(_migrated_schema, LocalEmbeddingProvider.dimensions))
-        return self._ready.popleft().result()
+        try:
+            return self._ready.popleft().result()
+        except psycopg.Error:  # the server restarted under it (tests/test_store_faults.py): again
+            return _migrated_schema(LocalEmbeddingProvider.dimensions)
 
     def drop(self, schema: str) -> None:
-        """Drop a used schema (on the thread; a failure is raised at the end of the session)."""
-        self._drops = [f for f in self._drops if not f.done() or f.exception() is not None]
-        self._drops.append(self._thread.submit(drop_schema, schema))
+        """Drop a used schema (on the thread; one that failed is dropped again at the end of the
+        session, and a second failure is raised)."""
+        self._drops = [(s, f) for s, f in self._drops if not f.done() or f.exception() is not None]
+        self._drops.append((schema, self._thread.submit(drop_schema, schema)))
 
     def close(self) -> None:
         for ready in self._ready:
             if ready.exception() is None:
                 self.drop(ready.result())
         self._thread.shutdown(wait=True)
-        for dropped in self._drops:
-            dropped.result()
+        for schema, dropped in self._drops:
+            if dropped.exception() is not None:
+                drop_schema(schema)
 
 
 @pytest.fixture(scope="session")
