@@ -7,10 +7,18 @@ action is one that cannot do what the censor forbids — it only looks (check, l
 does the opposite (enable against disable, grant against revoke, mask against export, create
 against delete) — the meaning check does not fire. The pattern still does.
 
+A censor's operations are read from every word of its pattern ("DROP TABLE") and from the words
+of its reason in verb position ("never **purge** the audit logs", "**voiding** an invoice needs…",
+"flags are **switched on** only by the release manager"), so that nouns in a reason ("a signed
+release", "the mail") forbid nothing; a reason with no verb in verb position is read word by word.
+An action's main verbs are the first word of each clause and the verbs after "and", "to"…; a
+command line (its first word is no English verb: ``aws``, ``kubectl``, ``git``) is read by its
+subcommand (``aws s3 ls`` shows, ``kubectl delete`` destroys).
+
 It fails safe. A censor whose words name no known operation, an action whose main verb is not in
-the table (a command such as ``aws s3 ls``, a verb like "make" or "roll"), or any main verb that
-could do the forbidden operation: the meaning check fires as before. Reading more verbs into an
-action, or more operations into a censor that names one, only ever makes it fire more.
+the table (a verb like "make", a subcommand such as ``aws s3 rb``), or any main verb that could do
+the forbidden operation: the meaning check fires as before. Reading more verbs into an action, or
+more operations into a censor that names one, only ever makes it fire more.
 
 Words are lemmatised with ``lemminflect`` (its tables ship in the package): "deleting" is
 "delete", "summarising" is "summarise"; its dictionary also says whether a word can be a verb
@@ -38,7 +46,8 @@ PROTECT = "protect"  # hides or locks content: mask, redact, encrypt
 
 # The operations that cannot do what a censor forbids, by the forbidden operation. Looking never
 # does anything but look; showing passes content to the requester, so it is a way of copying it
-# out; copying leaves the original in place, so it destroys nothing. An operation forbidden here
+# out; copying leaves the original in place, so it destroys nothing, and destroying passes
+# nothing on, so it copies nothing out ("delete the tweet" against a censor on posting). An operation forbidden here
 # with nothing listed (look, show: a censor against looking) lets no verb off.
 CANNOT_DO: dict[str, frozenset[str]] = {
     DESTROY: frozenset({LOOK, SHOW, CREATE, COPY}),
@@ -47,7 +56,7 @@ CANNOT_DO: dict[str, frozenset[str]] = {
     ENABLE: frozenset({LOOK, SHOW, DISABLE}),
     GRANT: frozenset({LOOK, SHOW, REVOKE}),
     REVOKE: frozenset({LOOK, SHOW, GRANT}),
-    COPY: frozenset({LOOK, PROTECT}),
+    COPY: frozenset({LOOK, PROTECT, DESTROY}),
     PROTECT: frozenset({LOOK, SHOW, COPY}),
     CHANGE: frozenset({LOOK, SHOW}),
     LOOK: frozenset(),
@@ -93,12 +102,12 @@ OPERATIONS: dict[str, frozenset[str]] = _table(
             "ship", "release", "run", "execute", "merge", "commit", "rotate", "move", "write",
             "overwrite", "rewrite", "reset", "push", "transfer", "wire", "pay", "charge", "refund",
             "install", "downgrade", "upgrade", "revert", "roll back", "chmod", "chown", "force",
-            "restore",
+            "restore", "fix", "mark", "switch", "store", "roll out",
         ),
         CHANGE,
     ),
     (("create", "add", "insert", "import", "restore", "recover", "undelete", "provision",
-      "install", "write", "upload"), CREATE),
+      "install", "write", "upload", "issue", "draft", "store"), CREATE),
     (
         (
             "delete", "drop", "remove", "purge", "truncate", "wipe", "erase", "destroy", "empty",
@@ -110,7 +119,7 @@ OPERATIONS: dict[str, frozenset[str]] = _table(
         DESTROY,
     ),
     (("enable", "activate", "start", "launch", "resume", "unblock", "unlock", "turn on",
-      "switch on", "power on", "start up", "boot"), ENABLE),
+      "switch on", "power on", "start up", "boot", "roll out"), ENABLE),
     (
         (
             "disable", "deactivate", "stop", "halt", "suspend", "pause", "shutdown", "shut",
@@ -119,14 +128,14 @@ OPERATIONS: dict[str, frozenset[str]] = _table(
         ),
         DISABLE,
     ),
-    (("grant", "authorise", "authorize", "promote", "elevate", "allow"), GRANT),
+    (("grant", "authorise", "authorize", "promote", "elevate", "allow", "give"), GRANT),
     (("revoke", "deny", "demote", "withdraw"), REVOKE),
     (
         (
             "export", "send", "share", "upload", "download", "copy", "email", "mail", "forward",
             "publish", "post", "tweet", "print", "echo", "paste", "dump", "leak", "expose",
             "disclose", "reveal", "sync", "write", "back up", "unmask", "decrypt", "push", "cat",
-            "transfer", "wire",
+            "transfer", "wire", "fetch",
         ),
         COPY,
     ),
@@ -180,18 +189,140 @@ def _operations_at(words: list[str], i: int) -> frozenset[str] | None:
     return None
 
 
-def forbidden_operations(pattern_words: str, reason: str) -> frozenset[str]:
-    """Every operation any word of a censor's pattern or reason can name ("never purge the audit
-    logs" → destroy). Each operation read narrows what is let off; a censor that names none is
-    never let off."""
+# Read-only subcommands of command-line tools (``aws s3 ls``, ``kubectl get``, ``git log``): read
+# only in a command's subcommand position, where they print what they read (so they show, as
+# ``cat`` copies out). As English words most are nouns or too light ("log", "get", "status").
+SUBCOMMANDS: dict[str, frozenset[str]] = {
+    word: frozenset({SHOW})
+    for word in (
+        "ls",
+        "list",
+        "get",
+        "describe",
+        "show",
+        "status",
+        "head",
+        "log",
+        "logs",
+        "ps",
+        "info",
+        "version",
+    )
+}
+# Words a command's subcommand chain stops at: an English sentence, not a command line.
+_FUNCTION_WORDS = frozenset(
+    {"the", "a", "an", "my", "our", "your", "their", "its", "this", "that", "these", "those", "all",
+     "every", "each", "some", "any", "to", "of", "for", "from", "in", "on", "at", "with", "and", "or"}
+)  # fmt: skip
+_PLAIN_TOKEN = re.compile(r"[a-z][a-z0-9_-]*")
+
+# In a censor's reason, the word after one of these is in verb position ("never **purge** …", "must
+# not **leave** …", "are **switched on** …", "without **asking**"), skipping the words in
+# _VERB_LEAD_SKIP; so is a clause's first word when it is an imperative or a gerund ("**voiding**
+# an invoice needs …"), and a verb joined to one of these by "and", "or", "nor" ("never enable or
+# **disable** …").
+_VERB_TRIGGERS = frozenset(
+    {"never", "not", "no", "to", "without", "don't", "dont", "cannot", "can't", "won't", "mustn't",
+     "shouldn't", "must", "may", "can", "should", "shall", "will", "would", "could", "might",
+     "is", "are", "was", "were", "be", "been", "being"}
+)  # fmt: skip
+_VERB_LEAD_SKIP = frozenset({"not", "never", "ever", "be", "been", "being", "only", "also", "just", "even"})
+_DETERMINERS = frozenset(
+    {"a", "an", "the", "this", "that", "these", "those", "my", "our", "your", "their", "its", "his",
+     "her", "any", "some", "every", "each", "all", "no"}
+)  # fmt: skip
+_COORDINATORS = frozenset({"and", "or", "nor"})
+_CLAUSE_BREAK = re.compile(r"[;:.!?()\n]+|\s[-–—]\s")
+
+
+def _is_verb(word: str) -> bool:
+    return _lemmas(word)[1]
+
+
+@lru_cache(maxsize=4096)
+def _is_base_form(word: str) -> bool:
+    """Whether the word is a verb's base form ("delete", not "deletes" or "deleted")."""
+    from lemminflect import getAllLemmas
+
+    return word in getAllLemmas(word).get("VERB", ())
+
+
+def _reason_operations(reason: str) -> tuple[frozenset[str], bool]:
+    """The operations a censor's reason names in verb position, and whether it has any verb in
+    verb position at all (one the table does not know counts: "must not **leave** the system")."""
     found: set[str] = set()
-    for text in (pattern_words, reason):
-        words = _WORD.findall(text.lower().replace("-", " "))
-        for i in range(len(words)):
-            ops = _operations_at(words, i)
+    any_verb = False
+    for clause in _CLAUSE_BREAK.split(reason.lower().replace("-", " ")):
+        words = _WORD.findall(clause)
+        positions: list[int] = []
+        if words and _is_verb(words[0]) and (_is_base_form(words[0]) or words[0].endswith("ing")):
+            positions.append(0)  # an imperative or a gerund
+        for i, word in enumerate(words):
+            if word not in _VERB_TRIGGERS:
+                continue
+            j = i + 1
+            while j < len(words) and (words[j] in _VERB_LEAD_SKIP or words[j].endswith("ly")):
+                j += 1
+            if j >= len(words) or words[j] in _DETERMINERS or words[j] == ",":
+                continue
+            if _operations_at(words, j) is None and j + 1 < len(words) and _operations_at(words, j + 1):
+                j += 1  # a modifier before the verb: "never bulk-delete"
+            positions.append(j)
+        k = 0
+        while k < len(positions):  # verbs joined to one in verb position: "enable or disable"
+            j = positions[k] + 1
+            if j + 1 < len(words) and words[j] in _COORDINATORS and j + 1 not in positions:
+                positions.append(j + 1)
+            k += 1
+        for j in dict.fromkeys(positions):
+            ops = _operations_at(words, j)
             if ops:
                 found |= ops
+                any_verb = True
+            elif _is_verb(words[j]):
+                any_verb = True
+    return frozenset(found), any_verb
+
+
+def forbidden_operations(pattern_words: str, reason: str) -> frozenset[str]:
+    """The operations a censor forbids: those any word of its pattern names ("DROP TABLE" →
+    destroy), and those its reason names in verb position ("never purge the audit logs" → destroy;
+    not "a signed release" or "the mail", nouns). A reason with no verb in verb position ("refunds
+    over $500 need a manager's approval") is read word by word, its nouns standing for the
+    operation. Each operation read narrows what is let off; a censor that names none is never let
+    off."""
+    found: set[str] = set()
+    words = _WORD.findall(pattern_words.lower().replace("-", " "))
+    for i in range(len(words)):
+        ops = _operations_at(words, i)
+        if ops:
+            found |= ops
+    from_reason, has_verb = _reason_operations(reason)
+    if has_verb:
+        return frozenset(found | from_reason)
+    words = _WORD.findall(reason.lower().replace("-", " "))
+    for i in range(len(words)):
+        ops = _operations_at(words, i)
+        if ops:
+            found |= ops
     return frozenset(found)
+
+
+def _subcommand_operations(tokens: list[str]) -> frozenset[str] | None:
+    """What a command line does, read from its subcommand chain: the plain words after the
+    command up to the first argument, flag or path (``aws s3 ls s3://x`` → ``s3 ls``). Every
+    operation any of them names in the table or SUBCOMMANDS (a hyphenated one also by its first
+    part: ``list-buckets``), so ``gcloud compute instances delete`` destroys whatever "compute"
+    says. None when none names one, or the words read as English (an article, a preposition)."""
+    found: set[str] = set()
+    for token in tokens[1:]:
+        if not _PLAIN_TOKEN.fullmatch(token):
+            break
+        if token in _FUNCTION_WORDS:
+            return None
+        for word in (token, token.split("-")[0]):
+            found |= OPERATIONS.get(word, frozenset()) | SUBCOMMANDS.get(word, frozenset())
+    return frozenset(found) or None
 
 
 def _main_verbs(clause: str) -> list[frozenset[str] | None]:
@@ -204,7 +335,14 @@ def _main_verbs(clause: str) -> list[frozenset[str] | None]:
         start += 1
     if start == len(words):
         return []
-    verbs: list[frozenset[str] | None] = [_operations_at(words, start)]
+    first = _operations_at(words, start)
+    if first is None and not _is_verb(words[start]):
+        # Not an English verb (``aws``, ``kubectl``, ``git``): a command, read by its subcommand.
+        tokens = clause.lower().split()
+        while tokens and tokens[0].strip(",") in _LEADING:
+            tokens = tokens[1:]
+        first = _subcommand_operations(tokens)
+    verbs: list[frozenset[str] | None] = [first]
     for i in range(start + 1, len(words) - 1):
         if words[i] not in _WEAK_BREAKS:
             continue
