@@ -1,5 +1,5 @@
 """Censor verdicts on labelled agent actions (tests/data/censor_actions*.jsonl) with the real model:
-the targets on the development file, the two held-out files measured, and ``nous bench censors``."""
+the targets on the development file, the three held-out files measured, and ``nous bench censors``."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ def test_the_labelled_sets_are_big_enough_and_cover_every_verdict() -> None:
         "censor_actions.jsonl",
         "censor_actions_holdout.jsonl",
         "censor_actions_holdout2.jsonl",
+        "censor_actions_holdout3.jsonl",
     ]
     censors, actions = load_censor_set(DATA / "censor_actions.jsonl")
     assert len(censors) >= 12 and len(actions) >= 100
@@ -32,6 +33,12 @@ def test_the_labelled_sets_are_big_enough_and_cover_every_verdict() -> None:
     assert len(second_censors) >= 10 and len(second) >= 60
     assert {a["expect"] for a in second} == {"allow", "warn", "block"}
     assert not {c["censor"] for c in second_censors} & {c["censor"] for c in censors + held_censors}
+    third_censors, third = load_censor_set(DATA / "censor_actions_holdout3.jsonl")
+    assert len(third_censors) >= 10 and len(third) >= 60
+    assert {a["expect"] for a in third} == {"allow", "warn", "block"}
+    earlier = censors + held_censors + second_censors
+    assert not {c["censor"] for c in third_censors} & {c["censor"] for c in earlier}
+    assert not {c["pattern"] for c in third_censors} & {c["pattern"] for c in earlier}
 
 
 async def test_block_precision_and_recall_reach_the_targets_on_the_development_set(
@@ -57,8 +64,13 @@ def test_nous_bench_censors_prints_every_part_and_the_sweep(cli: CliRunner, tmp_
         "censor_actions.jsonl",
         "censor_actions_holdout.jsonl",
         "censor_actions_holdout2.jsonl",
+        "censor_actions_holdout3.jsonl",
     }
-    for name in ("censor_actions_holdout.jsonl", "censor_actions_holdout2.jsonl"):
+    for name in (
+        "censor_actions_holdout.jsonl",
+        "censor_actions_holdout2.jsonl",
+        "censor_actions_holdout3.jsonl",
+    ):
         held = figures[name]
         assert held["actions"] >= 40
         assert 0 <= held["block"]["precision"] <= 1 and 0 <= held["block"]["recall"] <= 1

@@ -26,12 +26,18 @@ SWEEP = tuple(round(0.30 + 0.025 * i, 3) for i in range(15))  # 0.300 … 0.650
 _STRENGTH = {CensorAction.WARN: 1, CensorAction.BLOCK: 2, CensorAction.ABSOLUTE: 2}
 
 
-DEFAULT_FILES = ("censor_actions.jsonl", "censor_actions_holdout.jsonl", "censor_actions_holdout2.jsonl")
+DEFAULT_FILES = (
+    "censor_actions.jsonl",
+    "censor_actions_holdout.jsonl",
+    "censor_actions_holdout2.jsonl",
+    "censor_actions_holdout3.jsonl",
+)
 
 
 def default_censor_paths() -> list[Path]:
-    """``tests/data/censor_actions.jsonl`` (development) and the two held-out files,
-    ``censor_actions_holdout.jsonl`` and ``censor_actions_holdout2.jsonl``."""
+    """``tests/data/censor_actions.jsonl`` (development) and the three held-out files,
+    ``censor_actions_holdout.jsonl``, ``censor_actions_holdout2.jsonl`` and
+    ``censor_actions_holdout3.jsonl``."""
     found = [checkout_data_file(n) for n in DEFAULT_FILES]
     return [p for p in found if p is not None]
 

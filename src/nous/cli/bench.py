@@ -1117,8 +1117,8 @@ def censors(
         list[Path] | None,
         typer.Option(
             help="Labelled actions with their censors (JSONL; see docs/censors.md); repeat for several "
-            "files. Default: tests/data/censor_actions.jsonl, censor_actions_holdout.jsonl and "
-            "censor_actions_holdout2.jsonl."
+            "files. Default: tests/data/censor_actions.jsonl, censor_actions_holdout.jsonl, "
+            "censor_actions_holdout2.jsonl and censor_actions_holdout3.jsonl."
         ),
     ] = None,
     sweep: Annotated[
@@ -1133,8 +1133,9 @@ def censors(
 
     Each file's censors go into a fresh store and every action is judged by check-action (nothing
     recorded), at the semantic threshold in force; --sweep re-decides them at other thresholds.
-    The threshold and the operation rule were chosen on the development file; the held-out files
-    were written after the threshold (the second one also before the rule was run on it).
+    The threshold and the operation rule were chosen on the development file and the first two
+    held-out files (they were written after the threshold); the third held-out file was written
+    before the rule's last changes were run on it, and never tuned on.
 
     Example: nous bench censors --sweep --errors 5
     """

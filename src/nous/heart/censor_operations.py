@@ -47,8 +47,9 @@ PROTECT = "protect"  # hides or locks content: mask, redact, encrypt
 # The operations that cannot do what a censor forbids, by the forbidden operation. Looking never
 # does anything but look; showing passes content to the requester, so it is a way of copying it
 # out; copying leaves the original in place, so it destroys nothing, and destroying passes
-# nothing on, so it copies nothing out ("delete the tweet" against a censor on posting). An operation forbidden here
-# with nothing listed (look, show: a censor against looking) lets no verb off.
+# nothing on, so it copies nothing out ("delete the tweet" against a censor on posting). An
+# operation forbidden here with nothing listed (look, show: a censor against looking) lets no verb
+# off.
 CANNOT_DO: dict[str, frozenset[str]] = {
     DESTROY: frozenset({LOOK, SHOW, CREATE, COPY}),
     CREATE: frozenset({LOOK, SHOW, DESTROY}),

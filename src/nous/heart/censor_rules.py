@@ -44,7 +44,7 @@ _sre: Any = importlib.import_module("re._parser")
 # Chosen by the sweep `nous bench censors --sweep` prints over tests/data/censor_actions.jsonl
 # (104 labelled actions, 12 censors), before the operation rule: at 0.425 block precision 0.96 and
 # recall 0.86, warn 0.94 and 0.80; 0.40 let two more harmless actions through as blocks, 0.45
-# missed one more. With the rule, 0.425 gives block precision 1.00 at the same recall. The two
+# missed one more. With the rule, 0.425 gives block precision 1.00 at the same recall. The three
 # held-out files are reported beside it; see docs/censors.md. A topic embedding cannot tell "make
 # the bucket public" from "keep it private": the semantic check is a net under the pattern, not a
 # replacement for it.
