@@ -290,3 +290,14 @@ def test_a_long_timeline_is_sampled_evenly_and_its_lines_kept_to_one() -> None:
     assert _clip("user said:\n\n### Plan\n1. **first**", 300) == "user said: ### Plan 1. **first**"
     clipped = _clip("word " * 100, 30)
     assert len(clipped) == 30 and clipped.endswith("…")
+
+
+def test_labels_do_not_start_or_end_on_a_verb() -> None:
+    from nous.language.topics import without_edge_verbs
+
+    assert without_edge_verbs("adopt incremental typechecking") == "incremental typechecking"
+    assert without_edge_verbs("production happen") == "production"
+    assert without_edge_verbs("Jonas cannot") == "Jonas"
+    assert without_edge_verbs("partial writes") == "partial writes"  # a plural noun there
+    assert without_edge_verbs("went hiking trip") == "hiking trip"  # a gerund is kept
+    assert without_edge_verbs("deploy") == ""

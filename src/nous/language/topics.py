@@ -307,15 +307,19 @@ def clean_message(text: str) -> str:
     return re.sub(r"\s*\[[^\]\n]*\](?!\()", "", text).strip()
 
 
+_MODALS = frozenset(["can", "cannot", "could", "may", "might", "must", "shall", "should", "will", "would"])
+
+
 def without_edge_verbs(phrase: str) -> str:
     """``phrase`` without verbs at its ends: "adopt incremental typechecking" -> "incremental
-    typechecking", "production happen" -> "production". A word counts as a verb when the lexicon
+    typechecking", "production happen" -> "production", "Jonas cannot" -> "Jonas". A word counts as a verb when the lexicon
     knows it only as one; a first word in -ing ("hiking trip") and a last word in -s ("partial
     writes") are kept: nouns there, more often than not."""
     from lemminflect import getAllLemmas
 
     def verb_only(word: str) -> bool:
-        return set(getAllLemmas(word.lower())) == {"VERB"}
+        low = word.lower()
+        return low in _MODALS or set(getAllLemmas(low)) == {"VERB"}
 
     words = phrase.split()
     while words and not words[0].lower().endswith("ing") and verb_only(words[0]):
