@@ -84,9 +84,17 @@ class Retriever:
             return hits
         return await self._two_steps(q, hits)
 
+    def _weights_of(self, q: RecallQuery) -> RetrievalWeights:
+        """The weights a query runs with: its preset's, else the retriever's."""
+        return preset(q.preset) if q.preset is not None else self.weights
+
     def _in_two_steps(self, q: RecallQuery) -> bool:
-        w = preset(q.preset) if q.preset is not None else self.weights
-        return w.boosts and isinstance(q.text, str) and describes_unnamed(q.text) and not self._covers(q)
+        return (
+            self._weights_of(q).boosts
+            and isinstance(q.text, str)
+            and describes_unnamed(q.text)
+            and not self._covers(q)
+        )
 
     async def _two_steps(self, q: RecallQuery, hits: list[RecallHit]) -> list[RecallHit]:
         """ "Where did the friend who went to the concert eat?": the best memory for the whole
@@ -99,20 +107,16 @@ class Retriever:
         if not names:
             return hits
         second = await self._recall(replace(q, text=second_step(q.text, best.content, names)))
+        tagged = [h.model_copy(update={"signals": {**h.signals, "second_step": 1.0}}) for h in second]
         merged: dict[str, RecallHit] = {best.id: best}
-        firsts, seconds = iter(hits[1:]), iter(second)
-        while len(merged) < q.limit:
-            progressed = False
-            for source, tag in ((seconds, True), (firsts, False)):
-                for hit in source:
-                    if hit.id in merged:
-                        continue
-                    signals = {**hit.signals, "second_step": 1.0} if tag else hit.signals
-                    merged[hit.id] = hit.model_copy(update={"signals": signals})
-                    progressed = True
-                    break
-            if not progressed:
-                break
+        sources = [iter(tagged), iter(hits[1:])]  # turn about, each its next hit not yet placed
+        while sources and len(merged) < q.limit:
+            for source in list(sources):
+                hit = next((h for h in source if h.id not in merged), None)
+                if hit is None:
+                    sources.remove(source)
+                else:
+                    merged[hit.id] = hit
         return list(merged.values())[: q.limit]
 
     async def recall_with_timeline(
@@ -230,7 +234,7 @@ class Retriever:
             since=None if q.since is None else as_utc(q.since),
             until=None if q.until is None else as_utc(q.until),
         )
-        w = preset(q.preset) if q.preset is not None else self.weights
+        w = self._weights_of(q)
         now = as_utc(q.now or utcnow())
         parsed = parse_time_expression(text, now) if q.parse_time else ParsedQuery(text, None, False)
         window = await self._resolve_window(parsed.window, q, now)
@@ -258,7 +262,7 @@ class Retriever:
         """The search of the whole question without its time window (``_outside_window``),
         started beside the windowed one when the question's words name a window: the two read
         the store at the same time instead of one after the other."""
-        w = preset(q.preset) if q.preset is not None else self.weights
+        w = self._weights_of(q)
         if not (q.parse_time and w.boosts):
             return None
         text = self._validate(q)
@@ -539,7 +543,7 @@ class Retriever:
         self, candidates: dict[str, Candidate], memories: dict[str, CandidateInfo], q: RecallQuery
     ) -> None:
         """Lifecycle, frame and censor overlap (multiplicative)."""
-        w = preset(q.preset) if q.preset is not None else self.weights
+        w = self._weights_of(q)
         active = set(q.active_censors or ())
         for c in candidates.values():
             memory = memories[c.id]

@@ -19,6 +19,7 @@ from pydantic import BeforeValidator, Field
 
 from nous.api import Nous
 from nous.cognitive import TurnResult
+from nous.events.transcript import clip
 from nous.models.heart import censor_actions_text
 from nous.server.bodies import MetadataObject, WhereObject
 from nous.server.mcp_schema import (
@@ -349,8 +350,8 @@ def _spread(items: list[T], most: int) -> list[T]:
 
 
 def _clip(text: str, chars: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= chars else flat[: chars - 1].rstrip() + "…"
+    """``text`` on one line, cut to ``chars`` characters."""
+    return clip(" ".join(text.split()), chars)
 
 
 async def record_decision(
