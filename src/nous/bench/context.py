@@ -50,9 +50,14 @@ KEYWORD_VARIANTS = ("bm25s", "bm25_fts5")
 PACK_SEPARATOR = "\n"
 
 
-def _quoted(text: str, haystack: str) -> bool:
-    """``text`` (or its first QUOTE_CHARS) is in ``haystack``, whatever its line breaks became."""
-    return " ".join(text.split())[:QUOTE_CHARS] in " ".join(haystack.split())
+def _flat(text: str) -> str:
+    """``text`` on one line: a quote is found whatever its line breaks became."""
+    return " ".join(text.split())
+
+
+def _quoted(text: str, flat_haystack: str) -> bool:
+    """``text`` (or its first QUOTE_CHARS) is in ``flat_haystack`` (see ``_flat``)."""
+    return _flat(text)[:QUOTE_CHARS] in flat_haystack
 
 
 def _present(
@@ -60,8 +65,9 @@ def _present(
 ) -> list[bool]:
     """Per evidence group: is one of its messages included and quoted in the context text?"""
     included = {mid for item_id in context.included_ids() for mid in turn_ids.get(item_id, ())}
+    flat = _flat(context.text)
     return [
-        any(mid in included and _quoted(texts.get(mid, "\0"), context.text) for mid in group)
+        any(mid in included and _quoted(texts.get(mid, "\0"), flat) for mid in group)
         for group in question.evidence
     ]
 
@@ -110,8 +116,9 @@ def pack(ranked: Sequence[str], lines: Mapping[str, str], budget: int) -> Packed
 def packed_present(question: LabelledQuestion, packed: Packed, texts: Mapping[str, str]) -> list[bool]:
     """Per evidence group: was one of its messages packed, and is it quoted in the packed text?"""
     included = set(packed.ids)
+    flat = _flat(packed.text)
     return [
-        any(mid in included and _quoted(texts.get(mid, "\0"), packed.text) for mid in group)
+        any(mid in included and _quoted(texts.get(mid, "\0"), flat) for mid in group)
         for group in question.evidence
     ]
 
