@@ -311,10 +311,10 @@ _MODALS = frozenset(["can", "cannot", "could", "may", "might", "must", "shall", 
 
 
 def without_edge_verbs(phrase: str) -> str:
-    """``phrase`` without verbs at its ends: "adopt incremental typechecking" -> "incremental
-    typechecking", "production happen" -> "production", "Jonas cannot" -> "Jonas". A word counts as a verb when the lexicon
-    knows it only as one; a first word in -ing ("hiking trip") and a last word in -s ("partial
-    writes") are kept: nouns there, more often than not."""
+    """``phrase`` without verbs or modals at its ends: "adopt incremental typechecking" ->
+    "incremental typechecking", "production happen" -> "production", "Jonas cannot" -> "Jonas".
+    A word counts as a verb when the lexicon knows it only as one; a first word in -ing ("hiking
+    trip") and a last word in -s ("partial writes") are kept: nouns there, more often than not."""
     from lemminflect import getAllLemmas
 
     def verb_only(word: str) -> bool:
