@@ -256,6 +256,10 @@ async def test_rest_mcp_and_inspector_show_a_users_threads_only(
     thread = _get(server, keys["ana"], f"/v1/threads/{best.json()['items'][0]['id']}").json()
     times = [m["occurred_at"] for m in thread["members"]]
     assert times == sorted(times) and any("tomato" in m["content"] for m in thread["members"])
+    # the longest query allowed fits the request line even at four bytes a character; longer is a 422
+    assert _get(server, keys["ana"], "/v1/threads", query="\U0001f345" * 1000).status_code == 200
+    too_long = _get(server, keys["ana"], "/v1/threads", query="\U0001f345" * 1001)
+    assert too_long.status_code == 422 and too_long.json()["field"] == "query"
     bob_ids = {
         m["memory_id"] for m in _get(server, keys["bob"], f"/v1/threads/{bobs_thread}").json()["members"]
     }
