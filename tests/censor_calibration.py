@@ -230,7 +230,7 @@ def censor_text(pattern: str, reason: str) -> str:
 
 def _meaning_matrix(provider: object, pairs: list[CensorPair]) -> np.ndarray:
     """Cosine of every action (columns) to every censor's meaning (rows), as ``check_action``
-    reads it: the closer of its reason and its pattern's words (``meaning_texts``)."""
+    reads it: the closer of its readings (``meaning_texts``)."""
     from nous.heart.censor_rules import meaning_texts
     from nous.models import Censor
 

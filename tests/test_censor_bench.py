@@ -1,5 +1,5 @@
 """Censor verdicts on labelled agent actions (tests/data/censor_actions*.jsonl) with the real model:
-the targets on the development file, the three held-out files measured, and ``nous bench censors``."""
+the targets on the development file, the four held-out files measured, and ``nous bench censors``."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ def test_the_labelled_sets_are_big_enough_and_cover_every_verdict() -> None:
         "censor_actions_holdout.jsonl",
         "censor_actions_holdout2.jsonl",
         "censor_actions_holdout3.jsonl",
+        "censor_actions_holdout4.jsonl",
     ]
     censors, actions = load_censor_set(DATA / "censor_actions.jsonl")
     assert len(censors) >= 12 and len(actions) >= 100
@@ -39,6 +40,11 @@ def test_the_labelled_sets_are_big_enough_and_cover_every_verdict() -> None:
     earlier = censors + held_censors + second_censors
     assert not {c["censor"] for c in third_censors} & {c["censor"] for c in earlier}
     assert not {c["pattern"] for c in third_censors} & {c["pattern"] for c in earlier}
+    fourth_censors, fourth = load_censor_set(DATA / "censor_actions_holdout4.jsonl")
+    assert len(fourth_censors) >= 10 and len(fourth) >= 60
+    assert {a["expect"] for a in fourth} == {"allow", "warn", "block"}
+    earlier += third_censors  # one id (pii_export) recurs, for another censor on the same risk
+    assert not {c["pattern"] for c in fourth_censors} & {c["pattern"] for c in earlier}
 
 
 async def test_block_precision_and_recall_reach_the_targets_on_the_development_set(
@@ -58,18 +64,20 @@ def test_nous_bench_censors_prints_every_part_and_the_sweep(cli: CliRunner, tmp_
     out = tmp_path / "censors.json"
     result = cli.invoke(app, ["bench", "censors", "--sweep", "--errors", "2", "--json", str(out)])
     assert result.exit_code == 0, result.output
-    assert "block prec" in result.stdout and "sweep" in result.stdout and "0.425" in result.stdout
+    assert "block P" in result.stdout and "holdout4" in result.stdout and "sweep" in result.stdout and "0.425" in result.stdout
     figures = json.loads(out.read_text())
     assert set(figures) == {
         "censor_actions.jsonl",
         "censor_actions_holdout.jsonl",
         "censor_actions_holdout2.jsonl",
         "censor_actions_holdout3.jsonl",
+        "censor_actions_holdout4.jsonl",
     }
     for name in (
         "censor_actions_holdout.jsonl",
         "censor_actions_holdout2.jsonl",
         "censor_actions_holdout3.jsonl",
+        "censor_actions_holdout4.jsonl",
     ):
         held = figures[name]
         assert held["actions"] >= 40

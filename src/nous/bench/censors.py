@@ -31,13 +31,13 @@ DEFAULT_FILES = (
     "censor_actions_holdout.jsonl",
     "censor_actions_holdout2.jsonl",
     "censor_actions_holdout3.jsonl",
+    "censor_actions_holdout4.jsonl",
 )
 
 
 def default_censor_paths() -> list[Path]:
-    """``tests/data/censor_actions.jsonl`` (development) and the three held-out files,
-    ``censor_actions_holdout.jsonl``, ``censor_actions_holdout2.jsonl`` and
-    ``censor_actions_holdout3.jsonl``."""
+    """``tests/data/censor_actions.jsonl`` (development) and the held-out files
+    ``censor_actions_holdout.jsonl`` to ``censor_actions_holdout4.jsonl``."""
     found = [checkout_data_file(n) for n in DEFAULT_FILES]
     return [p for p in found if p is not None]
 

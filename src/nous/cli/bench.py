@@ -1110,6 +1110,12 @@ def frames(
         console.print(f"wrote {out}")
 
 
+def _short_name(file_name: str) -> str:
+    """A labelled file's name as a table row: ``censor_actions_holdout2.jsonl`` -> ``holdout2``."""
+    stem = file_name.removesuffix(".jsonl")
+    return stem.removeprefix("censor_actions_") or stem
+
+
 @app.command()
 def censors(
     ctx: typer.Context,
@@ -1117,8 +1123,8 @@ def censors(
         list[Path] | None,
         typer.Option(
             help="Labelled actions with their censors (JSONL; see docs/censors.md); repeat for several "
-            "files. Default: tests/data/censor_actions.jsonl, censor_actions_holdout.jsonl, "
-            "censor_actions_holdout2.jsonl and censor_actions_holdout3.jsonl."
+            "files. Default: tests/data/censor_actions.jsonl and the four held-out files "
+            "censor_actions_holdout*.jsonl."
         ),
     ] = None,
     sweep: Annotated[
@@ -1133,9 +1139,10 @@ def censors(
 
     Each file's censors go into a fresh store and every action is judged by check-action (nothing
     recorded), at the semantic threshold in force; --sweep re-decides them at other thresholds.
-    The threshold and the operation rule were chosen on the development file and the first two
-    held-out files (they were written after the threshold); the third held-out file was written
-    before the rule's last changes were run on it, and never tuned on.
+    The threshold and the operation rule were chosen on the development file and the first three
+    held-out files (written after the threshold; the third was blind to the rule's last version);
+    the fourth was written blind, by a writer who had not read the matching code, and is never
+    tuned on.
 
     Example: nous bench censors --sweep --errors 5
     """
@@ -1162,14 +1169,11 @@ def censors(
     def cells(r: dict[str, Any]) -> list[str]:
         return [fmt(r[v][k]) for v in ("block", "warn") for k in ("precision", "recall")]
 
-    columns = ["block prec", "block rec", "warn prec", "warn rec"]
+    columns = ["block P", "block R", "warn P", "warn R"]  # precision, recall
     table(
-        f"censors · semantic threshold {next(iter(results.values()))['threshold']}",
+        f"censors · semantic threshold {next(iter(results.values()))['threshold']} · P precision, R recall",
         ["file", "censors/actions", *columns],
-        [
-            [name.removesuffix(".jsonl"), f"{r['censors']}/{r['actions']}", *cells(r)]
-            for name, r in results.items()
-        ],
+        [[_short_name(name), f"{r['censors']}/{r['actions']}", *cells(r)] for name, r in results.items()],
     )
     if sweep:
         for name, r in results.items():

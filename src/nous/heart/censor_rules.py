@@ -35,9 +35,9 @@ from nous.models import Censor, CensorAction
 _sre: Any = importlib.import_module("re._parser")
 
 # Cosine (all-MiniLM-L6-v2) between an action text and a censor's meaning at or above which the
-# censor fires although its pattern does not match. A censor's meaning is read two ways, and the
-# closer one counts: its reason as written ("never drop tables in the production database") and
-# the words its pattern spells out ("DROP TABLE"). An action that uses the word the pattern starts
+# censor fires although its pattern does not match. A censor's meaning is read three ways, and the
+# closest one counts: its reason as written ("never drop tables in the production database"), the
+# words its pattern spells out ("DROP TABLE"), and the two joined ("DROP TABLE: never drop …"). An action that uses the word the pattern starts
 # with (its command: `rm`, `kubectl`, `deploy`) is left to the pattern (``same_command``), and so
 # is one whose main verbs cannot do what the censor forbids (``operation_differs``: "check the
 # uptime of the build server" against a censor on shutting it down).
@@ -345,8 +345,10 @@ def same_command(pattern: str, text: str) -> bool:
 
 
 def meaning_texts(censor: Censor) -> list[str]:
-    """What a censor means, each read on its own: its reason, and the words its pattern spells out."""
-    texts = [censor.reason or "", pattern_words(censor.trigger_pattern)]
+    """What a censor means, each read on its own: its reason, the words its pattern spells out,
+    and the two joined ("DROP TABLE: never drop tables in the production database")."""
+    words, reason = pattern_words(censor.trigger_pattern), (censor.reason or "").strip()
+    texts = [reason, words, f"{words}: {reason}" if words and reason else ""]
     return [t for t in dict.fromkeys(texts) if t.strip()] or [censor.trigger_pattern]
 
 
@@ -360,8 +362,8 @@ def _unit(rows: np.ndarray) -> np.ndarray:
 
 
 async def similarities(repo: MemoryRepository, text: str, censors: list[Censor]) -> dict[str, float]:
-    """Cosine of ``text`` (its best window) to each censor's meaning (the closer of its reason and
-    its pattern's words, ``meaning_texts``). EmbeddingError if the provider fails."""
+    """Cosine of ``text`` (its best window) to each censor's meaning (the closer of its readings,
+    ``meaning_texts``). EmbeddingError if the provider fails."""
     if not censors:
         return {}
     readings = [meaning_texts(c) for c in censors]
