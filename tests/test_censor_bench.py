@@ -64,7 +64,12 @@ def test_nous_bench_censors_prints_every_part_and_the_sweep(cli: CliRunner, tmp_
     out = tmp_path / "censors.json"
     result = cli.invoke(app, ["bench", "censors", "--sweep", "--errors", "2", "--json", str(out)])
     assert result.exit_code == 0, result.output
-    assert "block P" in result.stdout and "holdout4" in result.stdout and "sweep" in result.stdout and "0.425" in result.stdout
+    assert (
+        "block P" in result.stdout
+        and "holdout4" in result.stdout
+        and "sweep" in result.stdout
+        and "0.425" in result.stdout
+    )
     figures = json.loads(out.read_text())
     assert set(figures) == {
         "censor_actions.jsonl",
