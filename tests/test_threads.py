@@ -155,6 +155,77 @@ async def test_forgotten_memories_leave_threads_and_users_stay_apart(nous: Nous)
     assert again.size == thread.size - 1
 
 
+CUSTODY = [
+    "My divorce lawyer Hannah Gruber says the custody hearing is in May.",
+    "The custody hearing with Hannah Gruber moved to June.",
+    "Hannah Gruber wants the custody documents by Friday.",
+]
+
+
+async def _custody_thread(nous: Nous) -> tuple[str, list[str]]:
+    """Three facts of one topic threaded together: the thread's id and the facts' ids."""
+    ids = [(await nous.learn(text, user_id="ana", dedup=False)).id for text in CUSTODY]
+    await nous.build_threads()
+    threads = await nous.store.thread_of(nous.agent_id, ids)
+    assert len(set(threads.values())) == 1, threads  # one topic, one thread
+    return next(iter(threads.values())), ids
+
+
+async def _stored(nous: Nous, thread_id: str) -> Any:
+    """The thread's stored state (not the live count the API shows)."""
+    found = await nous.store.threads(nous.agent_id, ids=[thread_id], limit=1, live=False)
+    return found[0] if found else None
+
+
+async def test_a_forget_derives_the_thread_again_and_a_purge_leaves_no_trace(nous: Nous) -> None:
+    """A forgotten member leaves its thread's state, not only its member list: the stored size,
+    centroid and words are those of the members left, a restore brings it back, and a thread
+    whose members are all purged is gone with its label (which named them)."""
+    thread_id, ids = await _custody_thread(nous)
+    before = await _stored(nous, thread_id)
+    assert before.size == 3 and "hannah" in before.keywords
+    await nous.forget(ids[0])
+    after = await _stored(nous, thread_id)
+    assert after.size == 2 and after.version > before.version
+    assert await nous.store.stale_threads(nous.agent_id) == []
+    vectors = await nous.store.vectors(nous.agent_id, ids[1:])
+    assert np.allclose(after.vector_sum, vectors[ids[1]] + vectors[ids[2]], atol=1e-5)
+    assert (await nous.thread(thread_id)).size == 2
+    await nous.restore(ids[0])
+    assert (await _stored(nous, thread_id)).size == 3
+    for memory_id in ids:
+        await nous.forget(memory_id, hard=True)
+    assert await _stored(nous, thread_id) is None  # no row keeps "Hannah Gruber and custody hearing"
+    assert await nous.store.thread_of(nous.agent_id, ids) == {}
+    assert thread_id not in [t.id for t in await nous.threads(limit=100)]
+
+
+async def test_an_edit_relabels_the_thread_and_maintain_heals_a_stale_one(nous: Nous) -> None:
+    thread_id, ids = await _custody_thread(nous)
+    label = (await _stored(nous, thread_id)).label
+    assert "hannah" in label.lower() or "custody" in label.lower()
+    for memory_id, text in zip(
+        ids,
+        [
+            "My sister bakes sourdough bread every Sunday.",
+            "The sourdough starter needs feeding with rye flour.",
+            "Sourdough bread with a rye starter rises overnight.",
+        ],
+        strict=True,
+    ):
+        await nous.update(memory_id, content=text)
+    relabelled = await _stored(nous, thread_id)
+    assert "custody" not in relabelled.label.lower() and "hannah" not in relabelled.label.lower()
+    assert "hannah" not in relabelled.keywords and "sourdough" in relabelled.keywords
+    # a memory deactivated by another path (here the repository itself) leaves the thread stale
+    # until the next ``maintain`` derives it again
+    await nous.repo.update(ids[2], {"active": False})
+    assert await nous.store.stale_threads(nous.agent_id) == [thread_id]
+    await nous.maintain()
+    assert await nous.store.stale_threads(nous.agent_id) == []
+    assert (await _stored(nous, thread_id)).size == 2
+
+
 async def test_two_runs_deciding_from_the_same_state_cannot_both_write(nous: Nous) -> None:
     """Read-decide-write is guarded: the run that writes second fails whole (its event is retried
     and then finds the memories threaded), whether it would start the same threads, add to a

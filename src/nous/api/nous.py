@@ -38,7 +38,14 @@ from nous.memory.dedup import DedupThresholds, SimilarityCheck
 from nous.memory.parsing import enum_value
 from nous.memory.repository import invalid_from_pydantic
 from nous.memory.threading import WORDS_WEIGHT, item_words
-from nous.memory.threads import MAX_THREADS, build_threads, thread_member, thread_model, thread_scores
+from nous.memory.threads import (
+    MAX_THREADS,
+    build_threads,
+    repair_threads,
+    thread_member,
+    thread_model,
+    thread_scores,
+)
 from nous.memory.write_path import WritePath
 from nous.models import (
     Calibration,
@@ -868,11 +875,28 @@ class Nous:
         """Change fields of a memory (audited). ``metadata=`` replaces the whole object."""
         if not changes:
             raise InvalidInputError("nothing to update")
-        return await self._need().update(memory_id, changes)
+        memory = await self._need().update(memory_id, changes)
+        if "content" in changes:  # the thread's label and centroid come from its members' words
+            threads = await self.store.thread_of(self.agent_id, [memory.id])
+            await self._repair_threads(list(threads.values()), force=True)
+        return memory
 
     async def forget(self, memory_id: str, *, hard: bool = False, actor: str = "api") -> Memory:
-        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``)."""
-        return await self._need().forget(memory_id, hard=hard, actor=actor)
+        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``).
+        Its topic thread is derived again from the members left: a forgotten memory's words leave
+        the thread's label, and a thread with no member left is dropped."""
+        repo = self._need()
+        threads = await self.store.thread_of(self.agent_id, [await repo.resolve_id(memory_id)])
+        memory = await repo.forget(memory_id, hard=hard, actor=actor)
+        await self._repair_threads(list(threads.values()))
+        return memory
+
+    async def _repair_threads(self, thread_ids: list[str], *, force: bool = False) -> None:
+        """Derive ``thread_ids`` again if a forget or restore left them stale (``force``: in any
+        case, a member's text changed)."""
+        if thread_ids:
+            async with self.store.exclusive(f"threads:{self.agent_id}"):
+                await repair_threads(self.store, self.agent_id, thread_ids, force=force)
 
     async def forget_user(self, user_id: str, *, actor: str = "api") -> ErasureReceipt:
         """Erase one of the agent's users for good, in one transaction: every memory of theirs
@@ -888,7 +912,10 @@ class Nous:
         return receipt
 
     async def restore(self, memory_id: str) -> Memory:
-        return await self._need().restore(memory_id)
+        """Undo a soft delete; the memory's topic thread counts it again."""
+        memory = await self._need().restore(memory_id)
+        await self._repair_threads(list((await self.store.thread_of(self.agent_id, [memory.id])).values()))
+        return memory
 
     async def history(self, memory_id: str) -> list[HistoryEntry]:
         """Every recorded change to a memory, oldest first."""

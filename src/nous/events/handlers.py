@@ -90,7 +90,7 @@ async def thread_memories(event: Event, ctx: PipelineContext) -> list[WriteOp]:
     deciding from the same state (their attempt would fail and be retried), and as threading is
     idempotent, a retried event finds its memories threaded."""
     async with ctx.repo.store.exclusive(f"threads:{ctx.repo.agent_id}"):
-        await build_threads(ctx.repo.store, ctx.repo.agent_id)
+        await build_threads(ctx.repo.store, ctx.repo.agent_id, repair=False)
     return []
 
 

@@ -27,7 +27,7 @@ from nous.memory.threading import ThreadItem, ThreadState, item_words, thread_al
 from nous.models import Episode, Memory, MemoryKind, Turn
 from nous.models.threads import Thread, ThreadMember
 from nous.storage import Store, WriteOp
-from nous.storage.base import AddThreadMember, ClearThreads, PutThread, ThreadRecord
+from nous.storage.base import AddThreadMember, ClearThreads, DropThread, PutThread, ThreadRecord
 
 THREADED_KINDS = (MemoryKind.TURN, MemoryKind.FACT, MemoryKind.DECISION, MemoryKind.EPISODE)
 BATCH = 2000  # memories threaded per run (an event's handler); the next run takes the rest
@@ -169,12 +169,18 @@ def _ends(values: list[T]) -> list[T]:
     return [*values[:LABEL_MEMBERS], *values[-LABEL_MEMBERS:]]
 
 
-async def build_threads(store: Store, agent_id: str, *, rebuild: bool = False, attempts: int = 5) -> int:
+async def build_threads(
+    store: Store, agent_id: str, *, rebuild: bool = False, repair: bool = True, attempts: int = 5
+) -> int:
     """Thread every unthreaded memory now (``rebuild``: drop every thread first and thread all
-    memories again); how many memories were threaded. A run that lost a race to another
+    memories again), after deriving again, with ``repair``, the threads a forget, purge or restore
+    left stale (``repair_threads``: it reads every membership, so the event pipeline leaves it to
+    ``maintain``); how many memories were threaded. A run that lost a race to another
     (ConflictError) is redone from what is stored."""
     if rebuild:
         await store.apply([ClearThreads(agent_id)])
+    elif repair:
+        await repair_threads(store, agent_id, attempts=attempts)
     total, failures = 0, 0
     while True:
         ops, count = await plan_threads(store, agent_id)
@@ -188,6 +194,79 @@ async def build_threads(store: Store, agent_id: str, *, rebuild: bool = False, a
                 raise
             continue
         total += count
+
+
+async def plan_thread_repairs(store: Store, agent_id: str, thread_ids: list[str]) -> list[WriteOp]:
+    """The write ops that derive each of ``thread_ids`` again from its active members: its
+    centroid, word counts, size, times and label, as if those members had been threaded alone
+    (a forgotten memory's words leave its thread's label and its meaning the thread's centroid);
+    a thread with none left is dropped. Each write is guarded by the thread's version."""
+    ops: list[WriteOp] = []
+    for record in await store.threads(agent_id, ids=thread_ids, limit=len(thread_ids), live=False):
+        ids = [mid for mid, _ in await store.thread_members(agent_id, record.id)]
+        memories = await store.get_many(agent_id, ids)
+        vectors = await store.vectors(agent_id, ids)
+        kept = [memories[i] for i in ids if i in memories and i in vectors]
+        if not kept and not any(i in memories for i in ids):
+            ops.append(DropThread(agent_id, record.id, record.version))
+            continue
+        state = ThreadState(id=record.id, user_id=record.user_id, vector_sum=np.zeros_like(record.vector_sum))
+        for memory in kept:
+            state.add(
+                ThreadItem(
+                    id=memory.id,
+                    user_id=memory.user_id,
+                    session_id=memory.session_id,
+                    occurred_at=memory.occurred_at,
+                    vector=vectors[memory.id],
+                    words=item_words(thread_text(memory)),
+                )
+            )
+        repaired = ThreadRecord(
+            id=record.id,
+            agent_id=agent_id,
+            user_id=record.user_id,
+            label=label_of(_ends(kept), state.keywords, state.first_at, _names(kept)),
+            size=sum(i in memories for i in ids),  # one waiting for its embedding counts too
+            vector_sum=state.vector_sum.astype(np.float32),
+            keywords=state.keywords,
+            first_at=state.first_at,
+            last_at=state.last_at,
+            last_session=state.last_session,
+            created_at=record.created_at,
+            updated_at=utcnow(),
+        )
+        ops.append(PutThread(repaired, expect_version=record.version))
+    return ops
+
+
+async def repair_threads(
+    store: Store,
+    agent_id: str,
+    thread_ids: list[str] | None = None,
+    *,
+    force: bool = False,
+    attempts: int = 5,
+) -> int:
+    """Derive again up to ``BATCH`` stale threads (among ``thread_ids`` if given;
+    ``Store.stale_threads``; with ``force`` every one of ``thread_ids``: a member's text changed)
+    from their active members; how many were repaired or dropped. A run that lost a race to
+    another is redone from what is stored."""
+    for attempt in range(attempts):
+        if force and thread_ids is not None:
+            stale = thread_ids[:BATCH]
+        else:
+            stale = await store.stale_threads(agent_id, ids=thread_ids, limit=BATCH)
+        if not stale:
+            return 0
+        try:
+            await store.apply(await plan_thread_repairs(store, agent_id, stale))
+        except ConflictError:
+            if attempt + 1 == attempts:
+                raise
+            continue
+        return len(stale)
+    return 0
 
 
 def thread_scores(

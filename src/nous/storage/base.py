@@ -381,6 +381,16 @@ class AddThreadMember:
 
 
 @dataclass(slots=True)
+class DropThread:
+    """Delete a thread and its memberships if its version is still ``expect_version``
+    (StaleWriteError otherwise): a thread none of whose members is left."""
+
+    agent_id: str
+    thread_id: str
+    expect_version: int
+
+
+@dataclass(slots=True)
 class ClearThreads:
     """Delete every thread of an agent and their memberships (a rebuild starts from none)."""
 
@@ -429,7 +439,7 @@ EventOp = EmitEvent | CompleteEvent | FailEvent | RetryEvent | RecordLLMCall | E
 KeyOp = PutApiKey | RevokeApiKey
 IdempotencyOp = ClaimIdempotencyKey | GuardIdempotencyKey | AnswerIdempotencyKey | ReleaseIdempotencyKey
 UserOp = EraseUser
-ThreadOp = PutThread | AddThreadMember | ClearThreads
+ThreadOp = PutThread | AddThreadMember | DropThread | ClearThreads
 WriteOp = MemoryOp | SessionOp | EventOp | KeyOp | IdempotencyOp | UserOp | ThreadOp
 # Ops applied with every write transaction of the current context, after its own ops (the
 # server's request that holds an Idempotency-Key sets its ``GuardIdempotencyKey`` here, so the
@@ -717,7 +727,9 @@ class IdempotencyStore(ABC):
 
 class ThreadStore(ABC):
     """Reads of topic threads. Members are listed only while their memory is active (a forgotten
-    memory leaves its thread at once; its membership row goes when the thread is rebuilt)."""
+    memory leaves its thread's member list at once; ``stale_threads`` finds the threads whose
+    stored state still counts it, which ``nous.memory.threads.repair_threads`` derives again).
+    A purged memory's membership row goes with it; a soft-forgotten one's stays, for a restore."""
 
     @abstractmethod
     async def threads(
@@ -746,6 +758,13 @@ class ThreadStore(ABC):
     @abstractmethod
     async def unthreaded(self, agent_id: str, kinds: tuple[MemoryKind, ...], limit: int) -> list[str]:
         """Ids of active, embedded memories of ``kinds`` in no thread yet, oldest first."""
+
+    @abstractmethod
+    async def stale_threads(
+        self, agent_id: str, *, ids: list[str] | None = None, limit: int = 100
+    ) -> list[str]:
+        """Ids of threads (among ``ids`` if given) whose stored state counts another number of
+        members than are active: a member was forgotten, purged or restored since it was written."""
 
 
 class Store(MemoryStore, SessionStore, Outbox, KeyStore, IdempotencyStore, ThreadStore):

@@ -122,6 +122,11 @@ def apply_memory_op(d: Dialect, op: MemoryOp, rev: int | None) -> Plan[bool]:
             yield Stmt(audit.insert(), audit.rows[0])
             return True
         case PurgeMemory(memory_id=mid):
+            yield Stmt(  # its thread keeps no trace of it (the thread's state is derived again)
+                "DELETE FROM thread_members WHERE agent_id = (SELECT agent_id FROM memories WHERE id = ?) "
+                "AND memory_id = ?",
+                (mid, mid),
+            )
             done = yield Stmt("DELETE FROM memories WHERE id = ?", (mid,))
             yield Stmt("DELETE FROM memory_chunks WHERE memory_id = ?", (mid,))
             yield Stmt("DELETE FROM edges WHERE source_id = ? OR target_id = ?", (mid, mid))

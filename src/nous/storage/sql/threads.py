@@ -12,6 +12,7 @@ from nous.models import MemoryKind
 from nous.storage.base import (
     AddThreadMember,
     ClearThreads,
+    DropThread,
     PutThread,
     ThreadOp,
     ThreadRecord,
@@ -68,6 +69,17 @@ def apply_thread_op(d: Dialect, op: ThreadOp) -> Plan[bool]:
             )
             if done.rowcount == 0:
                 raise ConflictError(f"memory {op.memory_id!r} is in a thread already")
+            return True
+        case DropThread():
+            done = yield Stmt(
+                "DELETE FROM threads WHERE id = ? AND agent_id = ? AND version = ?",
+                (op.thread_id, op.agent_id, op.expect_version),
+            )
+            if done.rowcount == 0:
+                raise StaleWriteError(f"thread {op.thread_id!r} changed since it was read")
+            yield Stmt(
+                "DELETE FROM thread_members WHERE agent_id = ? AND thread_id = ?", (op.agent_id, op.thread_id)
+            )
             return True
         case ClearThreads():
             gone = yield Stmt("DELETE FROM thread_members WHERE agent_id = ?", (op.agent_id,))
@@ -166,6 +178,23 @@ class SQLThreads(SQLRunner, ThreadStore):
             (agent_id,),
         )
         return {mid: tid for mid, tid in found.rows}
+
+    async def stale_threads(
+        self, agent_id: str, *, ids: list[str] | None = None, limit: int = 100
+    ) -> list[str]:
+        if ids is not None and not ids:
+            return []
+        live = f"(SELECT count(*) {_LIVE} WHERE tm.agent_id = t.agent_id AND tm.thread_id = t.id)"
+        where, params = "t.agent_id = ?", [agent_id]
+        if ids is not None:
+            among, values = self.dialect.in_("t.id", ids)
+            where += f" AND {among}"
+            params += values
+        found = await self._select(
+            f"SELECT t.id FROM threads t WHERE {where} AND t.size <> {live} ORDER BY t.id LIMIT ?",
+            (*params, limit),
+        )
+        return [r[0] for r in found.rows]
 
     async def unthreaded(self, agent_id: str, kinds: tuple[MemoryKind, ...], limit: int) -> list[str]:
         marks = ", ".join("?" * len(kinds))
