@@ -315,6 +315,17 @@ async def test_rest_mcp_and_inspector_show_a_users_threads_only(
     assert {t["user_id"] for t in every} == {"ana", "bob"}
     anas = _get(server, keys["ana"], "/v1/threads", limit=100).json()["items"]
     assert anas and {t["user_id"] for t in anas} == {"ana"}
+    # pages of one follow each other's cursor through the same threads, in the same order
+    paged, cursor = [], None
+    while True:
+        page = _get(server, keys["agent"], "/v1/threads", limit=1, **({"cursor": cursor} if cursor else {}))
+        assert page.status_code == 200 and len(page.json()["items"]) == 1
+        paged += [t["id"] for t in page.json()["items"]]
+        cursor = page.json()["next_cursor"]
+        if cursor is None:
+            break
+    assert paged == [t["id"] for t in every]
+    assert _get(server, keys["agent"], "/v1/threads", cursor="x1").status_code == 422
     bobs_thread = next(t["id"] for t in every if t["user_id"] == "bob")
     # another user's thread answers as a missing one does
     hidden = _get(server, keys["ana"], f"/v1/threads/{bobs_thread}")

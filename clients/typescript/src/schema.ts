@@ -3035,11 +3035,14 @@ export interface components {
         };
         /**
          * ThreadPage
-         * @description Threads, newest activity first (or best match first for a query).
+         * @description Threads, newest activity first (or best match first for a query); ``next_cursor`` names
+         *     the next page, within the first 1,000.
          */
         ThreadPage: {
             /** Items */
             items: components["schemas"]["Thread"][];
+            /** Next Cursor */
+            next_cursor?: string | null;
         };
         /**
          * Tier
@@ -6788,6 +6791,8 @@ export interface operations {
                 /** @description A topic or question: the best matching threads first. */
                 query?: string | null;
                 limit?: number;
+                /** @description `next_cursor` of the page before. */
+                cursor?: string | null;
             };
             header?: never;
             path?: never;

@@ -657,7 +657,9 @@ class SyncNous:
         return self._runner.run(self.nous.update(memory_id, **changes))
 
     def forget(self, memory_id: str, *, hard: bool = False, actor: str = "api") -> Memory:
-        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``)."""
+        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``).
+        Its topic thread is derived again from the members left: a forgotten memory's words leave
+        the thread's label, and a thread with no member left is dropped."""
         return self._runner.run(self.nous.forget(memory_id, hard=hard, actor=actor))
 
     def forget_user(self, user_id: str, *, actor: str = "api") -> ErasureReceipt:
@@ -668,6 +670,7 @@ class SyncNous:
         return self._runner.run(self.nous.forget_user(user_id, actor=actor))
 
     def restore(self, memory_id: str) -> Memory:
+        """Undo a soft delete; the memory's topic thread counts it again."""
         return self._runner.run(self.nous.restore(memory_id))
 
     def history(self, memory_id: str) -> list[HistoryEntry]:

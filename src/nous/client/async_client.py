@@ -523,11 +523,14 @@ class AsyncClient:
         return _memory(data)
 
     async def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
-        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``)."""
+        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``). Its topic
+        thread is derived again from the members left: a forgotten memory's words leave the thread's
+        label, and a thread with no member left is dropped."""
         data = await self._call("DELETE", f"/v1/memories/{_segment(memory_id)}", params=_fields(hard=hard))
         return _memory(data)
 
     async def restore(self, memory_id: str) -> Memory:
+        """Undo a soft delete; the memory's topic thread counts it again."""
         data = await self._call("POST", f"/v1/memories/{_segment(memory_id)}/restore")
         return _memory(data)
 
@@ -922,10 +925,8 @@ class AsyncClient:
     ) -> list[Thread]:
         """Topic threads: those of ``user_id`` and the agent's shared ones (no user: every thread of the agent),
         newest activity first, or with ``query`` the best matching first (each with its ``score``)."""
-        data = await self._call(
-            "GET", "/v1/threads", params=_fields(user_id=user_id, limit=limit, query=query)
-        )
-        return [Thread.model_validate(t) for t in data["items"]]
+        data = await self._pages("/v1/threads", limit, _fields(user_id=user_id, query=query))
+        return [Thread.model_validate(t) for t in data]
 
     async def thread(self, thread_id: str) -> Thread:
         """One topic thread with its members in time order (forgotten memories left out)."""

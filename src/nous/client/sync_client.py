@@ -271,10 +271,13 @@ class Client:
         return self._runner.run(self.client.update(memory_id, **changes))
 
     def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
-        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``)."""
+        """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``). Its topic
+        thread is derived again from the members left: a forgotten memory's words leave the thread's
+        label, and a thread with no member left is dropped."""
         return self._runner.run(self.client.forget(memory_id, hard=hard))
 
     def restore(self, memory_id: str) -> Memory:
+        """Undo a soft delete; the memory's topic thread counts it again."""
         return self._runner.run(self.client.restore(memory_id))
 
     def history(self, memory_id: str) -> list[HistoryEntry]:

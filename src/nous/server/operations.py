@@ -585,7 +585,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tag="threads",
         response=threads.ThreadPage,
         answers=errors(*READ),
-        calls=(Call("threads", "[Thread.model_validate(t) for t in data['items']]"),),
+        calls=(Call("threads", "[Thread.model_validate(t) for t in data]", paged=True),),
     ),
     Operation(
         threads.get_thread,

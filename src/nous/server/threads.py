@@ -8,15 +8,18 @@ from fastapi import Query
 from pydantic import BaseModel
 
 from nous.models.threads import Thread
-from nous.server.bodies import PathId
+from nous.server.bodies import Cursor, PathId
 from nous.server.callers import Agent, Who
+from nous.server.routes import WINDOW, _offset, _page
 from nous.server.scope import ThreadRef, UserRef
 
 
 class ThreadPage(BaseModel):
-    """Threads, newest activity first (or best match first for a query)."""
+    """Threads, newest activity first (or best match first for a query); ``next_cursor`` names
+    the next page, within the first 1,000."""
 
     items: list[Thread]
+    next_cursor: str | None = None
 
 
 async def list_threads(
@@ -35,10 +38,12 @@ async def list_threads(
         default=None, max_length=1_000, description="A topic or question: the best matching threads first."
     ),
     limit: int = Query(default=20, ge=1, le=1000),
+    cursor: Cursor = None,
 ) -> dict[str, Any]:
     """Topic threads: ``Nous.threads``."""
-    found = await nous.threads(user_id=user_id, limit=limit, query=query)
-    return {"items": [t.model_dump(mode="json") for t in found]}
+    offset = _offset(cursor)
+    found = await nous.threads(user_id=user_id, limit=min(offset + limit + 1, WINDOW), query=query)
+    return _page([t.model_dump(mode="json") for t in found], offset, limit)
 
 
 async def get_thread(thread_id: Annotated[PathId, ThreadRef()], caller: Who, nous: Agent) -> Thread:
