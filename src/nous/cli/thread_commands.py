@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nous.cli.output import console, day, print_json, short, table, when
+from nous.cli.output import console, day, plural, print_json, short, table, when
 from nous.cli.runtime import fail, with_nous
 from nous.errors import NotFoundError
 from nous.models.threads import Thread
@@ -104,7 +104,8 @@ def thread(
         print_json(found.model_dump(mode="json"))
         return
     console.print(
-        f"[bold]{found.label}[/bold]  ({found.size} memories, {day(found.first_at)} to {day(found.last_at)})"
+        f"[bold]{found.label}[/bold]  ({plural(found.size, 'memory', 'memories')}, "
+        f"{day(found.first_at)} to {day(found.last_at)})"
     )
     table(
         None,
