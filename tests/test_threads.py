@@ -19,8 +19,9 @@ import pytest
 from nous import Nous, Settings
 from nous.errors import ConflictError
 from nous.memory.threading import ThreadItem, thread_all
-from nous.memory.threads import plan_threads
+from nous.memory.threads import plan_thread_repairs, plan_threads
 from nous.server import create_key
+from nous.storage.base import PutThread
 from tests.test_server import LiveServer, live
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -191,6 +192,15 @@ async def test_a_forget_derives_the_thread_again_and_a_purge_leaves_no_trace(nou
     vectors = await nous.store.vectors(nous.agent_id, ids[1:])
     assert np.allclose(after.vector_sum, vectors[ids[1]] + vectors[ids[2]], atol=1e-5)
     assert (await nous.thread(thread_id)).size == 2
+    # the forget moved the stored state by one member; deriving it whole gives the same state
+    (whole,) = await plan_thread_repairs(nous.store, nous.agent_id, [thread_id])
+    assert isinstance(whole, PutThread)
+    assert (whole.thread.label, whole.thread.size, whole.thread.keywords) == (
+        after.label,
+        after.size,
+        after.keywords,
+    )
+    assert np.allclose(whole.thread.vector_sum, after.vector_sum, atol=1e-5)
     await nous.restore(ids[0])
     assert (await _stored(nous, thread_id)).size == 3
     for memory_id in ids:

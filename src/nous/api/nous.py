@@ -37,11 +37,12 @@ from nous.memory import MemoryRepository
 from nous.memory.dedup import DedupThresholds, SimilarityCheck
 from nous.memory.parsing import enum_value
 from nous.memory.repository import invalid_from_pydantic
-from nous.memory.threading import WORDS_WEIGHT, item_words
+from nous.memory.threading import WORDS_WEIGHT, ThreadItem, item_words
 from nous.memory.threads import (
     MAX_THREADS,
     build_threads,
-    repair_threads,
+    change_member,
+    thread_item,
     thread_member,
     thread_model,
     thread_scores,
@@ -875,28 +876,47 @@ class Nous:
         """Change fields of a memory (audited). ``metadata=`` replaces the whole object."""
         if not changes:
             raise InvalidInputError("nothing to update")
+        if "content" not in changes:
+            return await self._need().update(memory_id, changes)
+        before = await self._threaded(memory_id)  # its thread's words and meaning change with it
         memory = await self._need().update(memory_id, changes)
-        if "content" in changes:  # the thread's label and centroid come from its members' words
-            threads = await self.store.thread_of(self.agent_id, [memory.id])
-            await self._repair_threads(list(threads.values()), force=True)
+        await self._rethread(before, memory, left=True, joined=True)
         return memory
 
     async def forget(self, memory_id: str, *, hard: bool = False, actor: str = "api") -> Memory:
         """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``).
-        Its topic thread is derived again from the members left: a forgotten memory's words leave
-        the thread's label, and a thread with no member left is dropped."""
-        repo = self._need()
-        threads = await self.store.thread_of(self.agent_id, [await repo.resolve_id(memory_id)])
-        memory = await repo.forget(memory_id, hard=hard, actor=actor)
-        await self._repair_threads(list(threads.values()))
+        Its topic thread no longer holds it: its words leave the thread's label and its meaning
+        the thread's centroid, and a thread with no member left is dropped."""
+        before = await self._threaded(memory_id)
+        memory = await self._need().forget(memory_id, hard=hard, actor=actor)
+        await self._rethread(before, memory, left=True, joined=False)
         return memory
 
-    async def _repair_threads(self, thread_ids: list[str], *, force: bool = False) -> None:
-        """Derive ``thread_ids`` again if a forget or restore left them stale (``force``: in any
-        case, a member's text changed)."""
-        if thread_ids:
-            async with self.store.exclusive(f"threads:{self.agent_id}"):
-                await repair_threads(self.store, self.agent_id, thread_ids, force=force)
+    async def _threaded(self, memory_id: str) -> tuple[str, ThreadItem | None] | None:
+        """A memory's thread and, if it counts there now (active, embedded), how threading sees it."""
+        memory = await self._need().get(memory_id, include_inactive=True)
+        thread = (await self.store.thread_of(self.agent_id, [memory.id])).get(memory.id)
+        if thread is None:
+            return None
+        vector = (await self.store.vectors(self.agent_id, [memory.id])).get(memory.id)
+        return thread, (thread_item(memory, vector) if memory.active and vector is not None else None)
+
+    async def _rethread(
+        self, before: tuple[str, ThreadItem | None] | None, memory: Memory, *, left: bool, joined: bool
+    ) -> None:
+        """Move a thread's state by one member: ``before`` leaves it (if it counted), ``memory``
+        joins it (if ``joined`` and it is active and embedded)."""
+        if before is None:
+            return
+        thread, removed = before
+        added = None
+        if joined and memory.active:
+            vector = (await self.store.vectors(self.agent_id, [memory.id])).get(memory.id)
+            added = thread_item(memory, vector) if vector is not None else None
+        async with self.store.exclusive(f"threads:{self.agent_id}"):
+            await change_member(
+                self.store, self.agent_id, thread, removed=removed if left else None, added=added
+            )
 
     async def forget_user(self, user_id: str, *, actor: str = "api") -> ErasureReceipt:
         """Erase one of the agent's users for good, in one transaction: every memory of theirs
@@ -913,8 +933,9 @@ class Nous:
 
     async def restore(self, memory_id: str) -> Memory:
         """Undo a soft delete; the memory's topic thread counts it again."""
+        before = await self._threaded(memory_id)
         memory = await self._need().restore(memory_id)
-        await self._repair_threads(list((await self.store.thread_of(self.agent_id, [memory.id])).values()))
+        await self._rethread(before, memory, left=True, joined=True)
         return memory
 
     async def history(self, memory_id: str) -> list[HistoryEntry]:

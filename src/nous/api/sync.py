@@ -658,8 +658,8 @@ class SyncNous:
 
     def forget(self, memory_id: str, *, hard: bool = False, actor: str = "api") -> Memory:
         """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``).
-        Its topic thread is derived again from the members left: a forgotten memory's words leave
-        the thread's label, and a thread with no member left is dropped."""
+        Its topic thread no longer holds it: its words leave the thread's label and its meaning
+        the thread's centroid, and a thread with no member left is dropped."""
         return self._runner.run(self.nous.forget(memory_id, hard=hard, actor=actor))
 
     def forget_user(self, user_id: str, *, actor: str = "api") -> ErasureReceipt:

@@ -13,6 +13,7 @@ run over memories that are all threaded finds nothing to do: running it twice ch
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TypeVar
@@ -23,7 +24,7 @@ from nous._time import utcnow
 from nous.errors import ConflictError
 from nous.language.prose import prose_sentences
 from nous.language.topics import clean_message, key_phrases, title_of, without_edge_verbs
-from nous.memory.threading import ThreadItem, ThreadState, item_words, thread_all
+from nous.memory.threading import KEYWORDS_KEPT, ThreadItem, ThreadState, item_words, thread_all
 from nous.models import Episode, Memory, MemoryKind, Turn
 from nous.models.threads import Thread, ThreadMember
 from nous.storage import Store, WriteOp
@@ -45,6 +46,18 @@ def thread_text(memory: Memory) -> str:
     if isinstance(memory, Turn):
         return memory.said()
     return memory.content
+
+
+def thread_item(memory: Memory, vector: np.ndarray) -> ThreadItem:
+    """A memory as threading sees it."""
+    return ThreadItem(
+        id=memory.id,
+        user_id=memory.user_id,
+        session_id=memory.session_id,
+        occurred_at=memory.occurred_at,
+        vector=vector,
+        words=item_words(thread_text(memory)),
+    )
 
 
 def _weight(memory: Memory) -> float:
@@ -100,18 +113,7 @@ async def plan_threads(store: Store, agent_id: str, *, limit: int = BATCH) -> tu
         return [], 0
     memories = await store.get_many(agent_id, ids)
     vectors = await store.vectors(agent_id, ids)
-    items = [
-        ThreadItem(
-            id=i,
-            user_id=memories[i].user_id,
-            session_id=memories[i].session_id,
-            occurred_at=memories[i].occurred_at,
-            vector=vectors[i],
-            words=item_words(thread_text(memories[i])),
-        )
-        for i in ids
-        if i in memories and i in vectors
-    ]
+    items = [thread_item(memories[i], vectors[i]) for i in ids if i in memories and i in vectors]
     records: dict[str, ThreadRecord] = {}
     for user_id in {item.user_id for item in items}:
         for record in await store.threads(agent_id, user_id=user_id, limit=MAX_THREADS, live=False):
@@ -212,16 +214,7 @@ async def plan_thread_repairs(store: Store, agent_id: str, thread_ids: list[str]
             continue
         state = ThreadState(id=record.id, user_id=record.user_id, vector_sum=np.zeros_like(record.vector_sum))
         for memory in kept:
-            state.add(
-                ThreadItem(
-                    id=memory.id,
-                    user_id=memory.user_id,
-                    session_id=memory.session_id,
-                    occurred_at=memory.occurred_at,
-                    vector=vectors[memory.id],
-                    words=item_words(thread_text(memory)),
-                )
-            )
+            state.add(thread_item(memory, vectors[memory.id]))
         repaired = ThreadRecord(
             id=record.id,
             agent_id=agent_id,
@@ -240,23 +233,85 @@ async def plan_thread_repairs(store: Store, agent_id: str, thread_ids: list[str]
     return ops
 
 
-async def repair_threads(
+async def plan_member_change(
+    store: Store, agent_id: str, thread_id: str, *, removed: ThreadItem | None, added: ThreadItem | None
+) -> list[WriteOp]:
+    """The write ops for one member of a thread leaving it (``removed``: forgotten or purged, or
+    its old text), joining it again (``added``: restored, or its new text), or both (an edit):
+    the stored sum and word counts less the one and plus the other, the size and times from the
+    active members, the label from a sample of them. Its cost does not grow with the thread. A
+    thread whose stored size does not add up (stale already) is derived whole
+    (``plan_thread_repairs``); one with no member left is dropped."""
+    found = await store.threads(agent_id, ids=[thread_id], limit=1, live=False)
+    if not found:
+        return []
+    record = found[0]
+    order = await store.thread_members(agent_id, thread_id)
+    if record.size - (removed is not None) + (added is not None) != len(order):
+        return await plan_thread_repairs(store, agent_id, [thread_id])
+    if not order:
+        return [DropThread(agent_id, thread_id, record.version)]
+    vector_sum = record.vector_sum.astype(np.float32)
+    counts = Counter(record.keywords)
+    if removed is not None:
+        vector_sum = vector_sum - removed.vector
+        counts.subtract(set(removed.words))
+    if added is not None:
+        vector_sum = vector_sum + added.vector
+        counts.update(set(added.words))
+    keywords = dict(sorted(((w, c) for w, c in counts.items() if c > 0), key=lambda kv: (-kv[1], kv[0])))
+    keywords = dict(list(keywords.items())[:KEYWORDS_KEPT])
+    sample_ids = _ends([mid for mid, _ in order])
+    sample = await store.get_many(agent_id, sample_ids)
+    shown = [sample[i] for i in sample_ids if i in sample]
+    newest = sample.get(order[-1][0])
+    changed = ThreadRecord(
+        id=record.id,
+        agent_id=agent_id,
+        user_id=record.user_id,
+        label=label_of(shown, keywords, order[0][1], _names(shown)),
+        size=len(order),
+        vector_sum=vector_sum.astype(np.float32),
+        keywords=keywords,
+        first_at=order[0][1],
+        last_at=order[-1][1],
+        last_session=newest.session_id if newest is not None else record.last_session,
+        created_at=record.created_at,
+        updated_at=utcnow(),
+    )
+    return [PutThread(changed, expect_version=record.version)]
+
+
+async def change_member(
     store: Store,
     agent_id: str,
-    thread_ids: list[str] | None = None,
+    thread_id: str,
     *,
-    force: bool = False,
+    removed: ThreadItem | None = None,
+    added: ThreadItem | None = None,
     attempts: int = 5,
+) -> None:
+    """Apply ``plan_member_change``; a write that lost a race is planned again from what is
+    stored (then the sizes may not add up, and the thread is derived whole)."""
+    for attempt in range(attempts):
+        try:
+            await store.apply(
+                await plan_member_change(store, agent_id, thread_id, removed=removed, added=added)
+            )
+            return
+        except ConflictError:
+            if attempt + 1 == attempts:
+                raise
+
+
+async def repair_threads(
+    store: Store, agent_id: str, thread_ids: list[str] | None = None, *, attempts: int = 5
 ) -> int:
     """Derive again up to ``BATCH`` stale threads (among ``thread_ids`` if given;
-    ``Store.stale_threads``; with ``force`` every one of ``thread_ids``: a member's text changed)
-    from their active members; how many were repaired or dropped. A run that lost a race to
-    another is redone from what is stored."""
+    ``Store.stale_threads``) from their active members; how many were repaired or dropped. A run
+    that lost a race to another is redone from what is stored."""
     for attempt in range(attempts):
-        if force and thread_ids is not None:
-            stale = thread_ids[:BATCH]
-        else:
-            stale = await store.stale_threads(agent_id, ids=thread_ids, limit=BATCH)
+        stale = await store.stale_threads(agent_id, ids=thread_ids, limit=BATCH)
         if not stale:
             return 0
         try:
