@@ -524,8 +524,8 @@ class AsyncClient:
 
     async def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
         """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``). Its topic
-        thread is derived again from the members left: a forgotten memory's words leave the thread's
-        label, and a thread with no member left is dropped."""
+        thread no longer holds it: its words leave the thread's label and its meaning the thread's
+        centroid, and a thread with no member left is dropped."""
         data = await self._call("DELETE", f"/v1/memories/{_segment(memory_id)}", params=_fields(hard=hard))
         return _memory(data)
 
