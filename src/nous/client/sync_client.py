@@ -272,8 +272,8 @@ class Client:
 
     def forget(self, memory_id: str, *, hard: bool = False) -> Memory:
         """Soft-delete a memory, or purge it for good with ``hard=True`` (both audited, by ``actor``). Its topic
-        thread is derived again from the members left: a forgotten memory's words leave the thread's
-        label, and a thread with no member left is dropped."""
+        thread no longer holds it: its words leave the thread's label and its meaning the thread's
+        centroid, and a thread with no member left is dropped."""
         return self._runner.run(self.client.forget(memory_id, hard=hard))
 
     def restore(self, memory_id: str) -> Memory:
