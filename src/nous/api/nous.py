@@ -880,7 +880,7 @@ class Nous:
             return await self._need().update(memory_id, changes)
         before = await self._threaded(memory_id)  # its thread's words and meaning change with it
         memory = await self._need().update(memory_id, changes)
-        await self._rethread(before, memory, left=True, joined=True)
+        await self._rethread(before, memory, joined=True)
         return memory
 
     async def forget(self, memory_id: str, *, hard: bool = False, actor: str = "api") -> Memory:
@@ -889,7 +889,7 @@ class Nous:
         the thread's centroid, and a thread with no member left is dropped."""
         before = await self._threaded(memory_id)
         memory = await self._need().forget(memory_id, hard=hard, actor=actor)
-        await self._rethread(before, memory, left=True, joined=False)
+        await self._rethread(before, memory, joined=False)
         return memory
 
     async def _threaded(self, memory_id: str) -> tuple[str, ThreadItem | None] | None:
@@ -902,7 +902,7 @@ class Nous:
         return thread, (thread_item(memory, vector) if memory.active and vector is not None else None)
 
     async def _rethread(
-        self, before: tuple[str, ThreadItem | None] | None, memory: Memory, *, left: bool, joined: bool
+        self, before: tuple[str, ThreadItem | None] | None, memory: Memory, *, joined: bool
     ) -> None:
         """Move a thread's state by one member: ``before`` leaves it (if it counted), ``memory``
         joins it (if ``joined`` and it is active and embedded)."""
@@ -914,9 +914,7 @@ class Nous:
             vector = (await self.store.vectors(self.agent_id, [memory.id])).get(memory.id)
             added = thread_item(memory, vector) if vector is not None else None
         async with self.store.exclusive(f"threads:{self.agent_id}"):
-            await change_member(
-                self.store, self.agent_id, thread, removed=removed if left else None, added=added
-            )
+            await change_member(self.store, self.agent_id, thread, removed=removed, added=added)
 
     async def forget_user(self, user_id: str, *, actor: str = "api") -> ErasureReceipt:
         """Erase one of the agent's users for good, in one transaction: every memory of theirs
@@ -935,7 +933,7 @@ class Nous:
         """Undo a soft delete; the memory's topic thread counts it again."""
         before = await self._threaded(memory_id)
         memory = await self._need().restore(memory_id)
-        await self._rethread(before, memory, left=True, joined=True)
+        await self._rethread(before, memory, joined=True)
         return memory
 
     async def history(self, memory_id: str) -> list[HistoryEntry]:

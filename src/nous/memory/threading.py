@@ -71,13 +71,20 @@ class ThreadState:
         self.size += 1
         counts = Counter(self.keywords)
         counts.update(set(item.words))
-        self.keywords = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:KEYWORDS_KEPT])
+        self.keywords = kept_keywords(counts)
         if self.first_at is None or item.occurred_at < self.first_at:
             self.first_at = item.occurred_at
         if self.last_at is None or item.occurred_at >= self.last_at:
             self.last_at = item.occurred_at
             self.last_session = item.session_id
         self.changed = True
+
+
+def kept_keywords(counts: Counter[str]) -> dict[str, int]:
+    """A thread's keyword state from word counts: the ``KEYWORDS_KEPT`` most frequent (ties by
+    word), none counted zero or less."""
+    ranked = sorted(((w, c) for w, c in counts.items() if c > 0), key=lambda kv: (-kv[1], kv[0]))
+    return dict(ranked[:KEYWORDS_KEPT])
 
 
 def item_words(text: str) -> list[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
@@ -24,7 +25,7 @@ from nous._time import utcnow
 from nous.errors import ConflictError
 from nous.language.prose import prose_sentences
 from nous.language.topics import clean_message, key_phrases, title_of, without_edge_verbs
-from nous.memory.threading import KEYWORDS_KEPT, ThreadItem, ThreadState, item_words, thread_all
+from nous.memory.threading import ThreadItem, ThreadState, item_words, kept_keywords, thread_all
 from nous.models import Episode, Memory, MemoryKind, Turn
 from nous.models.threads import Thread, ThreadMember
 from nous.storage import Store, WriteOp
@@ -215,10 +216,8 @@ async def plan_thread_repairs(store: Store, agent_id: str, thread_ids: list[str]
         state = ThreadState(id=record.id, user_id=record.user_id, vector_sum=np.zeros_like(record.vector_sum))
         for memory in kept:
             state.add(thread_item(memory, vectors[memory.id]))
-        repaired = ThreadRecord(
-            id=record.id,
-            agent_id=agent_id,
-            user_id=record.user_id,
+        repaired = replace(
+            record,
             label=label_of(_ends(kept), state.keywords, state.first_at, _names(kept)),
             size=sum(i in memories for i in ids),  # one waiting for its embedding counts too
             vector_sum=state.vector_sum.astype(np.float32),
@@ -226,7 +225,6 @@ async def plan_thread_repairs(store: Store, agent_id: str, thread_ids: list[str]
             first_at=state.first_at,
             last_at=state.last_at,
             last_session=state.last_session,
-            created_at=record.created_at,
             updated_at=utcnow(),
         )
         ops.append(PutThread(repaired, expect_version=record.version))
@@ -259,16 +257,13 @@ async def plan_member_change(
     if added is not None:
         vector_sum = vector_sum + added.vector
         counts.update(set(added.words))
-    keywords = dict(sorted(((w, c) for w, c in counts.items() if c > 0), key=lambda kv: (-kv[1], kv[0])))
-    keywords = dict(list(keywords.items())[:KEYWORDS_KEPT])
+    keywords = kept_keywords(counts)
     sample_ids = _ends([mid for mid, _ in order])
     sample = await store.get_many(agent_id, sample_ids)
     shown = [sample[i] for i in sample_ids if i in sample]
     newest = sample.get(order[-1][0])
-    changed = ThreadRecord(
-        id=record.id,
-        agent_id=agent_id,
-        user_id=record.user_id,
+    changed = replace(
+        record,
         label=label_of(shown, keywords, order[0][1], _names(shown)),
         size=len(order),
         vector_sum=vector_sum.astype(np.float32),
@@ -276,7 +271,6 @@ async def plan_member_change(
         first_at=order[0][1],
         last_at=order[-1][1],
         last_session=newest.session_id if newest is not None else record.last_session,
-        created_at=record.created_at,
         updated_at=utcnow(),
     )
     return [PutThread(changed, expect_version=record.version)]
