@@ -71,3 +71,37 @@ def test_readme_python_block_runs(line: int, code: str, tmp_path: Path) -> None:
 def test_a_marked_block_needs_a_reason() -> None:
     assert NOT_RUNNABLE.match("# readme: not runnable: needs a running `nous serve`")["why"]  # type: ignore[index]
     assert not NOT_RUNNABLE.match("from nous import Nous")
+
+
+CONFLICT_MARKER = re.compile(r"^(<{7} |={7}$|>{7} )", re.MULTILINE)
+
+
+def test_no_tracked_file_holds_a_merge_conflict_marker() -> None:
+    """A merge left unresolved in a page or a module reads as garbage (README.md once kept both
+    sides of one); every text file git tracks is checked."""
+    root = README.parent
+    listed = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True)
+        .stdout.decode()
+        .split("\0")
+    )
+    found = []
+    for name in filter(None, listed):
+        path = root / name
+        if not path.is_file() or path.suffix not in {
+            ".md",
+            ".py",
+            ".ts",
+            ".json",
+            ".toml",
+            ".sh",
+            ".html",
+            ".css",
+            ".yml",
+            ".sql",
+            ".txt",
+        }:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found += [f"{name}:{text.count(chr(10), 0, m.start()) + 1}" for m in CONFLICT_MARKER.finditer(text)]
+    assert not found, f"merge conflict markers: {found}"
