@@ -210,11 +210,22 @@ export class NousClient {
   // -- topic threads ---------------------------------------------------------------------------
 
   /** Topic threads (the memories of one topic across sessions), newest activity first, or the
-   * best matching `query` first. */
+   * best matching `query` first: up to `limit` (default 20), following the pages' cursors. */
   async threads(options: ThreadsOptions = {}): Promise<Thread[]> {
     const [call, query] = split(options);
-    const page = (await this.request("GET", "/v1/threads", { ...call, query })) as { items: Thread[] };
-    return page.items;
+    const limit = query.limit ?? 20;
+    const items: Thread[] = [];
+    let cursor = query.cursor ?? null;
+    while (items.length < limit) {
+      const page = (await this.request("GET", "/v1/threads", {
+        ...call,
+        query: { ...query, limit: Math.min(1000, limit - items.length), cursor },
+      })) as { items: Thread[]; next_cursor?: string | null };
+      items.push(...page.items);
+      cursor = page.next_cursor ?? null;
+      if (!cursor) break;
+    }
+    return items.slice(0, limit);
   }
 
   /** One topic thread with its members in time order. */

@@ -245,6 +245,36 @@ describe("NousClient", () => {
     }
     assert.equal(current.status, "done");
   });
+  test("threads: up to limit, and one thread's members in time order", async () => {
+    const turns = [
+      "We set up the Postgres replica for the billing database today.",
+      "The billing database replica lags by two seconds under load.",
+      "Next we moved the billing database backups to the new bucket.",
+      "My sourdough starter finally doubled overnight.",
+      "The sourdough loaf came out dense; the starter needs longer.",
+      "I fed the sourdough starter twice today and it smells right.",
+    ];
+    for (const [i, content] of turns.entries()) {
+      // dedup off: this test is about threads, not about which progress reports are duplicates
+      await nous.learn(content, { occurred_at: `2026-03-0${i + 1}T10:00:00Z`, dedup: false });
+    }
+    // no worker builds threads in this test's time: the CLI's upkeep does, on the same store
+    await run(join(REPO, ".venv", "bin", "nous"), ["--agent", "ts-client", "maintain"], { env: server.env });
+
+    const all = await nous.threads();
+    assert.ok(all.length >= 2, `expected two topics, got ${all.length} threads`);
+    const one = await nous.threads({ limit: 1 });
+    assert.equal(one.length, 1);
+    assert.equal(one[0]?.id, all[0]?.id);
+
+    const best = await nous.threads({ query: "sourdough starter", limit: 1 });
+    const thread = await nous.thread(best[0]?.id ?? "");
+    const members = thread.members ?? [];
+    assert.ok(members.length >= 2);
+    assert.ok(members.every((m) => /sourdough/i.test(m.content ?? "")), JSON.stringify(members));
+    const times = members.map((m) => m.occurred_at ?? "");
+    assert.deepEqual(times, [...times].sort());
+  });
 });
 
 describe("the README's example", () => {
