@@ -42,6 +42,20 @@ async def test_check_similar_near_duplicate_paraphrase(nous: Nous) -> None:
     assert check.duplicate is not None and check.duplicate.id == stored.id
 
 
+async def test_a_progress_report_on_one_thing_is_kept_beside_the_first(nous: Nous) -> None:
+    """Two reports share the thing's words ("the checkout bug", "the payment service") and differ in
+    what happened: the second is stored and connected, not swallowed; a rewording whose other words
+    mean the same is still a duplicate (docs/dedup.md, "What the rest of the words say")."""
+    first = await nous.learn("We traced the checkout bug to a race condition in the payment service.")
+    later = await nous.learn("The checkout bug fix for the payment service is deployed to staging.")
+    assert later.status == WriteStatus.CONNECTED and first.id in later.related_ids
+    assert len(await _facts(nous)) == 2
+
+    advice = await nous.learn("Doctor told me to cut back on salt.")
+    again = await nous.learn("My doctor advised me to reduce my sodium intake.")
+    assert again.status == WriteStatus.DUPLICATE and again.existing_id == advice.id
+
+
 async def test_check_similar_connect_tier_for_related(nous: Nous) -> None:
     stored = await nous.learn(RULE)
     check = await nous.check_similar(RULE_RELATED, "fact")

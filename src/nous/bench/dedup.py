@@ -19,7 +19,15 @@ import numpy as np
 from nous.bench.jsonl import checkout_data_file, jsonl_rows
 from nous.embeddings import EmbeddingProvider
 from nous.errors import InvalidInputError
-from nous.memory.dedup import DedupThresholds, Tier, classify
+from nous.memory.dedup import (
+    DedupThresholds,
+    Tier,
+    agreement_verdict,
+    classify,
+    cosine,
+    needs_agreement,
+    residual_wordings,
+)
 
 LABELS = ("duplicate", "related", "unrelated")
 CONNECT_TIERS = frozenset({Tier.CONNECT, Tier.UPDATE, Tier.CONTRADICTION})
@@ -79,6 +87,11 @@ def run_dedup(
     predicted, baseline, errors, swallowed = [], [], [], []
     for pair, cos in zip(pairs, cosines, strict=True):
         tier, conflict = classify(float(cos), pair["b"], pair["a"], thresholds)
+        if needs_agreement(tier, float(cos)):
+            rest = residual_wordings(pair["b"], pair["a"])
+            if rest is not None:
+                va, vb = provider.embed(list(rest))
+                tier = agreement_verdict(tier, cosine(va, vb))
         label = "duplicate" if tier == Tier.DUPLICATE else "connect" if tier in CONNECT_TIERS else "unique"
         predicted.append(label)
         baseline.append(

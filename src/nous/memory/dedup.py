@@ -4,7 +4,8 @@ Before a dedup-able memory is stored, its embedding is compared by pure cosine (
 no boosts) with every active, current memory of the same kind and scope through the vector
 index, and each close match is classified:
 
-- **duplicate** — similarity ≥ ``duplicate`` and no lexical conflict: nothing new is stored;
+- **duplicate** — similarity ≥ ``duplicate``, no lexical conflict, and (below ``LEXICAL_FREE``)
+  shared words and remaining words that agree in meaning: nothing new is stored;
   the existing memory is reinforced (confirmation, a lifecycle review) and the new wording
   is kept in its history.
 - **update** — close, and clearly replacing the old statement: an explicit change marker
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from enum import StrEnum
 
 import numpy as np
@@ -105,6 +107,13 @@ _FUNCTION_WORDS = frozenset(
         "also",
     ]
 )
+# A duplicate that rests on shared words (cosine below LEXICAL_FREE) must also agree in what the
+# two statements say beyond those words: the cosine of their remaining words ("writing about
+# hometown" / "finished") at least this. Two reports on one topic share the topic's words and
+# differ in the rest; two wordings of one statement differ in words that mean the same.
+# Chosen leave-one-out over the labelled pair files (docs/dedup.md, "What the rest of the words say").
+RESIDUAL_AGREEMENT = 0.2
+_SELF_WORDS = frozenset(["user", "i", "m", "me", "my", "mine", "we", "us", "our", "myself"])
 CONNECT_THRESHOLD = 0.50
 DEDUP_KINDS = (MemoryKind.FACT, MemoryKind.PROCEDURE, MemoryKind.CENSOR)
 MAX_MATCHES = 5
@@ -236,6 +245,45 @@ def classify(
         return Tier.CONNECT, conflict
     clearly_update = conflict.kind == ConflictKind.TENSE or (same_subject and conflict.kind in _UPDATE_KINDS)
     return (Tier.UPDATE if clearly_update else Tier.CONTRADICTION), conflict
+
+
+def needs_agreement(tier: Tier, similarity: float) -> bool:
+    """Whether a duplicate verdict rests on shared words, so that the rest of the two statements
+    must agree too (``residual_wordings``, ``RESIDUAL_AGREEMENT``)."""
+    return tier == Tier.DUPLICATE and similarity < LEXICAL_FREE
+
+
+def residual_wordings(a: str, b: str) -> tuple[str, str] | None:
+    """The words each statement has that the other lacks (function words, "I"/"the user", and
+    near-spellings such as "pasport"/"passport" left out), as two texts to compare by meaning;
+    None when one of them says nothing the other does not."""
+    ta, tb = _tokens(a), _tokens(b)
+    rest_a, rest_b = _rest(ta, tb), _rest(tb, ta)
+    return (" ".join(rest_a), " ".join(rest_b)) if rest_a and rest_b else None
+
+
+def _tokens(text: str) -> list[str]:
+    return [
+        w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _FUNCTION_WORDS and w not in _SELF_WORDS
+    ]
+
+
+def _rest(words: list[str], other: list[str]) -> list[str]:
+    stems = {w.rstrip("s") for w in other}
+    return [w for w in words if w.rstrip("s") not in stems and not any(_misspelt(w, o) for o in other)]
+
+
+def _misspelt(a: str, b: str) -> bool:
+    """One long word written two ways ("Wendsday", "Wednesday")."""
+    return len(a) >= 5 and len(b) >= 5 and SequenceMatcher(None, a, b).ratio() >= 0.85
+
+
+def agreement_verdict(tier: Tier, agreement: float | None) -> Tier:
+    """A duplicate whose remaining words disagree (cosine below ``RESIDUAL_AGREEMENT``) is
+    only a connection: both statements are kept."""
+    if tier == Tier.DUPLICATE and agreement is not None and agreement < RESIDUAL_AGREEMENT:
+        return Tier.CONNECT
+    return tier
 
 
 def recommendation(matches: list[SimilarMatch]) -> Recommendation:

@@ -24,8 +24,12 @@ from nous.memory.dedup import (
     SimilarityCheck,
     SimilarMatch,
     Tier,
+    agreement_verdict,
     classify,
+    cosine,
+    needs_agreement,
     recommendation,
+    residual_wordings,
     same_matter,
 )
 from nous.memory.meaning import same_attribute
@@ -108,6 +112,8 @@ class WritePath:
                 subject=subject if same_subject else None,
                 additive=additive,
             )
+            if needs_agreement(tier, hit.score):
+                tier = agreement_verdict(tier, await self._agreement(content, existing.content))
             matches.append(
                 SimilarMatch(
                     id=existing.id,
@@ -120,6 +126,14 @@ class WritePath:
                 )
             )
         return SimilarityCheck(recommendation=recommendation(matches), matches=matches)
+
+    async def _agreement(self, new_text: str, existing_text: str) -> float | None:
+        """Cosine of what the two statements say beyond their shared words (None: nothing beyond)."""
+        rest = residual_wordings(new_text, existing_text)
+        if rest is None:
+            return None
+        a, b = await self.repo.embedder.embed_many(list(rest))
+        return cosine(a, b)
 
     async def _explicit_updates(
         self,
