@@ -397,3 +397,14 @@ def test_labels_do_not_start_or_end_on_a_verb() -> None:
     assert without_edge_verbs("partial writes") == "partial writes"  # a plural noun there
     assert without_edge_verbs("went hiking trip") == "hiking trip"  # a gerund is kept
     assert without_edge_verbs("deploy") == ""
+
+
+def test_a_label_from_keywords_names_no_speaker_and_no_chat_word() -> None:
+    """With no telling phrase, a label falls back to the thread's commonest words: the speakers'
+    names ("Thanks, Gina!") and chat words ("bye") are no topic."""
+    from nous.memory.threads import label_of
+
+    at = datetime(2023, 6, 1, tzinfo=UTC)
+    keywords = {"gina": 9, "bye": 8, "jon": 7, "studio": 5, "fashion": 4, "dance": 3}
+    label = label_of([], keywords, at, names=["Jon", "Gina"])
+    assert label == "Studio: fashion and dance"

@@ -72,6 +72,7 @@ GENERIC = _words(
     versus near onto throughout despite except inside outside big small real super excited exciting
     scary hard past another huge little whole entire full free true incredible crazy wild tough fun
     funny interesting favorite favourite special beautiful lovely perfect kinda sorta gonna wanna
-    stuff totally literally always never often usually hear heard listen
+    stuff totally literally always never often usually hear heard listen bye goodbye cheers congrats
+    congratulations btw wait remember remembered believe believed
     """
 )

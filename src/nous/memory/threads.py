@@ -23,6 +23,7 @@ import numpy as np
 
 from nous._time import utcnow
 from nous.errors import ConflictError
+from nous.language.lexicon import GENERIC
 from nous.language.prose import prose_sentences
 from nous.language.topics import clean_message, key_phrases, title_of, without_edge_verbs
 from nous.memory.threading import ThreadItem, ThreadState, item_words, kept_keywords, thread_all
@@ -84,7 +85,9 @@ def label_of(
     phrases = list(dict.fromkeys(p for p in map(without_edge_verbs, found) if p))
     if phrases:
         return title_of(phrases)
-    words = [w for w, _ in sorted(keywords.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+    people = {w.lower() for n in (*_names(memories), *names) for w in n.split()}
+    ranked = sorted(keywords.items(), key=lambda kv: (-kv[1], kv[0]))
+    words = [w for w, _ in ranked if w not in people and w not in GENERIC][:3]
     return title_of(words, at)
 
 
