@@ -276,3 +276,15 @@ async def test_a_stated_change_replaces_a_same_subject_fact_of_the_same_matter_o
     tea = await nous.learn("Alice prefers green tea in the morning", subject="Alice")
     berlin = await nous.learn("Alice moved to Berlin last year", subject="Alice")
     assert berlin.superseded_id is None and (await nous.get(tea.id)).superseded_by is None
+
+
+async def test_a_number_on_one_side_only_connects_without_a_warning(nous: Nous) -> None:
+    """One statement gives a detail (a number) the other lacks: both kept, linked, no
+    contradiction warning, and with one subject no replacement that drops the detail."""
+    full = await nous.learn("Maya is vegetarian, as are two other team members.", subject="Maya")
+    short = await nous.learn("Maya is vegetarian.", subject="Maya")
+    assert short.status == WriteStatus.CONNECTED and full.id in short.related_ids
+    assert short.warnings == [] and short.superseded_id is None
+    check = await nous.check_similar("Maya is vegetarian.", "fact", subject="Maya")
+    (match,) = [m for m in check.matches if m.id == full.id]
+    assert match.tier == Tier.CONNECT and match.conflict == "number_on_one_side: 2"

@@ -15,7 +15,17 @@ from typer._click import exceptions as click_errors
 from nous.cli.output import console, day, err_console, plural, print_json, readable, short, table, when
 from nous.cli.runtime import fail, read_text_arg, with_nous
 from nous.errors import GuardrailError
-from nous.models import Decision, Episode, ErasureReceipt, Fact, HistoryEntry, Memory, RecallHit, WriteResult
+from nous.models import (
+    Decision,
+    Episode,
+    ErasureReceipt,
+    Fact,
+    HistoryEntry,
+    LifecycleState,
+    Memory,
+    RecallHit,
+    WriteResult,
+)
 
 if TYPE_CHECKING:
     from nous.api import Nous
@@ -101,11 +111,20 @@ def check_similar(
     console.print(f"[bold]{check.recommendation.value}[/bold]")
     table(
         None,
-        ["id", "similarity", "tier", "state", "content", "why different"],
+        ["id", "similarity", "tier", "content", "why different"],
         [
-            [m.id[:8], f"{m.similarity:.3f}", m.tier.value, m.lifecycle.value, short(m.content), m.conflict]
+            [
+                m.id[:8],
+                f"{m.similarity:.3f}",
+                m.tier.value
+                if m.lifecycle == LifecycleState.ACTIVE
+                else f"{m.tier.value} ({m.lifecycle.value})",
+                short(m.content),
+                m.conflict.replace("_", " ") if m.conflict else None,
+            ]
             for m in check.matches
         ],
+        wrap=True,  # a handful of matches, read to decide: each shown whole
     )
 
 

@@ -49,6 +49,7 @@ def _words(text: str) -> list[str]:
 
 class ConflictKind(StrEnum):
     NUMBER = "changed_number"
+    ADDED_NUMBER = "number_on_one_side"  # a detail one statement gives and the other lacks
     NEGATION = "negation"
     MODALITY = "changed_modality"
     QUANTIFIER = "quantifier"
@@ -117,6 +118,8 @@ def find_conflict(a: str, b: str) -> Conflict | None:
             ConflictKind.TENSE, f"{', '.join(ra.markers) or '-'} / {', '.join(rb.markers) or '-'}"
         )
     if not same_quantities(ra, rb):
+        if not ra.quantities or not rb.quantities:  # more detail on one side, not another value
+            return Conflict(ConflictKind.ADDED_NUMBER, describe(ra.quantities or rb.quantities))
         return Conflict(ConflictKind.NUMBER, f"{describe(ra.quantities)} / {describe(rb.quantities)}")
     if ra.negations % 2 != rb.negations % 2 and (
         _aligned(ra.tokens, rb.tokens) or _denies(ra, rb) or _denies(rb, ra)

@@ -241,6 +241,10 @@ def classify(
         )
         supported = similarity >= free or shared >= overlap
         return (Tier.DUPLICATE if similarity >= thresholds.duplicate and supported else Tier.CONNECT), None
+    if conflict.kind == ConflictKind.ADDED_NUMBER:
+        # "Maya is vegetarian" / "… as are two others": neither the same statement nor a
+        # contradiction, nor a replacement that would drop the detail: both kept, linked
+        return Tier.CONNECT, conflict
     if additive and conflict.kind != ConflictKind.TENSE:
         return Tier.CONNECT, conflict
     clearly_update = conflict.kind == ConflictKind.TENSE or (same_subject and conflict.kind in _UPDATE_KINDS)
