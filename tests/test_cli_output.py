@@ -112,6 +112,21 @@ def test_demo_prints_a_summary_not_a_dict(cli: CliRunner) -> None:
     assert scores and all(len(s.split(".")[1]) <= 2 for s in scores)
 
 
+def test_history_reads_as_changes(cli: CliRunner, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A history row says what changed: a creation by what the memory said (not its every field),
+    ids by their first 8 characters, times to the minute, empty fields left out."""
+    monkeypatch.setenv("COLUMNS", "250")  # every cell on one line
+    old = data(cli, "--db", database_url, "learn", "The standup is at 9:30", "--subject", "standup")["id"]
+    new = data(cli, "--db", database_url, "learn", "The standup is now at 10:00", "--subject", "standup")[
+        "id"
+    ]
+    out = run(cli, database_url, "history", old)[0]
+    assert "content=The standup is at 9:30, subject=standup" in out
+    assert "agent_id=" not in out and "user_id=," not in out
+    assert f"superseded_by={new[:8]}," in out and new not in out
+    assert not re.search(r"\d{2}:\d{2}:\d{2}", out)  # times to the minute
+
+
 def test_history_by_prefix_after_a_hard_forget(cli: CliRunner, database_url: str) -> None:
     fact_id = data(cli, "--db", database_url, "learn", "The office wifi password rotates monthly")["id"]
     ok(cli, "--db", database_url, "forget", fact_id[:8], "--hard")

@@ -477,6 +477,7 @@ def identity_history(
         f"history of identity {name}",
         ["when", "action", "actor", "old", "new"],
         [(when(e.at), e.action.value, e.actor, text_of(e.old_value), text_of(e.new_value)) for e in entries],
+        wrap=True,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,6 +21,7 @@ from nous.models import (
     Episode,
     ErasureReceipt,
     Fact,
+    HistoryAction,
     HistoryEntry,
     LifecycleState,
     Memory,
@@ -451,6 +453,8 @@ def decisions(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False
             )
             for d in found
         ],
+        main="description",
+        side=("stakes", "outcome"),
     )
 
 
@@ -526,16 +530,41 @@ def history(
         print_json(entries)
         return
 
-    def fmt(value: dict | None) -> str:
+    def fmt(value: dict | None, action: HistoryAction) -> str:
         if not value:
             return ""
-        return escape(short(", ".join(f"{k}={readable(v)}" for k, v in value.items()), 70))
+        if action == HistoryAction.CREATE:  # the whole memory: what it said is what a reader needs
+            value = {k: value[k] for k in _CREATED_SHOWN if value.get(k)} or value
+        # a stable order (PostgreSQL's jsonb keeps keys by length): what it says first, then A-Z
+        keys = sorted(value, key=lambda k: (_CREATED_SHOWN.index(k) if k in _CREATED_SHOWN else 9, k))
+        shown = [f"{k}={_history_value(value[k])}" for k in keys if value[k] not in (None, "", [], {})]
+        return escape(short(", ".join(shown), 100))
 
     table(
         f"history of {entries[0].memory_id} · {plural(len(entries), 'change')}",
         ["when", "action", "actor", "old", "new"],
-        [(when(e.at), e.action.value, e.actor, fmt(e.old_value), fmt(e.new_value)) for e in entries],
+        [
+            (when(e.at), e.action.value, e.actor, fmt(e.old_value, e.action), fmt(e.new_value, e.action))
+            for e in entries
+        ],
+        wrap=True,  # a change is read whole: what it was, what it became
     )
+
+
+_CREATED_SHOWN = ("content", "subject", "category", "name")
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _history_value(value: object) -> str:
+    """A recorded value as a reader scans it: an id by its first 8 characters, a time to the minute."""
+    if isinstance(value, str):
+        if _UUID.match(value):
+            return value[:8]
+        try:
+            return when(datetime.fromisoformat(value)) if "T" in value else value
+        except ValueError:
+            return value
+    return readable(value)
 
 
 def _one_target(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
