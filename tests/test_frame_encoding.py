@@ -4,6 +4,7 @@ model, plus the context budget as a property (hypothesis) over whatever the retr
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +12,8 @@ from hypothesis import strategies as st
 
 from nous import Nous
 from nous.cognitive import FRAMES
-from nous.cognitive.context import ContextInputs, build_context
+from nous.cognitive.context import Context, ContextInputs, build_context
+from nous.cognitive.frames import Budget, Frame
 from nous.errors import InvalidInputError
 from nous.models import CompressionTier, Decision, Episode, Fact, MemoryKind, Procedure, RecallHit, Turn
 
@@ -148,6 +150,26 @@ def _memory(kind: MemoryKind, text: str) -> Fact | Turn | Episode | Decision | P
             return Procedure(agent_id="a", name="p", content=text, occurred_at=_T0)
 
 
+def _hits(items: list[tuple[MemoryKind, str, float]]) -> list[RecallHit]:
+    out = []
+    for kind, text, score in items:
+        memory = _memory(kind, text)
+        out.append(
+            RecallHit(
+                id=memory.id, kind=kind, content=memory.content, score=score, occurred_at=_T0, memory=memory
+            )
+        )
+    return out
+
+
+def _context(frame: Frame, budget: Budget, hits: list[RecallHit], **more: Any) -> Context:
+    return build_context(
+        ContextInputs(
+            session_id="s", frame=frame, frame_confidence=1.0, query="q", budget=budget, hits=hits, **more
+        )
+    )
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     frame=st.sampled_from(sorted(FRAMES)),
@@ -160,30 +182,8 @@ def test_context_never_exceeds_its_budget(
 ) -> None:
     chosen = FRAMES[frame]
     budget = chosen.budget.model_copy(update={"total": chosen.budget.fixed + extra})
-    hits = []
-    for kind, text, score in items:
-        memory = _memory(kind, text)
-        hits.append(
-            RecallHit(
-                id=memory.id,
-                kind=kind,
-                content=memory.content,
-                score=score,
-                occurred_at=memory.occurred_at,
-                memory=memory,
-            )
-        )
-    ctx = build_context(
-        ContextInputs(
-            session_id="s",
-            frame=chosen,
-            frame_confidence=1.0,
-            query="q",
-            budget=budget,
-            hits=hits,
-            already_said=said,
-        )
-    )
+    hits = _hits(items)
+    ctx = _context(chosen, budget, hits, already_said=said)
     assert ctx.tokens <= budget.total
     for section in ctx.sections:
         assert section.tokens <= section.budget or not section.items
@@ -203,3 +203,50 @@ def test_context_never_exceeds_its_budget(
             }
         ]
     )  # every retrieved item is either shown or reported dropped
+
+
+_WORDS = [
+    "ski",
+    "chalet",
+    "lift",
+    "pass",
+    "school",
+    "rental",
+    "train",
+    "Verbier",
+    "snow",
+    "boots",
+    "gloves",
+    "helmet",
+    "map",
+    "cafe",
+    "fondue",
+    "bus",
+]
+_TURNS = [  # distinct messages (no two near-duplicates), about 25 tokens each
+    (
+        MemoryKind.TURN,
+        f"Turn {i}: " + " ".join(_WORDS[(i * k) % len(_WORDS)] + str(i * k) for k in range(1, 9)),
+        0.5,
+    )
+    for i in range(150)
+]
+
+
+@pytest.mark.parametrize("fill", [False, True])
+def test_what_a_section_leaves_goes_to_the_sections_that_ran_out(fill: bool) -> None:
+    """One short episode took a share of the room it does not use: the turns, which ran out of
+    theirs, get what it left (within their ceiling; beyond it when the caller chose the total)."""
+    question = FRAMES["question"]
+    total = 4000
+    budget = question.budget.model_copy(update={"total": total})
+    hits = _hits([(MemoryKind.EPISODE, "Ski trip planning", 0.6), *_TURNS])
+    ctx = _context(question, budget, hits, fill=fill)
+    turns, episodes = ctx.section("turns"), ctx.section("episodes")
+    assert turns is not None and episodes is not None and ctx.tokens <= total
+    assert episodes.budget == episodes.tokens > 0  # it keeps what it used, no more
+    if fill:
+        assert ctx.tokens >= 0.95 * total  # the room is used
+    else:
+        assert turns.budget <= question.budget.turns  # never above its ceiling
+        assert turns.tokens >= question.budget.turns - 60  # and that ceiling is used

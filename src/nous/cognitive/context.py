@@ -167,6 +167,7 @@ class ContextInputs:
     score_floor: float = SCORE_FLOOR
     already_said: Sequence[str] = ()  # texts of the session's last turns
     user_id: str | None = None  # the asking user: others' turns and episodes must be relevant
+    fill: bool = False  # the caller chose the total: sections with something share all the room
 
 
 def _words(text: str) -> frozenset[str]:
@@ -286,10 +287,16 @@ def build_context(inputs: ContextInputs) -> Context:
         _frame(inputs, budget.frame),
         _working_memory(inputs, budget.working_memory),
     ]
-    present = {SECTION_OF_KIND[h.kind] for h in (*inputs.hits, *inputs.timeline) if h.kind in SECTION_OF_KIND}
+    # a section has something to show when one of its hits clears the floor: a weak episode at the
+    # end of the hits must not take a share of the room from the turns that answer
+    present = {
+        SECTION_OF_KIND[h.kind]
+        for h in (*inputs.hits, *inputs.timeline)
+        if h.kind in SECTION_OF_KIND and h.score >= _floor(inputs, h.memory)
+    }
     if inputs.recent:  # a recap shows the latest conversations with the episodes' budget too
         present |= {"recent", "episodes"} if inputs.recap else {"recent"}
-    budget = _room_left(budget, fixed, present)
+    budget = _room_left(budget, fixed, present, fill=inputs.fill)
     recent, shown = _recent(inputs, budget.recent + (budget.episodes if inputs.recap else 0))
     in_order: list[ContextSection] = []
     if inputs.timeline and not inputs.greeting:
@@ -322,7 +329,9 @@ def build_context(inputs: ContextInputs) -> Context:
 RETRIEVED = ("recent", "decisions", "facts", "procedures", "episodes", "turns")
 
 
-def _room_left(budget: Budget, fixed: Sequence[ContextSection], present: set[str]) -> Budget:
+def _room_left(
+    budget: Budget, fixed: Sequence[ContextSection], present: set[str], *, fill: bool = False
+) -> Budget:
     """``budget`` with the retrieved sections' budgets shrunk when they would not fit in what the
     fixed sections left of the total: a fixed section takes what it used, not its ceiling, and a
     retrieved section with nothing to show (``present`` names those that have something) takes
@@ -330,10 +339,10 @@ def _room_left(budget: Budget, fixed: Sequence[ContextSection], present: set[str
     room in proportion to their ceilings, never above them."""
     used = sum(s.tokens for s in fixed) + 2 * sum(1 for s in fixed if s.items)  # and the blank lines
     room = max(0, budget.total - used)
-    if sum(getattr(budget, name) for name in RETRIEVED) <= room:
+    if not fill and sum(getattr(budget, name) for name in RETRIEVED) <= room:
         return budget
     wanted = sum(getattr(budget, name) for name in RETRIEVED if name in present)
-    share = min(1.0, room / wanted) if wanted else 0.0
+    share = (room / wanted if fill else min(1.0, room / wanted)) if wanted else 0.0
     return budget.model_copy(
         update={name: int(getattr(budget, name) * share) if name in present else 0 for name in RETRIEVED}
     )
@@ -455,14 +464,31 @@ def _in_order(inputs: ContextInputs, budget: Budget, shown: set[str]) -> tuple[B
     return left, f.section
 
 
+SECTIONS_RETRIEVED = ("decisions", "facts", "procedures", "episodes", "turns")
+
+
 def _retrieved(inputs: ContextInputs, budget: Budget, shown: set[str]) -> list[ContextSection]:
-    budgets = {
-        "decisions": budget.decisions,
-        "facts": budget.facts,
-        "procedures": budget.procedures,
-        "episodes": budget.episodes,
-        "turns": budget.turns,
-    }
+    """The retrieved sections, filled twice: what a section leaves of its share (one weak episode
+    in a share of hundreds of tokens) goes to the sections that ran out of room, in proportion to
+    their shares, up to their ceilings (up to the whole room when the caller chose the total)."""
+    budgets = {name: getattr(budget, name) for name in SECTIONS_RETRIEVED}
+    sections = _fill_retrieved(inputs, budgets, shown)
+    full = [s.name for s in sections if any(d.reason == DropReason.BUDGET for d in s.dropped)]
+    spare = sum(s.budget - s.tokens for s in sections if s.name not in full)
+    if not full or spare <= 0:
+        return sections
+    ceilings = inputs.budget or inputs.frame.budget
+    shares = sum(budgets[name] for name in full) or len(full)
+    for name in full:
+        grown = budgets[name] + spare * (budgets[name] or 1) // shares
+        budgets[name] = grown if inputs.fill else min(grown, max(budgets[name], getattr(ceilings, name)))
+    for s in sections:
+        if s.name not in full:
+            budgets[s.name] = s.tokens
+    return _fill_retrieved(inputs, budgets, shown)
+
+
+def _fill_retrieved(inputs: ContextInputs, budgets: dict[str, int], shown: set[str]) -> list[ContextSection]:
     fillers = {name: _Filler(name, b) for name, b in budgets.items()}
     said = [_words(t) for t in inputs.already_said]
     question = _words(inputs.query)

@@ -54,6 +54,8 @@ from nous.storage.base import NoteReply, PutEdge, WriteOp
 
 PREVIEW_SESSION = "preview"  # the session id a preview without one reads as (never written)
 RETRIEVE_LIMIT = 40  # memories one recall brings for the retrieved sections to choose from
+FILL_ITEM_TOKENS = 40  # a short memory (a chat message, a fact) with its date, in tokens
+MAX_RETRIEVE_LIMIT = 200
 TIMELINE_LIMIT = 12  # steps a covering recall brings for the "In order" section
 ALREADY_SAID_TURNS = 4  # the session's last turns: the agent has them, the context leaves them out
 FOLLOW_UP = re.compile(
@@ -110,6 +112,7 @@ class _TurnPlan:
     censors: list[Censor]
     recap: bool
     as_of: datetime | None = None  # previews only: the store as it stood then
+    fill: bool = False  # the caller gave the total: what has something to show takes the room
 
     @property
     def censor_ids(self) -> list[str]:
@@ -255,6 +258,7 @@ class CognitiveLayer:
             frame=chosen,
             forced=forced is not None,
             limits=_budget(chosen.budget, limits_override),
+            fill=limits_override is not None,
             identity=identity,
             censors=censors,
             recap=parse_time_expression(query, now).recap,
@@ -271,7 +275,7 @@ class CognitiveLayer:
                 return [], []
             query = RecallQuery(
                 text=plan.query,
-                limit=RETRIEVE_LIMIT,
+                limit=retrieve_limit(plan.limits.total) if plan.fill else RETRIEVE_LIMIT,
                 user_id=plan.user_id,
                 frame=plan.frame.id,
                 active_censors=tuple(plan.censor_ids),
@@ -301,6 +305,7 @@ class CognitiveLayer:
                 greeting=greeting,
                 recap=plan.recap,
                 budget=plan.limits,
+                fill=plan.fill,
                 identity=plan.identity,
                 profile=facts,
                 censors=plan.censors,
@@ -530,6 +535,12 @@ def _user_id(user_id: str | None) -> str | None:
 
 
 MIN_BUDGET = 200  # tokens: below this a context holds hardly one memory with its date
+
+
+def retrieve_limit(total: int) -> int:
+    """How many memories a recall brings for a context of ``total`` tokens the caller chose: enough
+    short ones to fill it (``FILL_ITEM_TOKENS`` each), never fewer than ``RETRIEVE_LIMIT``."""
+    return max(RETRIEVE_LIMIT, min(MAX_RETRIEVE_LIMIT, total // FILL_ITEM_TOKENS))
 
 
 def _budget(frame_budget: Budget, total: int | None) -> Budget:
