@@ -114,6 +114,26 @@ async def test_a_request_or_question_yields_no_fact() -> None:
     assert statements_of(messages, T0, people={"the user"}, to_assistant=True) == []
 
 
+def test_a_clause_that_names_not_what_it_speaks_of_or_only_a_feeling_yields_no_fact() -> None:
+    """Out of its message, "I did it" or "I love this" says nothing a reader can use, and "I'm so
+    excited!" is about nothing named; the same words with the thing named are kept."""
+    for text in [
+        "Yup, we just did it on Friday!",
+        "I felt liberated and empowered doing it.",
+        "I also use it to speak up for the community.",
+        "I love this.",
+        "I'm so excited and thankful!",
+    ]:
+        assert candidate_clauses(text, to_assistant=False) == [], text
+    for text in [
+        "I bought a guitar and love playing it.",
+        "I went to the pride parade and loved it.",
+        "I'm so happy for my sister.",
+        "I have lots of kids' books, classics and stories from different cultures, all of that.",
+    ]:
+        assert candidate_clauses(text, to_assistant=False) != [], text
+
+
 def test_third_person_is_grammatical() -> None:
     at = datetime(2023, 5, 8, tzinfo=UTC)
     cases = {

@@ -39,7 +39,14 @@ from nous.memory.dedup import DUPLICATE_THRESHOLD, DedupThresholds, Tier, classi
 
 MAX_CHARS = 300
 JUNK_CHECKS = ("from_assistant", "code_or_url", "over_300", "request_or_question", "duplicates")
-NEW_CHECKS = ("fragments", "family_not_said", "unresolved_dates", "people_with_several_subjects")
+NEW_CHECKS = (
+    "fragments",
+    "family_not_said",
+    "unresolved_dates",
+    "people_with_several_subjects",
+    "unresolved_references",
+    "feelings_only",
+)
 FROM_ASSISTANT_SHARE = 0.8
 RESTATED_SHARE = 2 / 3
 
@@ -327,6 +334,46 @@ def unresolved_date(text: str) -> bool:
     return bool(_RELATIVE_DATE.search(text))
 
 
+# "it" (or "this" / "that" standing alone) whose thing the fact never names: "Melanie and others
+# just did it", "Caroline felt empowered doing it", "Caroline also uses it to speak up".
+_BARE_IT = re.compile(
+    r"\b(?:it|this|that)\b(?=\s*(?:[.!,;]|$|(?:to|for|because|with|on|at|in|when|and|so|again|too|yet)\b))",
+    re.IGNORECASE,
+)
+_NAMED_THING = re.compile(
+    r"\b(?:a|an|the|her|his|their|its|my|our|this|that|these|those|some|one|another)\s+[A-Za-z]|"
+    r"\b[a-z]+ing\b",  # "passionate about dancing and loves it"
+    re.IGNORECASE,
+)
+# A feeling and nothing it is about: "Caroline is so excited and thankful."
+_FEELING_ONLY = re.compile(
+    r"^[A-Z][\w' ]{0,40}?\s(?:is|was|are|were|feels|felt|seems|seemed)\s+(?:so\s+|really\s+|very\s+|"
+    r"super\s+|truly\s+|quite\s+)*(?:excited|thankful|grateful|happy|glad|proud|thrilled|stoked|pumped|"
+    r"nervous|anxious|sad|upset|relieved|amazed|blessed|lucky|inspired|touched|overwhelmed|tired|bored|"
+    r"ecstatic|delighted|psyched|moved|hopeful|optimistic)(?:\s*(?:,|and)\s*(?:so\s+|really\s+|very\s+)*"
+    r"(?:excited|thankful|grateful|happy|glad|proud|thrilled|nervous|anxious|sad|relieved|amazed|blessed|"
+    r"lucky|inspired|touched|overwhelmed|hopeful|optimistic))*\s*[.!]?$"
+)
+
+
+def unresolved_reference(text: str) -> bool:
+    """The fact has "it" (or a lone "this" / "that") as an object with nothing before it that it
+    could stand for: no noun phrase ("a guitar", "her painting") or activity ("dancing") precedes
+    it. "All of that" after a list is the list."""
+    for m in _BARE_IT.finditer(text):
+        before = text[: m.start()]
+        if re.search(r"\b(?:all|some|most|any) of\s*$", before, re.IGNORECASE):
+            continue
+        if not _NAMED_THING.search(re.sub(r"\w+ing\s*$", "", before)):  # "doing it": the verb, not the thing
+            return True
+    return False
+
+
+def feelings_only(text: str) -> bool:
+    """A feeling with nothing it is about: "Caroline is so excited and thankful."."""
+    return bool(_FEELING_ONLY.match(text.strip()))
+
+
 def several_subjects(
     subjects: Iterable[tuple[str | None, str]], speakers: Iterable[str] = ()
 ) -> list[list[str]]:
@@ -371,6 +418,8 @@ class JunkTally:
     family_not_said: int = 0
     unresolved_dates: int = 0
     people_with_several_subjects: int = 0
+    unresolved_references: int = 0
+    feelings_only: int = 0
     examples: dict[str, list[str]] = field(default_factory=dict)
 
     def note(self, check: str, text: str) -> None:
@@ -417,6 +466,10 @@ def check_facts(
             tally.note("family_not_said", f.text)
         if unresolved_date(f.text):
             tally.note("unresolved_dates", f.text)
+        if unresolved_reference(f.text):
+            tally.note("unresolved_references", f.text)
+        if feelings_only(f.text):
+            tally.note("feelings_only", f.text)
         earlier = [
             j
             for j in range(i)

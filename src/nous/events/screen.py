@@ -20,7 +20,7 @@ MAX_CLAUSE_CHARS = 200  # a longer sentence is cut at its coordinated first-pers
 
 _LEAD = re.compile(
     r"^(?:(?:(?:so|and|but|also|plus|anyway|actually|honestly|btw|by the way|well|oh|then)\b[,.!]*|"
-    r"(?:yeah|yes|yep|nope|ok|okay|hmm+|sure|right|great|cool|alright|fyi|ah+|wow|woah|whoa|omg|aw+|"
+    r"(?:yeah|yea|yes|yep|yup|yah|ya|nope|ok|okay|hmm+|sure|right|great|cool|alright|fyi|ah+|wow|woah|whoa|omg|aw+|"
     r"o+h|yay|hey|hi|hello|haha|lol|nice|awesome|thanks|thank you|um+|uh+|gosh|geez|man|dude|now|"
     r"thanks for (?:asking|sharing|the \w+))\b[,.!]+)"
     r"\s+)+",
@@ -76,6 +76,69 @@ _UNSURE = re.compile(
     r"deeper|more) (?:understanding|explanation|clarity)|(?:verify|check|confirm|figure out) (?:if|whether)|"
     r"(?:want|wanted|need|needed) (?:help|advice))\b",
     re.IGNORECASE,
+)
+# "it", "this" or "that" as the object of the clause ("I did it on Friday", "I love this."): the
+# thing is named elsewhere (an earlier sentence, a photo), so the clause alone says nothing of it.
+_OBJECT_PRONOUN = re.compile(
+    r"\b(?!(?:is|was|be|been|are|were)\b)[a-z]+\s+(?:it|this|that)"
+    r"(?=\s*(?:[.!,;]|$|(?:to|for|because|with|on|at|in|when|and|so|again|too|yet|today|now|last|"
+    r"every|all|a lot|so much)\b))",
+    re.IGNORECASE,
+)
+# A feeling and nothing it is about ("I'm so excited and thankful!"): every word is one of these.
+_FEELING_WORDS = frozenset(
+    [
+        "i",
+        "i'm",
+        "im",
+        "am",
+        "is",
+        "was",
+        "we",
+        "we're",
+        "are",
+        "were",
+        "feel",
+        "feels",
+        "felt",
+        "so",
+        "really",
+        "very",
+        "super",
+        "truly",
+        "quite",
+        "just",
+        "and",
+        "excited",
+        "thankful",
+        "grateful",
+        "happy",
+        "glad",
+        "proud",
+        "thrilled",
+        "stoked",
+        "pumped",
+        "nervous",
+        "anxious",
+        "sad",
+        "upset",
+        "relieved",
+        "amazed",
+        "blessed",
+        "lucky",
+        "inspired",
+        "touched",
+        "overwhelmed",
+        "tired",
+        "ecstatic",
+        "delighted",
+        "hopeful",
+        "optimistic",
+    ]
+)
+_ALL_OF = re.compile(r",?\s*\b(?:all|some|most|any) of (?:this|that|it|them)\b", re.IGNORECASE)
+_NOUN_PHRASE = re.compile(
+    r"\b(?:a|an|the|my|our|his|her|their|its|this|that|these|those|some|another)\s+[a-z]", re.IGNORECASE
 )
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves|u)\b", re.IGNORECASE)
 _FILLERS = re.compile(r",?\s*\b(?:you know|you see|I mean|to be honest|tbh|lol|haha)\b,?", re.IGNORECASE)
@@ -175,6 +238,13 @@ def rejection(text: str, *, to_assistant: bool = False) -> str | None:
         return "addressed to the other speaker"
     if _ERROR_NOW.match(body):
         return "error report"
+    words = re.findall(r"[a-z']+", body.lower())
+    if words and all(w in _FEELING_WORDS for w in words):
+        return "a feeling about nothing named"
+    listed = _ALL_OF.sub("", body)  # "lots of books, all of that": the list is what it means
+    pronoun = _OBJECT_PRONOUN.search(listed)
+    if pronoun and not _NOUN_PHRASE.search(listed[: pronoun.start() + len(pronoun.group(0).split()[0])]):
+        return "names not what it speaks of"
     return None
 
 
