@@ -136,12 +136,24 @@ _FEELING_WORDS = frozenset(
         "optimistic",
     ]
 )
+# A clause whose subject is a thing it never names: "It has really helped my game", "This made my
+# week", "Something exciting happened". "It's", "It is", "It was" are left (weather, time, verdicts).
+_VAGUE_SUBJECT = re.compile(
+    r"^(?:(?:it|this|that)\s+(?!(?:is|was|'s|seems|seemed|feels|felt)\b)|(?:something|everything|nothing)"
+    r"(?:\s+(?!(?:is|was)\b)[a-z]+)?\s+)(?:(?:\w+ly|just|also|even|all|really)\s+)*(?:has|have|had|made|"
+    r"makes|helped|helps|gave|gives|took|takes|brought|brings|happened|happens|changed|changes|meant|means|"
+    r"got|went|turned|came|showed|shows)\b",
+    re.IGNORECASE,
+)
 _ALL_OF = re.compile(r",?\s*\b(?:all|some|most|any) of (?:this|that|it|them)\b", re.IGNORECASE)
 _NOUN_PHRASE = re.compile(
     r"\b(?:a|an|the|my|our|his|her|their|its|this|that|these|those|some|another)\s+[a-z]", re.IGNORECASE
 )
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves|u)\b", re.IGNORECASE)
-_FILLERS = re.compile(r",?\s*\b(?:you know|you see|I mean|to be honest|tbh|lol|haha)\b,?", re.IGNORECASE)
+_FILLERS = re.compile(
+    r",?\s*\b(?:you know|you see|I mean|to be honest|tbh|lol|haha)\b,?|,\s*speaking of(?: which)?(?=[.!]*$)",
+    re.IGNORECASE,
+)
 _ASSISTANT_VOICE = re.compile(
     r"\b(?:here's|here is|here are|below is|below are|the following|as follows|hope this helps|"
     r"happy to help|feel free|to get you started)\b|^(?:certainly|absolutely|of course|sure thing|"
@@ -241,6 +253,8 @@ def rejection(text: str, *, to_assistant: bool = False) -> str | None:
     words = re.findall(r"[a-z']+", body.lower())
     if words and all(w in _FEELING_WORDS for w in words):
         return "a feeling about nothing named"
+    if _VAGUE_SUBJECT.match(body):
+        return "names not what it speaks of"
     listed = _ALL_OF.sub("", body)  # "lots of books, all of that": the list is what it means
     pronoun = _OBJECT_PRONOUN.search(listed)
     if pronoun and not _NOUN_PHRASE.search(listed[: pronoun.start() + len(pronoun.group(0).split()[0])]):
