@@ -2363,7 +2363,7 @@ export interface components {
             frame?: components["schemas"]["FrameName"] | null;
             /**
              * Budget
-             * @description Total token budget.
+             * @description Total token budget: the sections with something to show share all of it (default: the frame's own, each section within its ceiling).
              */
             budget?: number | null;
             /**
@@ -3189,7 +3189,7 @@ export interface components {
             text: string;
             /**
              * Budget
-             * @description Total token budget.
+             * @description Total token budget: the sections with something to show share all of it (default: the frame's own, each section within its ceiling).
              */
             budget?: number | null;
             /** @description Force a frame. */

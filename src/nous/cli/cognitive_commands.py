@@ -93,7 +93,13 @@ def context(
         str | None, typer.Option("--frame", "-f", help=f"Force a frame: {', '.join(FRAMES)}.")
     ] = None,
     budget: Annotated[
-        int | None, typer.Option("--budget", "-b", min=0, help="Total token budget (default: the frame's).")
+        int | None,
+        typer.Option(
+            "--budget",
+            "-b",
+            min=0,
+            help="Total token budget, shared by the sections that have something to show (default: the frame's, each section within its ceiling).",
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:

@@ -161,7 +161,12 @@ class PreviewRequest(StrictBody):
     )
     user_id: ActingUser = Field(default=None, description="The user speaking (an agent's key).")
     frame: Annotated[FrameName, LAX] | None = Field(default=None, description="Force a frame.")
-    budget: int | None = Field(default=None, ge=1, le=1_000_000, description="Total token budget.")
+    budget: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="Total token budget: the sections with something to show share all of it (default: the frame's own, each section within its ceiling).",
+    )
     at: IsoDatetime | None = Field(default=None, description="When the message is sent (default now).")
     as_of: IsoDatetime | None = Field(default=None, description="Show the store as it stood then.")
 
