@@ -408,3 +408,24 @@ def test_a_label_from_keywords_names_no_speaker_and_no_chat_word() -> None:
     keywords = {"gina": 9, "bye": 8, "jon": 7, "studio": 5, "fashion": 4, "dance": 3}
     label = label_of([], keywords, at, names=["Jon", "Gina"])
     assert label == "Studio: fashion and dance"
+
+
+def test_the_peoples_names_tie_no_thread() -> None:
+    """In a chat between Jon and Gina each says the other's name every few messages: their names
+    are not among the words that tie a memory to a topic (facts about Gina included)."""
+    from nous.memory.threads import thread_item
+    from nous.models import Fact, Turn
+
+    at = datetime(2023, 6, 1, tzinfo=UTC)
+    turn = Turn(
+        agent_id="a",
+        content="Jon: Thanks, Gina! The dance studio opens on Monday.",
+        speaker="Jon",
+        occurred_at=at,
+    )
+    fact = Fact(agent_id="a", content="Gina opened an online clothing store.", subject="Gina", occurred_at=at)
+    vector = np.ones(4, dtype=np.float32) / 2
+    for memory in (turn, fact):
+        words = thread_item(memory, vector, people={"Jon", "Gina"}).words
+        assert words and not {"gina", "jon"} & set(words), words
+    assert "studio" in thread_item(turn, vector, people={"Jon", "Gina"}).words

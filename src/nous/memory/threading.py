@@ -20,7 +20,7 @@ labelled chats (docs/retrieval.md, "Topic threads").
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -87,11 +87,11 @@ def kept_keywords(counts: Counter[str]) -> dict[str, int]:
     return dict(ranked[:KEYWORDS_KEPT])
 
 
-def item_words(text: str) -> list[str]:
-    """The content words of a memory that can tie it to a topic (no generic chat words)."""
-    return [w for w in keyword_terms(text, limit=ITEM_WORDS * 2) if w not in GENERIC and len(w) > 2][
-        :ITEM_WORDS
-    ]
+def item_words(text: str, skip: Collection[str] = ()) -> list[str]:
+    """The content words of a memory that can tie it to a topic (no generic chat words, none of
+    ``skip``)."""
+    words = keyword_terms(text, limit=ITEM_WORDS * 2)
+    return [w for w in words if w not in GENERIC and w not in skip and len(w) > 2][:ITEM_WORDS]
 
 
 @dataclass(slots=True)

@@ -50,15 +50,18 @@ def thread_text(memory: Memory) -> str:
     return memory.content
 
 
-def thread_item(memory: Memory, vector: np.ndarray) -> ThreadItem:
-    """A memory as threading sees it."""
+def thread_item(memory: Memory, vector: np.ndarray, people: Iterable[str] = ()) -> ThreadItem:
+    """A memory as threading sees it. The names of the conversation's ``people`` are no topic: in a
+    chat between two people each says the other's name every few messages ("Thanks, Gina!"),
+    whatever they talk about, and facts about one person all carry it."""
+    skip = {w.lower() for name in people for w in name.split()}
     return ThreadItem(
         id=memory.id,
         user_id=memory.user_id,
         session_id=memory.session_id,
         occurred_at=memory.occurred_at,
         vector=vector,
-        words=item_words(thread_text(memory)),
+        words=item_words(thread_text(memory), skip),
     )
 
 
@@ -117,7 +120,8 @@ async def plan_threads(store: Store, agent_id: str, *, limit: int = BATCH) -> tu
         return [], 0
     memories = await store.get_many(agent_id, ids)
     vectors = await store.vectors(agent_id, ids)
-    items = [thread_item(memories[i], vectors[i]) for i in ids if i in memories and i in vectors]
+    people = _names(memories.values())
+    items = [thread_item(memories[i], vectors[i], people) for i in ids if i in memories and i in vectors]
     records: dict[str, ThreadRecord] = {}
     for user_id in {item.user_id for item in items}:
         for record in await store.threads(agent_id, user_id=user_id, limit=MAX_THREADS, live=False):
@@ -217,8 +221,9 @@ async def plan_thread_repairs(store: Store, agent_id: str, thread_ids: list[str]
             ops.append(DropThread(agent_id, record.id, record.version))
             continue
         state = ThreadState(id=record.id, user_id=record.user_id, vector_sum=np.zeros_like(record.vector_sum))
+        people = _names(kept)
         for memory in kept:
-            state.add(thread_item(memory, vectors[memory.id]))
+            state.add(thread_item(memory, vectors[memory.id], people))
         repaired = replace(
             record,
             label=label_of(_ends(kept), state.keywords, state.first_at, _names(kept)),
