@@ -380,3 +380,13 @@ def test_facts_give_the_content_the_width_and_filter_like_rest(
         f["content"]
         for f in data(cli, "--db", database_url, "facts", "--user", "ana", "--category", "preference")
     ] == ["Ana prefers tea to coffee"]
+
+
+def test_a_listing_says_when_it_stopped_at_its_limit(cli: CliRunner, database_url: str) -> None:
+    """Three facts, two shown: the table says there are more and how to see them; JSON holds two."""
+    for text in ("The office opens at 8", "The printer is on floor 2", "Parking is free after 6 pm"):
+        ok(cli, "--db", database_url, "learn", text)
+    out = run(cli, database_url, "facts", "--limit", "2")[0]
+    assert "the newest 2 facts shown; there are more: --limit N" in " ".join(out.split())
+    assert len(data(cli, "--db", database_url, "facts", "--limit", "2")) == 2
+    assert "there are more" not in run(cli, database_url, "facts", "--limit", "3")[0]

@@ -364,6 +364,12 @@ def _refusal_in_cli_terms(exc: GuardrailError) -> str:
     return f"decision refused{rule}: {exc.problem}: {' and '.join(wants)}"
 
 
+def _more_note(more: bool, limit: int, noun: str) -> None:
+    """Says that a listing stopped at its limit, and how to see the rest."""
+    if more:
+        console.print(f"[dim]the newest {limit} {noun} shown; there are more: --limit N (up to 1000)[/dim]")
+
+
 def _list(ctx: typer.Context, kind: str, limit: int, where: dict[str, Any] | None = None) -> list[Memory]:
     async def act(nous: Nous) -> list[Memory]:
         return await nous.memories(kind, limit=limit, where=where)
@@ -397,7 +403,7 @@ def facts(
     async def act(nous: Nous) -> list[Memory]:
         return await nous.memories(
             "fact",
-            limit=limit,
+            limit=limit + 1,  # one more: whether there are more than shown
             user_id=user,
             subject=subject,
             category=category,
@@ -405,6 +411,7 @@ def facts(
         )
 
     found = [f for f in with_nous(ctx, act) if isinstance(f, Fact)]
+    more, found = len(found) > limit, found[:limit]
     if as_json:
         print_json(found)
         return
@@ -427,6 +434,7 @@ def facts(
         main="content",
         side=["subject", "category"],
     )
+    _more_note(more, limit, "facts")
 
 
 def decisions(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
@@ -434,7 +442,8 @@ def decisions(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False
 
     Example: nous decisions --json
     """
-    found = [d for d in _list(ctx, "decision", limit) if isinstance(d, Decision)]
+    found = [d for d in _list(ctx, "decision", limit + 1) if isinstance(d, Decision)]
+    more, found = len(found) > limit, found[:limit]
     if as_json:
         print_json(found)
         return
@@ -456,6 +465,7 @@ def decisions(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False
         main="description",
         side=("stakes", "outcome"),
     )
+    _more_note(more, limit, "decisions")
 
 
 def episodes(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False) -> None:
@@ -463,7 +473,8 @@ def episodes(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False)
 
     Example: nous episodes --limit 10
     """
-    found = [e for e in _list(ctx, "episode", limit) if isinstance(e, Episode)]
+    found = [e for e in _list(ctx, "episode", limit + 1) if isinstance(e, Episode)]
+    more, found = len(found) > limit, found[:limit]
     if as_json:
         print_json(found)
         return
@@ -482,6 +493,7 @@ def episodes(ctx: typer.Context, limit: LimitOpt = 50, as_json: JsonOpt = False)
             for e in found
         ],
     )
+    _more_note(more, limit, "episodes")
 
 
 def show(
