@@ -12,6 +12,7 @@ run over memories that are all threaded finds nothing to do: running it twice ch
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -46,23 +47,37 @@ def thread_text(memory: Memory) -> str:
     if isinstance(memory, Episode):
         return "\n".join(p for p in (memory.title, memory.summary, memory.content) if p)
     if isinstance(memory, Turn):
-        return memory.said()
+        return _VOCATIVE.sub("", memory.said())
     return memory.content
 
 
-def thread_item(memory: Memory, vector: np.ndarray, people: Iterable[str] = ()) -> ThreadItem:
-    """A memory as threading sees it. The names of the conversation's ``people`` are no topic: in a
-    chat between two people each says the other's name every few messages ("Thanks, Gina!"),
-    whatever they talk about, and facts about one person all carry it."""
-    skip = {w.lower() for name in people for w in name.split()}
+# A name said to the other speaker ("Thanks, Gina!", "Hey Jon!", "Way to go, Jon!"): in a chat
+# between two people it is in every other message, whatever they talk about.
+_VOCATIVE = re.compile(
+    r"(?:(?i:\b(?:hey|hi|hello|thanks|thank you|bye|congrats|congratulations|wow|oh|yay|sure|yeah|yes|"
+    r"great|cool))[,!]?\s+|,\s*)[A-Z][a-z]+(?=\s*[!?,])"
+)
+
+
+def thread_item(memory: Memory, vector: np.ndarray) -> ThreadItem:
+    """A memory as threading sees it: the same words whenever it is read (joining a thread in a
+    batch, or leaving it alone on a forget), so a thread's counts add up."""
     return ThreadItem(
         id=memory.id,
         user_id=memory.user_id,
         session_id=memory.session_id,
         occurred_at=memory.occurred_at,
         vector=vector,
-        words=item_words(thread_text(memory), skip),
+        words=item_words(thread_text(memory), _own_names(memory)),
     )
+
+
+def _own_names(memory: Memory) -> set[str]:
+    """The words of the people a memory names by its role: a turn's speaker, a fact's subject.
+    Every fact about Gina and every message Jon sends carries the name whatever the topic, so it
+    ties no thread (the other speaker's name said to them is left out by ``thread_text``)."""
+    named = memory.speaker if isinstance(memory, Turn) else getattr(memory, "subject", None)
+    return {w.lower() for w in named.split()} if named else set()
 
 
 def _weight(memory: Memory) -> float:
@@ -120,8 +135,7 @@ async def plan_threads(store: Store, agent_id: str, *, limit: int = BATCH) -> tu
         return [], 0
     memories = await store.get_many(agent_id, ids)
     vectors = await store.vectors(agent_id, ids)
-    people = _names(memories.values())
-    items = [thread_item(memories[i], vectors[i], people) for i in ids if i in memories and i in vectors]
+    items = [thread_item(memories[i], vectors[i]) for i in ids if i in memories and i in vectors]
     records: dict[str, ThreadRecord] = {}
     for user_id in {item.user_id for item in items}:
         for record in await store.threads(agent_id, user_id=user_id, limit=MAX_THREADS, live=False):
@@ -221,9 +235,8 @@ async def plan_thread_repairs(store: Store, agent_id: str, thread_ids: list[str]
             ops.append(DropThread(agent_id, record.id, record.version))
             continue
         state = ThreadState(id=record.id, user_id=record.user_id, vector_sum=np.zeros_like(record.vector_sum))
-        people = _names(kept)
         for memory in kept:
-            state.add(thread_item(memory, vectors[memory.id], people))
+            state.add(thread_item(memory, vectors[memory.id]))
         repaired = replace(
             record,
             label=label_of(_ends(kept), state.keywords, state.first_at, _names(kept)),
