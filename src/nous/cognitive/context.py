@@ -326,7 +326,9 @@ def build_context(inputs: ContextInputs) -> Context:
     )
 
 
-RETRIEVED = ("recent", "decisions", "facts", "procedures", "episodes", "turns")
+# the sections filled from recall, in their order; with the recent conversations, those sharing the room
+RECALLED = ("decisions", "facts", "procedures", "episodes", "turns")
+RETRIEVED = ("recent", *RECALLED)
 
 
 def _room_left(
@@ -464,14 +466,11 @@ def _in_order(inputs: ContextInputs, budget: Budget, shown: set[str]) -> tuple[B
     return left, f.section
 
 
-SECTIONS_RETRIEVED = ("decisions", "facts", "procedures", "episodes", "turns")
-
-
 def _retrieved(inputs: ContextInputs, budget: Budget, shown: set[str]) -> list[ContextSection]:
     """The retrieved sections, filled twice: what a section leaves of its share (one weak episode
     in a share of hundreds of tokens) goes to the sections that ran out of room, in proportion to
     their shares, up to their ceilings (up to the whole room when the caller chose the total)."""
-    budgets = {name: getattr(budget, name) for name in SECTIONS_RETRIEVED}
+    budgets = {name: getattr(budget, name) for name in RECALLED}
     sections = _fill_retrieved(inputs, budgets, shown)
     full = [s.name for s in sections if any(d.reason == DropReason.BUDGET for d in s.dropped)]
     spare = sum(s.budget - s.tokens for s in sections if s.name not in full)
