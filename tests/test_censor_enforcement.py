@@ -360,7 +360,7 @@ def test_cli_censors_add_list_check_edit_retire(cli: CliRunner, database_url: st
     added = run("censors", "add", DROP, "--action", "block", "--reason", "never drop [prod] tables", "--json")
     assert isinstance(added, dict) and len(added["id"]) == 36 and added["action"] == "block"
     plain = run("censors", "add", "--action", "warn", "--no-dedup", "--", "-rf /")
-    assert isinstance(plain, str) and len(plain.strip()) == 36
+    assert isinstance(plain, str) and re.fullmatch(r"added [0-9a-f-]{36}: warn `-rf /`\n", plain), plain
 
     checked = run("check-action", "DROP TABLE users", "--session", "s1", "--json")  # exit 3 on block
     assert isinstance(checked, dict) and checked["decision"] == "block"
@@ -400,7 +400,9 @@ def test_cli_edit_and_retire_say_what_happened_and_check_action_exits_3_on_block
         assert result.exit_code == code, (args, result.output)
         return result.stdout
 
-    censor = run("censors", "add", r"rm\s+-rf\s+/", "--reason", "destroys the host").strip()
+    added = run("censors", "add", r"rm\s+-rf\s+/", "--reason", "destroys the host")
+    assert re.fullmatch(r"added [0-9a-f-]{36}: warn `rm\\s\+-rf\\s\+/` — destroys the host\n", added), added
+    censor = added.split()[1].rstrip(":")
     assert "warn" in run("check-action", "rm -rf /") and run("check-action", "rm -rf /")
     line = run("censors", "edit", censor[:8], "--action", "block")
     assert line.strip() == f"edited {censor[:8]}: action warn → block (activations kept: 2)"

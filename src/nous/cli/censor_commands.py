@@ -144,7 +144,7 @@ def add(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Add a censor and print its id.
+    """Add a censor; print its id, its action and what it matches.
 
     Patterns are checked: an invalid regex, one that matches empty text, nested quantifiers
     such as (a+)+ or repeated alternatives that match the same text such as (a|aa)+ (which can
@@ -177,7 +177,13 @@ def add(
     if result.existing_id:
         console.print(f"[yellow]duplicate[/yellow] {result.existing_id}  an equivalent censor exists")
         return
-    console.print(result.id, highlight=False)
+    why = f" — {censor.reason}" if censor.reason else ""
+    console.print(
+        f"added {result.id}: {censor.action.value} `{censor.trigger_pattern}`{why}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 @app.command()
