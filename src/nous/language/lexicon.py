@@ -73,6 +73,7 @@ GENERIC = _words(
     scary hard past another huge little whole entire full free true incredible crazy wild tough fun
     funny interesting favorite favourite special beautiful lovely perfect kinda sorta gonna wanna
     stuff totally literally always never often usually hear heard listen bye goodbye cheers congrats
-    congratulations btw wait remember remembered believe believed
+    congratulations btw wait remember remembered believe believed gotta dunno lemme gimme tho lol
+    lmao omg haha hahaha yup nope nah ugh yay
     """
 )

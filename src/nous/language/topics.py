@@ -45,6 +45,7 @@ _DETERMINERS = frozenset(
 )
 _PARTICIPLE = re.compile(r"^[a-z]+(?<!e)ed$", re.IGNORECASE)
 _OBJECTS = frozenset(["me", "us", "him", "them", "you", "it"])  # "music *brings* me joy"
+_PARTICLES = frozenset(["out", "up"])  # "*figure* out the biz", "*set* up the repo": a phrasal verb
 # A word the conversation itself uses as a verb ("why did we *pick* Postgres", "I'll *call* the
 # vet") more often than as a noun ("the call") is an action, not a topic: no POS tagger needed.
 _VERB_CUES = frozenset(
@@ -146,7 +147,7 @@ def _is_word(token: str, skip: frozenset[str] | set[str]) -> bool:
     low = token.lower()
     return (
         token[0].isalpha()
-        and len(low) > 2
+        and (len(low) > 2 or (len(token) == 2 and token.isupper()))  # "CI", "UI", "DB" are topics
         and "'" not in low  # "I'm", "can't", "Jon's"
         and not low.endswith("ly")  # adverbs: "finally", "really"
         and low not in STOP_WORDS
@@ -156,9 +157,10 @@ def _is_word(token: str, skip: frozenset[str] | set[str]) -> bool:
 
 
 def _noun_phrase(run: list[str], after: str) -> list[str]:
-    """A run of content words without what is likely a verb: a last word before a determiner or an
-    object pronoun ("migration *eats* my week", "music *brings* me joy") and participles at either end ("offsite *sorted*")."""
-    if run and (after.lower() in _DETERMINERS or after.lower() in _OBJECTS):
+    """A run of content words without what is likely a verb: a last word before a determiner, an
+    object pronoun or a verb particle ("migration *eats* my week", "music *brings* me joy", "gotta
+    *figure* out") and participles at either end ("offsite *sorted*")."""
+    if run and (after.lower() in _DETERMINERS or after.lower() in _OBJECTS or after.lower() in _PARTICLES):
         run = run[:-1]
     while run and _PARTICIPLE.search(run[-1]):
         run = run[:-1]
