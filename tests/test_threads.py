@@ -435,3 +435,10 @@ def test_the_peoples_names_tie_no_thread() -> None:
     assert "store" in thread_item(fact, vector).words
     place = Turn(agent_id="a", content="Jon: We went to Paris, France.", speaker="Jon", occurred_at=at)
     assert "france" in thread_item(place, vector).words  # a place after a comma is no name said to someone
+    places = Turn(
+        agent_id="a",
+        content="Jon: Thanks, Gina! We saw Rome, Paris, and Lyon, France, in May.",
+        speaker="Jon",
+    )
+    words = set(thread_item(places, vector).words)
+    assert {"rome", "paris", "lyon", "france"} <= words and "gina" not in words, words

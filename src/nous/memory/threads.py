@@ -47,7 +47,7 @@ def thread_text(memory: Memory) -> str:
     if isinstance(memory, Episode):
         return "\n".join(p for p in (memory.title, memory.summary, memory.content) if p)
     if isinstance(memory, Turn):
-        return _VOCATIVE.sub("", memory.said())
+        return _without_vocatives(memory.said())
     return memory.content
 
 
@@ -57,6 +57,18 @@ _VOCATIVE = re.compile(
     r"(?:(?i:\b(?:hey|hi|hello|thanks|thank you|bye|congrats|congratulations|wow|oh|yay|sure|yeah|yes|"
     r"great|cool))[,!]?\s+|,\s*)[A-Z][a-z]+(?=\s*[!?,])"
 )
+_NAME_BEFORE = re.compile(r"\b[A-Z][a-z]+$")
+
+
+def _without_vocatives(text: str) -> str:
+    """``text`` without the names said to the other speaker. A name after a comma that follows
+    another name is a list or a place ("Rome, Paris, and London"; "Paris, France, in May"), kept."""
+
+    def drop(match: re.Match[str]) -> str:
+        listed = match.group(0).startswith(",") and _NAME_BEFORE.search(text, 0, match.start())
+        return match.group(0) if listed else ""
+
+    return _VOCATIVE.sub(drop, text)
 
 
 def thread_item(memory: Memory, vector: np.ndarray) -> ThreadItem:
