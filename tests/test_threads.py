@@ -442,3 +442,22 @@ def test_the_peoples_names_tie_no_thread() -> None:
     )
     words = set(thread_item(places, vector).words)
     assert {"rome", "paris", "lyon", "france"} <= words and "gina" not in words, words
+
+
+def test_a_one_memory_thread_whose_topic_is_a_word_is_labelled_by_its_opening() -> None:
+    from nous.memory.threads import label_of
+    from nous.models import Turn
+
+    at = datetime(2024, 5, 1, tzinfo=UTC)
+    cheer = Turn(
+        agent_id="a", content="Gina: Wow! You've got drive! Keep it up and you'll make it.", speaker="Gina"
+    )
+    assert label_of([cheer], {}, at) == "Wow! You've got drive! Keep it up and you'll make it."
+    long = Turn(
+        agent_id="a",
+        content="Jon: Wow, Gina, I'm stoked about this! Taking a risk is scary, but I'm ready for it.",
+        speaker="Jon",
+    )
+    assert label_of([long], {}, at) == "Wow, Gina, I'm stoked about this! Taking a risk is scary…"
+    topical = Turn(agent_id="a", content="Jon: The dance studio needs a sprung floor.", speaker="Jon")
+    assert label_of([topical], {}, at) != "The dance studio needs a sprung floor."  # a phrase says it

@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
+import snowballstemmer
+
 from nous.language.lexicon import GENERIC, STOP_WORDS
 from nous.language.prose import prose_sentences
 
@@ -194,9 +196,13 @@ def _person(run: list[str]) -> bool:
     return len(run) >= 2 and run[0].lower() in _RELATIONS and all(w[:1].isupper() for w in run[1:])
 
 
+_STEMMER = snowballstemmer.stemmer("english")
+
+
 def _overlap(a: str, b: str) -> bool:
-    """Phrases with a word in common ("budget tracker", "personal budget")."""
-    return bool(set(a.split()) & set(b.split()))
+    """Phrases with a word in common, however inflected ("budget tracker", "personal budget";
+    "dance", "dancing")."""
+    return bool(set(_STEMMER.stemWords(a.lower().split())) & set(_STEMMER.stemWords(b.lower().split())))
 
 
 def _incidental(key: str, counts: dict[str, float]) -> bool:

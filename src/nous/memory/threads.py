@@ -35,6 +35,7 @@ from nous.storage.base import AddThreadMember, ClearThreads, DropThread, PutThre
 
 THREADED_KINDS = (MemoryKind.TURN, MemoryKind.FACT, MemoryKind.DECISION, MemoryKind.EPISODE)
 BATCH = 2000  # memories threaded per run (an event's handler); the next run takes the rest
+OPENING_CHARS = 60  # a one-memory thread whose topic is a single word is labelled by this much of it
 LABEL_MEMBERS = 40  # a label is drawn from a thread's first and newest this many members each
 ASSISTANT_WEIGHT = 0.5  # an assistant's words tell a topic less than a person's
 MAX_THREADS = 100_000  # threads read at once (a scope's threads, to thread into or rank)
@@ -113,12 +114,25 @@ def label_of(
     ]
     found = key_phrases(said, names=_names(memories) | set(names), limit=3) if said else []
     phrases = list(dict.fromkeys(p for p in map(without_edge_verbs, found) if p))
+    if len(memories) == 1 and len(phrases) < 2 and " " not in "".join(phrases):
+        opening = _opening(memories[0])  # one memory whose topic is a word ("Drive"): say it whole
+        if opening:
+            return opening
     if phrases:
         return title_of(phrases)
     people = {w.lower() for n in (*_names(memories), *names) for w in n.split()}
     ranked = sorted(keywords.items(), key=lambda kv: (-kv[1], kv[0]))
     words = [w for w, _ in ranked if w not in people and w not in GENERIC][:3]
     return title_of(words, at)
+
+
+def _opening(memory: Memory) -> str:
+    """A memory's first words as a label, clipped at a word: "Wow! You've got drive! Keep it up…"."""
+    said = memory.said() if isinstance(memory, Turn) else thread_text(memory)
+    text = " ".join(clean_message(said).split())
+    if len(text) <= OPENING_CHARS:
+        return text
+    return text[: text.rfind(" ", 0, OPENING_CHARS)].rstrip(",;:") + "…"
 
 
 def _state(record: ThreadRecord) -> ThreadState:
