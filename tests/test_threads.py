@@ -444,7 +444,7 @@ def test_the_peoples_names_tie_no_thread() -> None:
     assert {"rome", "paris", "lyon", "france"} <= words and "gina" not in words, words
 
 
-def test_a_one_memory_thread_whose_topic_is_a_word_is_labelled_by_its_opening() -> None:
+def test_a_one_memory_thread_is_labelled_by_its_opening() -> None:
     from nous.memory.threads import label_of
     from nous.models import Turn
 
@@ -460,4 +460,5 @@ def test_a_one_memory_thread_whose_topic_is_a_word_is_labelled_by_its_opening() 
     )
     assert label_of([long], {}, at) == "Wow, Gina, I'm stoked about this! Taking a risk is scary…"
     topical = Turn(agent_id="a", content="Jon: The dance studio needs a sprung floor.", speaker="Jon")
-    assert label_of([topical], {}, at) != "The dance studio needs a sprung floor."  # a phrase says it
+    assert label_of([topical], {}, at) == "The dance studio needs a sprung floor."
+    assert label_of([topical, cheer], {}, at) == "Dance studio"  # two memories: their topic

@@ -35,7 +35,7 @@ from nous.storage.base import AddThreadMember, ClearThreads, DropThread, PutThre
 
 THREADED_KINDS = (MemoryKind.TURN, MemoryKind.FACT, MemoryKind.DECISION, MemoryKind.EPISODE)
 BATCH = 2000  # memories threaded per run (an event's handler); the next run takes the rest
-OPENING_CHARS = 60  # a one-memory thread whose topic is a single word is labelled by this much of it
+OPENING_CHARS = 60  # a one-memory thread is labelled by this much of its memory
 LABEL_MEMBERS = 40  # a label is drawn from a thread's first and newest this many members each
 ASSISTANT_WEIGHT = 0.5  # an assistant's words tell a topic less than a person's
 MAX_THREADS = 100_000  # threads read at once (a scope's threads, to thread into or rank)
@@ -114,8 +114,8 @@ def label_of(
     ]
     found = key_phrases(said, names=_names(memories) | set(names), limit=3) if said else []
     phrases = list(dict.fromkeys(p for p in map(without_edge_verbs, found) if p))
-    if len(memories) == 1 and len(phrases) < 2 and " " not in "".join(phrases):
-        opening = _opening(memories[0])  # one memory whose topic is a word ("Drive"): say it whole
+    if len(memories) == 1:  # a thread of one memory is that memory: its words say it best
+        opening = _opening(memories[0])
         if opening:
             return opening
     if phrases:
