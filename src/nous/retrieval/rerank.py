@@ -32,26 +32,26 @@ from nous._memo import TextMemo
 # written beside conversations about other things, as a store that grew. A weight is on the
 # scale of the calibrated relevance (see BIAS).
 FEATURE_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("rrf", 2.83),  # fused reciprocal-rank score / the best one
-    ("rank", 0.653),  # 1 - rank / depth in the fused ranking
-    ("cosine", 3.415),  # cosine to the query (best chunk)
-    ("cover_passage", 3.223),  # share of the query's terms in its best passage of its own text
-    ("cover_context", 1.809),  # share of the query's terms found only in its context
-    ("session", 0.583),  # strength of its session / the strongest session's
-    ("graph", 0.629),  # evidence from edges to the best memories (0..1)
-    ("speaker", 2.015),  # the query names its speaker (or asks in the first person, of a user turn)
-    ("length", -0.109),  # log length of its text, 1 at ~4,000 characters
-    ("question", -0.145),  # it is itself a question
-    ("kind_match", 2.306),  # of a kind the question asks for (a decision for 'what did we decide')
-    ("own", 0.934),  # it belongs to the user who asks (not shared by every user)
-    ("turn", -0.443),  # it is a conversation turn
-    ("censor", -0.406),  # it is a censor (a rule of what not to do: rarely an answer)
-    ("answer_type", 0.777),  # asked when / how much / how many, it holds a time or number
-    ("fires", 2.125),  # a censor whose trigger pattern matches the question: what it guards against
+    ("rrf", 2.613),  # fused reciprocal-rank score / the best one
+    ("rank", 0.473),  # 1 - rank / depth in the fused ranking
+    ("cosine", 3.723),  # cosine to the query (best chunk)
+    ("cover_passage", 3.475),  # share of the query's terms (not the speakers' names) in its best passage
+    ("cover_context", 1.758),  # share of the query's terms found only in its context
+    ("session", 0.675),  # strength of its session / the strongest session's
+    ("graph", 0.51),  # evidence from edges to the best memories (0..1)
+    ("speaker", 1.984),  # the query names its speaker (or asks in the first person, of a user turn)
+    ("length", -0.139),  # log length of its text, 1 at ~4,000 characters
+    ("question", -0.196),  # it is itself a question
+    ("kind_match", 2.313),  # of a kind the question asks for (a decision for 'what did we decide')
+    ("own", 0.962),  # it belongs to the user who asks (not shared by every user)
+    ("turn", -0.62),  # it is a conversation turn
+    ("censor", -0.443),  # it is a censor (a rule of what not to do: rarely an answer)
+    ("answer_type", 0.942),  # asked when / how much / how many, it holds a time or number
+    ("fires", 2.157),  # a censor whose trigger pattern matches the question: what it guards against
 )
 FEATURES: tuple[str, ...] = tuple(name for name, _ in FEATURE_WEIGHTS)
 WEIGHTS = np.array([weight for _, weight in FEATURE_WEIGHTS], dtype=np.float64)
-BIAS = -8.032
+BIAS = -7.858
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
@@ -183,6 +183,12 @@ def feature_matrix(
     lower = query.lower()
     asks_first_person = first_person(query)
     asks_number = _ASKS_NUMBER.search(query) is not None
+    # The speakers' names count for the speaker feature, not for the term shares: in a chat
+    # between two people every message carries a name, most of them in greetings and thanks.
+    speakers = {stem(w) for f in facts if f.speaker and f.speaker != f.role for w in f.speaker.split()}
+    topic_terms = query_terms - speakers
+    if topic_terms:
+        query_terms = topic_terms
     n_terms = len(query_terms) or 1
     rows = []
     for f in facts:
