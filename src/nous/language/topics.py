@@ -48,6 +48,7 @@ _DETERMINERS = frozenset(
 _PARTICIPLE = re.compile(r"^[a-z]+(?<!e)ed$", re.IGNORECASE)
 _OBJECTS = frozenset(["me", "us", "him", "them", "you", "it"])  # "music *brings* me joy"
 _PARTICLES = frozenset(["out", "up"])  # "*figure* out the biz", "*set* up the repo": a phrasal verb
+_AFTER_A_VERB = _DETERMINERS | _OBJECTS | _PARTICLES  # a word before one of these is likely a verb
 # A word the conversation itself uses as a verb ("why did we *pick* Postgres", "I'll *call* the
 # vet") more often than as a noun ("the call") is an action, not a topic: no POS tagger needed.
 _VERB_CUES = frozenset(
@@ -162,7 +163,7 @@ def _noun_phrase(run: list[str], after: str) -> list[str]:
     """A run of content words without what is likely a verb: a last word before a determiner, an
     object pronoun or a verb particle ("migration *eats* my week", "music *brings* me joy", "gotta
     *figure* out") and participles at either end ("offsite *sorted*")."""
-    if run and (after.lower() in _DETERMINERS or after.lower() in _OBJECTS or after.lower() in _PARTICLES):
+    if run and after.lower() in _AFTER_A_VERB:
         run = run[:-1]
     while run and _PARTICIPLE.search(run[-1]):
         run = run[:-1]

@@ -106,7 +106,10 @@ def label_of(
 ) -> str:
     """A thread's label: the key phrases of its members' prose (people's words first), else its
     most frequent words, else its date. The speakers' ``names`` (and the members' own) are people,
-    never a topic: a thread of one speaker's turns names the other often ("Thanks, Jon!")."""
+    never a topic: a thread of one speaker's turns names the other often ("Thanks, Jon!"). A
+    thread of one memory is that memory: its opening words say it best."""
+    if len(memories) == 1 and (opening := _opening(memories[0])):
+        return opening
     said = [
         (sentence, _weight(m))
         for m in memories
@@ -114,10 +117,6 @@ def label_of(
     ]
     found = key_phrases(said, names=_names(memories) | set(names), limit=3) if said else []
     phrases = list(dict.fromkeys(p for p in map(without_edge_verbs, found) if p))
-    if len(memories) == 1:  # a thread of one memory is that memory: its words say it best
-        opening = _opening(memories[0])
-        if opening:
-            return opening
     if phrases:
         return title_of(phrases)
     people = {w.lower() for n in (*_names(memories), *names) for w in n.split()}

@@ -19,6 +19,7 @@ from nous.ingest.shapes import SHAPES
 from nous.models import DecisionCategory, EpisodeOutcome, MemoryKind, Stakes
 from nous.models.events import Event, EventKind, EventStatus
 from nous.server.bodies import (
+    BUDGET_DOC,
     CLEAN,
     LAX,
     SOLID,
@@ -165,7 +166,7 @@ class PreviewRequest(StrictBody):
         default=None,
         ge=1,
         le=1_000_000,
-        description="Total token budget: the sections with something to show share all of it (default: the frame's own, each section within its ceiling).",
+        description=BUDGET_DOC,
     )
     at: IsoDatetime | None = Field(default=None, description="When the message is sent (default now).")
     as_of: IsoDatetime | None = Field(default=None, description="Show the store as it stood then.")

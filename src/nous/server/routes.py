@@ -30,6 +30,7 @@ from nous.models.heart import censor_actions_text
 from nous.models.metadata import decode_where
 from nous.models.session import IdentitySection
 from nous.server.bodies import (
+    BUDGET_DOC,
     CLEAN,
     LAX,
     SOLID,
@@ -111,7 +112,7 @@ class TurnRequest(StrictBody):
     text: str = Field(min_length=1, max_length=100_000, pattern=SOLID)
     budget: Annotated[int, Field(ge=1, le=1_000_000), BeforeValidator(_integral)] | None = Field(
         default=None,
-        description="Total token budget: the sections with something to show share all of it (default: the frame's own, each section within its ceiling).",
+        description=BUDGET_DOC,
     )
     frame: Annotated[FrameName, LAX] | None = Field(default=None, description="Force a frame.")
     user_id: ActingUser = Field(default=None, description="The user speaking (an agent's key).")
