@@ -32,6 +32,21 @@ from nous.language.topics import conversation_title
             ],
             "Backup script",
         ),
+        (  # a month or a weekday is a date, not a topic
+            [
+                ("Jon", "Jonas has his piano recital in April. April is busy."),
+                ("Gina", "Good luck with the piano recital in April! Is it on a Friday?"),
+                ("Jon", "The recital is on a Friday in April."),
+            ],
+            "Piano recital",
+        ),
+        (  # a march is a topic
+            [
+                ("Jon", "The climate march is on Saturday. I made a sign for the march."),
+                ("Gina", "See you at the climate march on Saturday!"),
+            ],
+            "Climate march",
+        ),
     ],
 )
 def test_a_title_names_the_topic(messages: list[tuple[str, str]], title: str) -> None:

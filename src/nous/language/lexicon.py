@@ -77,3 +77,11 @@ GENERIC = _words(
     lmao omg haha hahaha yup nope nah ugh yay
     """
 )
+# The days of the week, the months and the days said relative to today: a date, never a name or a
+# topic ("Jonas: April and recital" is no label).
+CALENDAR = _words(
+    """
+    monday tuesday wednesday thursday friday saturday sunday january february march april may june
+    july august september october november december today tomorrow yesterday tonight weekend
+    """
+)

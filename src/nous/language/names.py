@@ -4,35 +4,9 @@ from __future__ import annotations
 
 import re
 
-from nous.language.lexicon import GENERIC, STOP_WORDS
+from nous.language.lexicon import CALENDAR, GENERIC, STOP_WORDS
 
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)*\b")
-_CALENDAR = frozenset(
-    [
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "today",
-        "tomorrow",
-        "yesterday",
-    ]
-)
 
 
 def proper_names(text: str, *, besides: str = "", limit: int = 3) -> list[str]:
@@ -49,7 +23,7 @@ def proper_names(text: str, *, besides: str = "", limit: int = 3) -> list[str]:
             low in known
             or low in STOP_WORDS
             or low in GENERIC
-            or low in _CALENDAR
+            or low in CALENDAR
             or len(low) < 3
             or getAllLemmas(low)  # a common word: "Forum", "After", "Dinner"
             or word in out

@@ -17,7 +17,7 @@ from datetime import datetime
 
 import snowballstemmer
 
-from nous.language.lexicon import GENERIC, STOP_WORDS
+from nous.language.lexicon import CALENDAR, GENERIC, STOP_WORDS
 from nous.language.prose import prose_sentences
 
 MAX_WORDS = 3
@@ -155,6 +155,7 @@ def _is_word(token: str, skip: frozenset[str] | set[str]) -> bool:
         and not low.endswith("ly")  # adverbs: "finally", "really"
         and low not in STOP_WORDS
         and low not in GENERIC
+        and not (low in CALENDAR and (token[0].isupper() or low != "march"))  # a date; "a march" is a topic
         and low not in skip
     )
 
