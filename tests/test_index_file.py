@@ -36,14 +36,14 @@ def unit(rng: np.random.Generator) -> np.ndarray:
     return np.asarray(v / np.linalg.norm(v), dtype=np.float32)
 
 
-async def add(nous: Nous, count: int, seed: int, prefix: str) -> list[str]:
+async def add(nous: Nous, count: int, seed: int, prefix: str, agent: str = AGENT) -> list[str]:
     """``count`` memories (every fifth a procedure, every seventh inactive, every fourth with two
     chunk vectors) with random vectors; their ids."""
     rng = np.random.default_rng(seed)
     memories = [
-        Procedure(agent_id=AGENT, name=f"{prefix} {i}", content=f"{prefix} step {i}", provenance=Provenance())
+        Procedure(agent_id=agent, name=f"{prefix} {i}", content=f"{prefix} step {i}", provenance=Provenance())
         if i % 5 == 0
-        else Fact(agent_id=AGENT, content=f"{prefix} fact {i}", provenance=Provenance(), active=i % 7 != 3)
+        else Fact(agent_id=agent, content=f"{prefix} fact {i}", provenance=Provenance(), active=i % 7 != 3)
         for i in range(count)
     ]
     embedded = [Embedded(unit(rng), [unit(rng), unit(rng)] if i % 4 == 0 else []) for i in range(count)]
@@ -200,3 +200,31 @@ async def test_a_file_that_cannot_be_written_leaves_the_store_working(
         assert "vector index not saved" in caplog.text
         assert await answers(nous) == built
     assert not Path(f"{db_path(run)}.vindex").exists()
+
+
+async def test_an_agent_with_a_small_share_of_the_rows_is_searched_among_its_own(
+    run: Settings, provider: EmbeddingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a store mostly of another agent's rows, the reduced pass scores only the asking agent's
+    rows, and the answers are the ones scoring every row gives."""
+    other = run.model_copy(update={"agent_id": "other-agent"})
+    async with Nous(other, embedding_provider=provider) as nous:
+        await add(nous, 1_200, seed=4, prefix="other", agent="other-agent")
+    async with Nous(run, embedding_provider=provider) as nous:
+        await add(nous, 250, seed=3, prefix="own")
+        index = store_of(nous)._index
+        assert index is not None
+        everything = index._reduced_scores
+        monkeypatch.setattr(vector_index, "OWN_ROWS_SHARE", 10**9)  # every row scored
+        full = await answers(nous)
+        monkeypatch.setattr(vector_index, "OWN_ROWS_SHARE", 4)
+
+        def not_every_row(vector: np.ndarray, n: int) -> np.ndarray:
+            raise AssertionError("every row was scored for an agent holding a fifth of them")
+
+        monkeypatch.setattr(index, "_reduced_scores", not_every_row)
+        own = await answers(nous)
+        monkeypatch.setattr(index, "_reduced_scores", everything)
+    assert index._basis is not None  # the reduced pass ran
+    assert own == full
+    assert all(hits for hits in own[:2])

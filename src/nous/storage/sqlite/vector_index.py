@@ -43,6 +43,7 @@ APPROX_MIN_ROWS = 20_000  # below this the int8 pass over every row is already a
 REDUCED_DIMS = 64
 RERANK_MIN = 1_000  # rows passed from the reduced pass to the int8 pass (at least 3x the limit)
 RESCORE_MIN = 50  # rows re-scored with their float32 vectors from the file (at least 4x the limit)
+OWN_ROWS_SHARE = 4  # a filter holding under 1/4 of the rows scores only them in the reduced pass
 PCA_SAMPLE = 10_000
 LOAD_BATCH = 8_192  # rows read per step when catching up: a full load never holds every blob at once
 SAVE_EVERY = 20_000  # rows taken in before the index is saved again (or a twentieth of the rows)
@@ -438,7 +439,12 @@ class VectorIndex:
             if candidates.size == 0:
                 return []
             if self._basis is not None and candidates.size >= APPROX_MIN_ROWS:
-                candidates = _shortlist(self._reduced_scores(vector, n), mask, max(RERANK_MIN, 3 * limit))
+                size = max(RERANK_MIN, 3 * limit)
+                if candidates.size * OWN_ROWS_SHARE < n:  # other agents' rows are most of the store
+                    approx = self._reduced[candidates] @ (vector @ self._basis)
+                    candidates = np.sort(candidates[_top(approx, size)])
+                else:  # every row's reduced score, kept for the next filter on this vector
+                    candidates = _shortlist(self._reduced_scores(vector, n), mask, size)
             approx = self._dequantised(candidates) @ vector
             candidates = candidates[_top(approx, max(RESCORE_MIN, 4 * limit))]
             rows, vectors = self._float_vectors(conn, candidates)
