@@ -216,7 +216,7 @@ async def test_scale_benchmark_on_postgres_drops_its_scratch_schema(
 
 
 async def test_context_benchmark_finds_evidence_in_what_the_agent_sees(
-    tmp_path: Path, provider: EmbeddingProvider
+    tmp_path: Path, provider: EmbeddingProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The frame's own budget (the single-budget report's keys, at the top level) and 1,000 tokens,
     from one ingest: each context and each packed baseline within its budget."""
@@ -252,6 +252,32 @@ async def test_context_benchmark_finds_evidence_in_what_the_agent_sees(
         assert 0 < row["tokens_p50"] <= row["tokens_p95"] <= 1000  # tokens used per dataset and category
     # three sessions hold more than 1,000 tokens of messages: the baseline fills the budget
     assert 900 <= small["baseline"]["tokens"]["p50"] <= small["baseline"]["tokens"]["max"] <= 1000
+    # the printed tables, 80 columns wide: each header over its own figure, none cut
+    from nous.cli.bench import print_context
+    from nous.cli.output import console
+
+    monkeypatch.setattr(console, "_width", 80)
+    with console.capture() as printed:
+        print_context(result)
+    lines = printed.get().splitlines()
+    header = next(line for line in lines if "category" in line and "groups" in line)
+    names = ["category", "n", "groups", "all", "base", "ratio", "tokens", "base tok"]
+    assert [cell.strip() for cell in header.split("┃")[1:-1]] == names
+    n, b = small["nous"], small["baseline"]
+    start = next(i for i, line in enumerate(lines) if "budget 1000" in line)
+    total = next(line for line in lines[start:] if line.startswith("│ all "))
+    cells = [c.strip() for c in total.split("│")[1:-1]]
+    assert cells == [
+        "all",
+        str(n["questions"]),
+        f"{n['groups']:.3f}",
+        f"{n['all']:.3f}",
+        f"{b['groups']:.3f}",
+        f"{n['groups'] / b['groups']:.2f}",
+        str(n["tokens_p50"]),
+        str(b["tokens_p50"]),
+    ]
+    assert "…" not in printed.get() and max(len(line) for line in lines) <= 80
 
 
 def test_packed_baseline_fills_the_budget_in_rank_order_and_scores_what_it_quotes() -> None:

@@ -450,8 +450,9 @@ def _times(ratio: float | None) -> str:
 
 def _context_rows(figures: dict[str, Any]) -> list[list[Any]]:
     """Per dataset and category, then per dataset and overall: the share of evidence groups in
-    nous's context beside the packed baseline's, their ratio and the tokens each used (p50; all,
-    any and p95 are in the JSON)."""
+    nous's context and of questions with all of theirs, the packed baseline's share of groups,
+    the ratio of the two shares of groups and the tokens each used (p50; any and p95 are in the
+    JSON)."""
     nous, base = figures["nous"], figures["baseline"]
     rows: list[list[Any]] = []
 
@@ -462,6 +463,7 @@ def _context_rows(figures: dict[str, Any]) -> list[list[Any]]:
             category,
             n["questions"],
             f"{n['groups']:.3f}",
+            f"{n['all']:.3f}",
             f"{b['groups']:.3f}",
             ratio,
             n["tokens_p50"],
@@ -479,6 +481,61 @@ def _context_rows(figures: dict[str, Any]) -> list[list[Any]]:
     if several:
         rows.append(row("all", "all", nous, base))
     return rows
+
+
+def print_context(result: dict[str, Any]) -> None:
+    """The context benchmark's tables: per budget, per dataset and category; then per budget."""
+    one = len(result["datasets"]) == 1
+    columns = [
+        *([] if one else ["dataset"]),
+        "category",
+        "n",
+        "groups",
+        "all",
+        "base",
+        "ratio",
+        "tokens",
+        "base tok",
+    ]
+    summary: list[list[Any]] = []
+    for key, figures in result["by_budget"].items():
+        label = "frame's own budget" if key == "frame" else f"budget {key}"
+        base = figures["baseline"]
+        rows = _context_rows(figures)
+        table(
+            f"evidence groups in context · {label} · "
+            + (f"{next(iter(result['datasets']))} · " if one else "")
+            + f"{plural(result['questions'], 'question')} · base: BM25 ({base['variant']}) + dense, "
+            "packed into the same budget",
+            columns,
+            [r[1:] for r in rows] if one else rows,
+        )
+        n_tok, b_tok = figures["nous"]["tokens"], base["tokens"]
+        at_used = figures["baseline_at_tokens_used"]
+        summary.append(
+            [
+                key,
+                f"{figures['nous']['groups']:.3f}",
+                f"{base['groups']:.3f}",
+                _times(figures["ratio_groups"]),
+                str(n_tok["p50"]),
+                str(b_tok["p50"]),
+                f"{at_used['groups']:.3f}",
+                _times(figures["ratio_groups_at_tokens_used"]),
+            ]
+        )
+    table(
+        "evidence groups in context: nous against the packed baseline, per budget (tokens: p50 "
+        "used; @tok: the baseline packed into the tokens nous used; any and p95 in --json)",
+        ["budget", "nous", "baseline", "ratio", "tokens", "base tok", "base@tok", "ratio@tok"],
+        summary,
+    )
+    t, lat = result["tokens"], result["latency_ms"]
+    frames = ", ".join(f"{f} {n}" for f, n in result["frames"].items())
+    console.print(
+        f"frames: {frames} · at budget {result['budgets'][0]}: tokens p50 {t['p50']} · p95 {t['p95']} · "
+        f"max {t['max']} · over budget {t['over_budget']} · pre_turn p50 {lat['p50']} ms · p95 {lat['p95']} ms"
+    )
 
 
 @app.command()
@@ -536,55 +593,7 @@ def context(
                 step=steps.advance,
             )
         )
-    columns = [
-        "dataset",
-        "category",
-        "n",
-        "groups",
-        "all",
-        "base grp",
-        "base all",
-        "ratio",
-        "tokens",
-        "base tok",
-    ]
-    summary: list[list[Any]] = []
-    for key, figures in result["by_budget"].items():
-        label = "frame's own budget" if key == "frame" else f"budget {key}"
-        base = figures["baseline"]
-        table(
-            f"evidence in context · {label} · {plural(result['questions'], 'question')} · "
-            f"baseline BM25 ({base['variant']}) + dense, packed",
-            columns,
-            _context_rows(figures),
-        )
-        n_tok, b_tok = figures["nous"]["tokens"], base["tokens"]
-        at_used = figures["baseline_at_tokens_used"]
-        summary.append(
-            [
-                key,
-                f"{figures['nous']['groups']:.3f}",
-                f"{base['groups']:.3f}",
-                _times(figures["ratio_groups"]),
-                str(n_tok["p50"]),
-                str(b_tok["p50"]),
-                f"{at_used['groups']:.3f}",
-                _times(figures["ratio_groups_at_tokens_used"]),
-            ]
-        )
-    table(
-        "evidence groups in context: nous against the packed baseline, per budget (tokens: p50 "
-        "used; @tok: the baseline packed into the tokens nous used; all, any and p95 in the "
-        "tables above and in --json)",
-        ["budget", "nous", "baseline", "ratio", "tokens", "base tok", "base@tok", "ratio@tok"],
-        summary,
-    )
-    t, lat = result["tokens"], result["latency_ms"]
-    frames = ", ".join(f"{f} {n}" for f, n in result["frames"].items())
-    console.print(
-        f"frames: {frames} · at budget {result['budgets'][0]}: tokens p50 {t['p50']} · p95 {t['p95']} · "
-        f"max {t['max']} · over budget {t['over_budget']} · pre_turn p50 {lat['p50']} ms · p95 {lat['p95']} ms"
-    )
+    print_context(result)
     if out:
         out.write_text(json.dumps(result, indent=2))
         console.print(f"wrote {out}")
