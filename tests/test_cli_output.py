@@ -198,7 +198,8 @@ def test_bench_context_at_several_budgets_prints_a_table_per_budget_and_writes_j
     assert re.findall(r"^questions (\d+)/3", result.stderr, re.MULTILINE) == ["1", "2", "3"]  # once each
     text = " ".join(result.stdout.split())
     assert "evidence in context · budget 300 · 3 questions" in text and "budget 1000" in text
-    rows = [line for line in result.stdout.splitlines() if line.startswith("│ labelled")]
+    assert "3 questions · labelled · base: BM25" in text  # one dataset: named in the title
+    rows = [line for line in result.stdout.splitlines() if line.startswith("│ all ")]
     assert len(rows) == 2  # one category, one row per budget
     figures = json.loads(out.read_text())
     assert figures["budgets"] == ["300", "1000"] and figures["questions"] == 3
@@ -390,3 +391,11 @@ def test_a_listing_says_when_it_stopped_at_its_limit(cli: CliRunner, database_ur
     assert "the newest 2 facts shown; there are more: --limit N" in " ".join(out.split())
     assert len(data(cli, "--db", database_url, "facts", "--limit", "2")) == 2
     assert "there are more" not in run(cli, database_url, "facts", "--limit", "3")[0]
+
+
+def test_a_table_refuses_a_row_that_does_not_fill_its_columns() -> None:
+    """A figure under another figure's header misleads: a row with a cell too few is a bug."""
+    from nous.cli.output import table
+
+    with pytest.raises(ValueError, match="one cell per column"):
+        table("figures", ["name", "groups", "all"], [["a", "0.5", "0.4"], ["b", "0.5"]])

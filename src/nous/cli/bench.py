@@ -503,10 +503,9 @@ def print_context(result: dict[str, Any]) -> None:
         base = figures["baseline"]
         rows = _context_rows(figures)
         table(
-            f"evidence groups in context · {label} · "
+            f"evidence in context · {label} · {plural(result['questions'], 'question')} · "
             + (f"{next(iter(result['datasets']))} · " if one else "")
-            + f"{plural(result['questions'], 'question')} · base: BM25 ({base['variant']}) + dense, "
-            "packed into the same budget",
+            + f"base: BM25 ({base['variant']}) + dense, packed into the same budget",
             columns,
             [r[1:] for r in rows] if one else rows,
         )

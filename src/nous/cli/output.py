@@ -80,6 +80,8 @@ def table(
     before it is cut; the other columns are kept whole as short ones.
     """
     cells = [["" if v is None else str(v) for v in r] for r in rows]
+    if any(len(r) != len(columns) for r in cells):  # a figure under another's header misleads
+        raise ValueError(f"a row of {title or 'a table'!r} does not have one cell per column {list(columns)}")
     if not cells:
         console.print(f"[dim]{title or 'nothing'}: none[/dim]")
         return
