@@ -410,6 +410,16 @@ def test_a_label_from_keywords_names_no_speaker_and_no_chat_word() -> None:
     assert label == "Studio: fashion and dance"
 
 
+def test_a_date_ties_no_thread() -> None:
+    """A month or a weekday is when, not what: two memories that both say "May" or "Friday" are
+    not on one topic for it."""
+    from nous.memory.threading import item_words
+
+    words = item_words("Cutover of the payments ledger is planned for May 5; the sync moves to Friday.")
+    assert "ledger" in words and "cutover" in words
+    assert not {"may", "friday"} & set(words)
+
+
 def test_the_peoples_names_tie_no_thread() -> None:
     """In a chat between Jon and Gina each says the other's name every few messages, and every
     fact about Gina carries hers: a turn's speaker, the name said to the other speaker and a

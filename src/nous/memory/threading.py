@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from nous._text import keyword_terms
-from nous.language.lexicon import GENERIC
+from nous.language.lexicon import CALENDAR, GENERIC
 
 JOIN_AT = 0.35  # a memory joins the best thread scoring at least this, else starts its own
 WORDS_WEIGHT = 0.3  # how much the share of shared frequent words adds to the cosine
@@ -87,11 +87,14 @@ def kept_keywords(counts: Counter[str]) -> dict[str, int]:
     return dict(ranked[:KEYWORDS_KEPT])
 
 
+_NO_TOPIC = GENERIC | CALENDAR
+
+
 def item_words(text: str, skip: Collection[str] = ()) -> list[str]:
-    """The content words of a memory that can tie it to a topic (no generic chat words, none of
-    ``skip``)."""
+    """The content words of a memory that can tie it to a topic (no generic chat words, no dates
+    such as "May" or "Friday", none of ``skip``)."""
     words = keyword_terms(text, limit=ITEM_WORDS * 2)
-    return [w for w in words if w not in GENERIC and w not in skip and len(w) > 2][:ITEM_WORDS]
+    return [w for w in words if w not in _NO_TOPIC and w not in skip and len(w) > 2][:ITEM_WORDS]
 
 
 @dataclass(slots=True)
