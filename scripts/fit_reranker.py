@@ -187,10 +187,13 @@ def _training_set(records: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(ws)
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float = 1e-3) -> tuple[np.ndarray, float]:
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float = 1e-3, *, by_rule: dict[int, float] | None = None
+) -> tuple[np.ndarray, float]:
     """Weighted L2-regularised logistic regression by Newton's method (intercept unpenalised).
-    Features of FIXED keep their set weight: they enter as an offset, and only the rest are fit."""
-    fixed = {i: v for i, v in FIXED.items() if i < x.shape[1]}
+    Features of ``by_rule`` (default FIXED) keep their set weight: they enter as an offset, and
+    only the rest are fit."""
+    fixed = {i: v for i, v in (FIXED if by_rule is None else by_rule).items() if i < x.shape[1]}
     free = [i for i in range(x.shape[1]) if i not in fixed]
     offset = sum((x[:, i] * v for i, v in fixed.items()), np.zeros(len(x)))
     weights, bias = _fit_free(x[:, free], y, w, l2, offset)
@@ -306,7 +309,7 @@ def calibrate(records: list[dict], w: np.ndarray, on: set[str] | None) -> tuple[
     """relevance = sigmoid(a * (x . w) + b . q + c), fitted on the calibration set of the datasets
     ``on`` (all when None); returns ([a, b...], c)."""
     x, y, sw = _calibration_set([r for r in records if on is None or r["dataset"] in on], w)
-    return fit_logistic(x, y, sw, l2=1e-4)
+    return fit_logistic(x, y, sw, l2=1e-4, by_rule={})  # the features' fixed weights are not its columns
 
 
 def _relevance(r: dict, w: np.ndarray, cal: tuple[np.ndarray, float]) -> np.ndarray:

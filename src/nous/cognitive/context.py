@@ -157,6 +157,7 @@ class ContextInputs:
     budget: Budget | None = None  # overrides the frame's budgets
     identity: Sequence[IdentitySection] = ()
     profile: Sequence[Fact] = ()
+    instructions: Sequence[Memory] = ()  # the user's standing instructions, newest first
     censors: Sequence[Censor] = ()
     warnings: Sequence[str] = ()
     working_memory: WorkingMemory | None = None
@@ -280,9 +281,10 @@ def render(sections: Sequence[ContextSection]) -> str:
 def build_context(inputs: ContextInputs) -> Context:
     """Assemble the context; it never exceeds the total budget."""
     budget = inputs.budget or inputs.frame.budget
+    profile = _profile(inputs, budget.user_profile)
     fixed = [
         _identity(inputs, budget.identity),
-        _profile(inputs, budget.user_profile),
+        profile,
         _censors(inputs, budget.censors),
         _frame(inputs, budget.frame),
         _working_memory(inputs, budget.working_memory),
@@ -302,6 +304,8 @@ def build_context(inputs: ContextInputs) -> Context:
     if inputs.timeline and not inputs.greeting:
         budget, section = _in_order(inputs, budget, shown)
         in_order.append(section)
+    # what the profile shows is not shown again; what did not fit there may be retrieved
+    shown |= {item.id for item in profile.items if item.id}
     retrieved = [] if inputs.greeting else _retrieved(inputs, budget, shown)
     sections = [
         *fixed,
@@ -381,7 +385,15 @@ def _identity(inputs: ContextInputs, budget: int) -> ContextSection:
 
 
 def _profile(inputs: ContextInputs, budget: int) -> ContextSection:
+    """The user's standing instructions first (how to answer, quoted as said, with the day), then
+    their preference and person facts."""
     f = _Filler("user_profile", budget)
+    for told in inputs.instructions:
+        speaker = getattr(told, "speaker", None)  # a turn reads "user: Always ..."
+        said = told.content.removeprefix(f"{speaker}: ") if speaker else told.content
+        f.add(
+            f"- Standing instruction ({told.occurred_at:%Y-%m-%d}): {said}", kind=told.kind.value, id_=told.id
+        )
     for fact in inputs.profile:
         if fact.superseded_by is not None:
             f.drop(fact.id, DropReason.SUPERSEDED)
@@ -491,7 +503,6 @@ def _fill_retrieved(inputs: ContextInputs, budgets: dict[str, int], shown: set[s
     fillers = {name: _Filler(name, b) for name, b in budgets.items()}
     said = [_words(t) for t in inputs.already_said]
     question = _words(inputs.query)
-    in_profile = {fact.id for fact in inputs.profile}
     kept: list[frozenset[str]] = []
     for hit in inputs.hits:
         name = SECTION_OF_KIND.get(hit.kind)
@@ -499,8 +510,8 @@ def _fill_retrieved(inputs: ContextInputs, budgets: dict[str, int], shown: set[s
             continue
         f, memory = fillers[name], hit.memory
         words = _words(memory.content)
-        if hit.id in shown or hit.id in in_profile:
-            f.drop(hit.id, DropReason.DUPLICATE)  # already in the recent tier or the user's profile
+        if hit.id in shown:
+            f.drop(hit.id, DropReason.DUPLICATE)  # already in the user's profile or the recent tier
         elif _echoes(memory, question, inputs.query):
             f.drop(hit.id, DropReason.QUESTION)
         elif hit.kind == MemoryKind.EPISODE and memory.session_id == inputs.session_id:

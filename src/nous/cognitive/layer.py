@@ -33,6 +33,7 @@ from nous.events.extraction import remembered_facts
 from nous.heart import Heart
 from nous.heart.identity import Identity
 from nous.heart.sessions import EpisodeStart
+from nous.language.instructions import message_category
 from nous.models import (
     Censor,
     Edge,
@@ -287,8 +288,9 @@ class CognitiveLayer:
         async def profile() -> list[Fact]:
             return await self.identity.user_profile(plan.user_id) if plan.user_id else []
 
-        facts, wm, recent, (found, timeline), said = await asyncio.gather(
+        facts, told, wm, recent, (found, timeline), said = await asyncio.gather(
             profile(),
+            self.identity.standing_instructions(plan.user_id, about=plan.query, before=plan.now),
             self.heart.working_memory.get(plan.session_id),
             self._recent_episodes(plan.user_id, plan.session_id, plan.now),
             hits(),
@@ -308,6 +310,7 @@ class CognitiveLayer:
                 fill=plan.fill,
                 identity=plan.identity,
                 profile=facts,
+                instructions=told,
                 censors=plan.censors,
                 warnings=warnings,
                 working_memory=wm,
@@ -459,6 +462,7 @@ class CognitiveLayer:
             role=role,
             speaker=role,
             content=f"{role}: {content}",
+            category=message_category(role, content),
             episode_id=episode_id,
             occurred_at=at,
             encoded_frame=state.frame,

@@ -1,16 +1,19 @@
 """Identity: who the agent is, in versioned sections, every change in history; and the profile of
-each user, built from that user's preference and person facts and the facts whose subject is the user."""
+each user, built from that user's preference and person facts and the facts whose subject is the
+user, with the standing instructions they gave."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
 from nous._text import validate_content
 from nous._time import utcnow
 from nous._tokens import count_tokens
 from nous.errors import InvalidInputError
+from nous.language.instructions import INSTRUCTION
 from nous.memory import MemoryRepository
-from nous.models import Fact, FactCategory, HistoryEntry, MemoryKind
+from nous.models import Fact, FactCategory, HistoryEntry, Memory, MemoryKind
 from nous.models.session import SECTION_BUDGETS, IdentitySection
 from nous.storage.base import SetIdentitySection
 
@@ -47,6 +50,28 @@ class Identity:
 
     async def history(self, section: str) -> list[HistoryEntry]:
         return await self.repo.store.history(self.repo.agent_id, f"identity:{section}")
+
+    async def standing_instructions(
+        self,
+        user_id: str | None,
+        *,
+        about: str | None = None,
+        before: datetime | None = None,
+        limit: int = 20,
+    ) -> list[Memory]:
+        """What the user told the agent to do from now on ("Always give grams when I ask about
+        recipes"), said before ``before``: that user's, or without a user the agent's own (no
+        user's); the ``limit`` newest, closest in meaning to ``about`` first (else newest first)."""
+        scope: dict[str, object] = {"user_id": user_id} if user_id else {"shared_only": True}
+        told = await self.repo.query(category=INSTRUCTION, until=before, limit=limit, **scope)
+        if about is None or len(told) < 2:
+            return told
+        question, vectors = await asyncio.gather(
+            self.repo.embedder.embed_one(about),
+            self.repo.store.vectors(self.repo.agent_id, [m.id for m in told]),
+        )
+        closeness = {i: float(v @ question) for i, v in vectors.items()}
+        return sorted(told, key=lambda m: -closeness.get(m.id, -1.0))  # stable: newest first on ties
 
     async def user_profile(self, user_id: str, *, limit: int = 20) -> list[Fact]:
         """That user's live preference and person facts, and the live facts whose subject is the

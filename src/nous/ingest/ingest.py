@@ -25,6 +25,7 @@ from nous.embeddings import Embedded
 from nous.heart.sessions import SUMMARY_CHARS as OPENING_CHARS
 from nous.heart.sessions import Sessions, discard_reason, says_something_lasting, state_of
 from nous.ingest.formats import Conversation, ConversationMessage, ConversationSession
+from nous.language.instructions import message_category
 from nous.language.topics import conversation_title
 from nous.memory import MemoryRepository
 from nous.memory.outbox import session_ended_event
@@ -135,6 +136,7 @@ def _session_memories(
                 content=f"{speaker}: {message.content}",
                 role=message.role,
                 speaker=speaker,
+                category=message_category(message.role, message.content),
                 episode_id=link_to,
                 context=_neighbours(session.messages, i),
                 occurred_at=message.occurred_at or shifted(started, i * TURN_SPACING),
