@@ -157,7 +157,7 @@ class ContextInputs:
     budget: Budget | None = None  # overrides the frame's budgets
     identity: Sequence[IdentitySection] = ()
     profile: Sequence[Fact] = ()
-    instructions: Sequence[Memory] = ()  # the user's standing instructions, newest first
+    instructions: Sequence[Memory] = ()  # the user's standing instructions, closest to the question first
     censors: Sequence[Censor] = ()
     warnings: Sequence[str] = ()
     working_memory: WorkingMemory | None = None
@@ -389,8 +389,7 @@ def _profile(inputs: ContextInputs, budget: int) -> ContextSection:
     their preference and person facts."""
     f = _Filler("user_profile", budget)
     for told in inputs.instructions:
-        speaker = getattr(told, "speaker", None)  # a turn reads "user: Always ..."
-        said = told.content.removeprefix(f"{speaker}: ") if speaker else told.content
+        said = told.said() if isinstance(told, Turn) else told.content
         f.add(
             f"- Standing instruction ({told.occurred_at:%Y-%m-%d}): {said}", kind=told.kind.value, id_=told.id
         )

@@ -2,8 +2,9 @@
 
 "Always format code snippets with syntax highlighting when I ask about implementation details",
 "Never use jQuery", "From now on, answer in French". Such a message is said once and applies to
-every later question it names, which rarely shares its words: it is kept as a memory of its own
-category (``INSTRUCTION``) so recall can weigh it beside the turns that match the question.
+every later question it names, which rarely shares its words, so recall rarely finds it: it is
+kept as a memory of its own category (``INSTRUCTION``), and the context lists the asker's rules
+in "About the user" (``Identity.standing_instructions``, docs/cognitive.md).
 """
 
 from __future__ import annotations

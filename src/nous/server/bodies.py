@@ -56,12 +56,12 @@ class StrictBody(BaseModel):
         }
 
 
-# An enum field of a strict body takes the enum's JSON string value: ``Annotated[Kind, LAX]``.
 # What a turn's or a preview's ``budget`` does, said once for every route that takes one.
 BUDGET_DOC = (
     "Total token budget: the sections with something to show share all of it (default: the frame's "
     "own, each section within its ceiling)."
 )
+# An enum field of a strict body takes the enum's JSON string value: ``Annotated[Kind, LAX]``.
 LAX = Field(strict=False)
 
 
