@@ -102,3 +102,8 @@ async def test_an_instruction_said_in_a_turn_is_stored_as_one(nous: Nous) -> Non
         "user: From now on, give me temperatures in Celsius.": INSTRUCTION,
         "user: What should I wear today?": None,
     }
+    # the rule is dana's: in her next session's context, not in another user's nor the agent's own
+    rule = "Standing instruction"
+    assert rule in (await nous.pre_turn("s2", "Should I take a coat?", user_id="dana")).text
+    assert rule not in (await nous.pre_turn("s3", "Should I take a coat?", user_id="bob")).text
+    assert rule not in (await nous.pre_turn("s4", "Should I take a coat?")).text
