@@ -107,3 +107,36 @@ async def test_an_instruction_said_in_a_turn_is_stored_as_one(nous: Nous) -> Non
     assert rule in (await nous.pre_turn("s2", "Should I take a coat?", user_id="dana")).text
     assert rule not in (await nous.pre_turn("s3", "Should I take a coat?", user_id="bob")).text
     assert rule not in (await nous.pre_turn("s4", "Should I take a coat?")).text
+
+
+async def test_maintain_marks_the_rules_of_a_store_ingested_before_rules_were_marked(
+    nous: Nous, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store ingested by a version that did not mark rules lists none; ``maintain`` marks them
+    (audited), once, and leaves alone a turn whose category someone has cleared."""
+    with monkeypatch.context() as older:
+        older.setattr("nous.ingest.ingest.message_category", lambda role, text: None)
+        await nous.ingest(parse_conversation(_chat()), user_id="dana")
+    turns = await nous.memories("turn", user_id="dana", limit=200)
+    assert not [t for t in turns if t.category == INSTRUCTION]
+    question = "How do I make a focaccia?"
+    assert "Standing instruction" not in (await nous.preview_turn(question, user_id="dana", at=ASKED)).text
+
+    report = await nous.maintain(now=ASKED)
+    assert report.instructions_marked == 1
+    turns = await nous.memories("turn", user_id="dana", limit=200)
+    (rule,) = [t for t in turns if t.category == INSTRUCTION]
+    assert rule.content == f"user: {RULE}"
+    marked = (await nous.history(rule.id))[-1]
+    assert (marked.actor, marked.old_value, marked.new_value) == (
+        "maintain",
+        {"category": None},
+        {"category": INSTRUCTION},
+    )
+    context = await nous.preview_turn(question, user_id="dana", at=ASKED)
+    assert f"## About the user\n- Standing instruction (2026-03-02): {RULE}" in context.text
+    assert (await nous.maintain(now=ASKED)).instructions_marked == 0
+
+    await nous.update(rule.id, category=None)  # somebody decided it is no rule
+    assert (await nous.maintain(now=ASKED)).instructions_marked == 0
+    assert (await nous.get(rule.id)).category is None

@@ -973,9 +973,11 @@ class Nous:
         """The upkeep pass: embed pending memories, re-embed censors and decisions stored with an
         older presentation, write recall reviews, run lifecycle decay, prune the server's expired
         Idempotency-Keys (NOUS_IDEMPOTENCY_RETENTION_HOURS), thread the memories not in a topic
-        thread yet (``rebuild_threads``: every thread built again from none)."""
+        thread yet (``rebuild_threads``: every thread built again from none), and mark the users'
+        standing instructions among turns stored before they were marked on arrival."""
         repo = self._need()
         embedded = await repo.backfill_embeddings(progress=progress)
+        instructions = await repo.mark_instructions()
         threaded = await self.build_threads(rebuild=rebuild_threads)
         refreshed = await repo.refresh_presentation()
         reviewed = await repo.flush_reviews()
@@ -994,6 +996,7 @@ class Nous:
             lifecycle_changes=moved,
             idempotency_keys_pruned=pruned,
             threaded=threaded,
+            instructions_marked=instructions,
         )
 
     # -- topic threads -------------------------------------------------------------

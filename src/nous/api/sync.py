@@ -705,7 +705,8 @@ class SyncNous:
         """The upkeep pass: embed pending memories, re-embed censors and decisions stored with an
         older presentation, write recall reviews, run lifecycle decay, prune the server's expired
         Idempotency-Keys (NOUS_IDEMPOTENCY_RETENTION_HOURS), thread the memories not in a topic
-        thread yet (``rebuild_threads``: every thread built again from none)."""
+        thread yet (``rebuild_threads``: every thread built again from none), and mark the users'
+        standing instructions among turns stored before they were marked on arrival."""
         return self._runner.run(
             self.nous.maintain(now=now, progress=progress, rebuild_threads=rebuild_threads)
         )

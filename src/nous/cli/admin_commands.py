@@ -274,8 +274,9 @@ def maintain(
     as_json: JsonOpt = False,
 ) -> None:
     """Run upkeep: embed memories whose embedding is pending, then the lifecycle decay pass, and
-    put memories not in a topic thread yet into one (--threads: rebuild every thread from none);
-    with --events, also end idle sessions (NOUS_SESSION_TIMEOUT_MINUTES) and drain the outbox
+    put memories not in a topic thread yet into one (--threads: rebuild every thread from none),
+    and mark users' standing instructions ("Always …", "From now on …") among turns stored
+    by a version that did not mark them; with --events, also end idle sessions (NOUS_SESSION_TIMEOUT_MINUTES) and drain the outbox
     (see `nous events`).
 
     Decay moves each memory between active, weak, dormant and archived by how likely it is
@@ -319,6 +320,11 @@ def maintain(
     console.print(f"  lifecycle changes: {changes}")
     if report.threaded or threads:
         console.print(f"  threaded {plural(report.threaded, 'memory', 'memories')} into topic threads")
+    if report.instructions_marked:
+        console.print(
+            f"  marked {plural(report.instructions_marked, 'earlier turn')} as standing instructions"
+            ' (see `nous context`\'s "About the user")'
+        )
     if report.idempotency_keys_pruned:
         console.print(f"  pruned {plural(report.idempotency_keys_pruned, 'expired Idempotency-Key')}")
     if drained is not None:

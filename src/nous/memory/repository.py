@@ -29,6 +29,7 @@ from nous.errors import (
     NousError,
     StaleWriteError,
 )
+from nous.language.instructions import INSTRUCTION, message_category
 from nous.memory import lifecycle
 from nous.memory.cas import KeyedLocks, with_retries
 from nous.memory.outbox import memory_events
@@ -39,6 +40,7 @@ from nous.models import (
     HistoryEntry,
     Memory,
     MemoryKind,
+    Turn,
 )
 from nous.storage import MemoryQuery, Store, WriteOp
 from nous.storage.base import AddHistory, PurgeMemory, PutEdge, PutMemory, SetEmbedding, SetLifecycle
@@ -556,6 +558,31 @@ class MemoryRepository:
             if not any(results):
                 break
         return fixed + await self._backfill_chunks(batch_size, progress)
+
+    async def mark_instructions(self, *, actor: str = "maintain") -> int:
+        """Store as standing instructions (category ``instruction``) the user turns stored before
+        turns were marked on arrival: a store ingested by an older version lists none of its
+        users' rules in the context. A turn whose category anyone has set or cleared before is
+        left as they left it. Returns how many turns were marked; a second pass marks none."""
+        found = [
+            memory.id
+            async for memory in self.store.iter_memories(self.agent_id)
+            if isinstance(memory, Turn)
+            and memory.category is None
+            and message_category(memory.role, memory.said()) == INSTRUCTION
+        ]
+        marked = 0
+        for memory_id in found:
+            entries = await self.store.history(self.agent_id, memory_id)
+            if any(e.action == HistoryAction.UPDATE and "category" in (e.new_value or {}) for e in entries):
+                continue  # somebody changed this turn's category since it was stored: theirs to keep
+
+            def mark(memory: Memory) -> dict[str, Any]:
+                return {"category": INSTRUCTION} if memory.category is None else {}
+
+            updated = await self.update(memory_id, mark, actor=actor, kind=MemoryKind.TURN)
+            marked += updated.category == INSTRUCTION
+        return marked
 
     async def refresh_presentation(self, *, batch_size: int = 256) -> int:
         """Re-embed censors and decisions whose embedded text is no longer what this version

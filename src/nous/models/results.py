@@ -49,6 +49,10 @@ class MaintenanceReport(BaseModel):
     threaded: int = Field(
         default=0, description="Memories put into topic threads (all of them on a rebuild)."
     )
+    instructions_marked: int = Field(
+        default=0,
+        description="User turns stored before turns were marked on arrival, now marked as standing instructions.",
+    )
 
 
 class RecallHit(BaseModel):
