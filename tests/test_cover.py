@@ -116,3 +116,51 @@ async def test_a_plain_question_has_no_timeline(nous: Nous) -> None:
     await _ingested(nous)
     ctx = await nous.pre_turn("ask", "Which cloud do I deploy the shop to?", user_id="dana", at=ASKED)
     assert ctx.section("in_order") is None
+
+
+def test_what_the_timeline_leaves_of_its_half_goes_to_the_retrieved_turns() -> None:
+    """Two short steps use little of the half of the turns' room the timeline may take; the
+    rest is the retrieved turns' again, so a budget that holds more turns shows them."""
+    from datetime import timedelta
+
+    from nous.cognitive.context import ContextInputs, build_context
+    from nous.cognitive.frames import FRAMES
+    from nous.models import RecallHit, Turn
+
+    def hit(text: str, day: int, score: float) -> RecallHit:
+        turn = Turn(agent_id="a", content=f"user: {text}", occurred_at=ASKED - timedelta(days=day))
+        return RecallHit(
+            id=turn.id,
+            kind=turn.kind,
+            content=turn.content,
+            score=score,
+            occurred_at=turn.occurred_at,
+            memory=turn,
+        )
+
+    steps = [hit("I set up the database.", 30, 0.9), hit("I set up the deploy.", 10, 0.8)]
+
+    def note(n: int) -> str:  # ~120 tokens, sharing no word with another note
+        return " ".join(f"w{n}x{i}" for i in range(40))
+
+    hits = [hit(note(n), 40 + n, 0.5 - n / 100) for n in range(30)]
+    question = FRAMES["question"]
+    ctx = build_context(
+        ContextInputs(
+            session_id="s",
+            frame=question,
+            frame_confidence=1.0,
+            query="In what order did I set things up?",
+            budget=question.budget.model_copy(update={"total": 4000}),
+            hits=hits,
+            timeline=steps,
+            fill=True,
+        )
+    )
+    in_order, turns = ctx.section("in_order"), ctx.section("turns")
+    assert in_order is not None and turns is not None
+    assert [i.id for i in in_order.items] == [s.id for s in steps]
+    # the timeline used a few dozen tokens of its ~1,700; the turns filled nearly all the rest
+    assert in_order.tokens < 60
+    assert ctx.tokens > 0.9 * ctx.budget, (ctx.tokens, turns.budget)
+    assert ctx.tokens <= ctx.budget

@@ -63,6 +63,7 @@ RECENT_EPISODES = 5
 # A step of the "In order" timeline shows at most this many tokens: the timeline's worth is its
 # many steps in order, each recognisable, not any one step whole.
 TIMELINE_ITEM_TOKENS = 80
+SECTION_GAP = 2  # tokens of the blank line between two sections
 
 SECTION_OF_KIND: dict[MemoryKind, str] = {
     MemoryKind.DECISION: "decisions",
@@ -343,7 +344,7 @@ def _room_left(
     retrieved section with nothing to show (``present`` names those that have something) takes
     nothing, so a small total still holds evidence. The sections that have something share the
     room in proportion to their ceilings, never above them."""
-    used = sum(s.tokens for s in fixed) + 2 * sum(1 for s in fixed if s.items)  # and the blank lines
+    used = sum(s.tokens for s in fixed) + SECTION_GAP * sum(1 for s in fixed if s.items)
     room = max(0, budget.total - used)
     if not fill and sum(getattr(budget, name) for name in RETRIEVED) <= room:
         return budget
@@ -446,9 +447,9 @@ def _recent(inputs: ContextInputs, budget: int) -> tuple[ContextSection, set[str
 
 def _in_order(inputs: ContextInputs, budget: Budget, shown: set[str]) -> tuple[Budget, ContextSection]:
     """The "In order" section: the covering recall's memories as a dated timeline, oldest first,
-    each clipped to TIMELINE_ITEM_TOKENS; it takes half of the episodes' and turns' budgets (the
-    budget left for them is returned). What it shows joins ``shown``, so no later section repeats
-    it."""
+    each clipped to TIMELINE_ITEM_TOKENS; it may take half of the episodes' and turns' budgets,
+    and what it leaves of that half is theirs again (the budget left for them is returned). What
+    it shows joins ``shown``, so no later section repeats it."""
     episodes, turns = budget.episodes // 2, budget.turns // 2
     f = _Filler("in_order", episodes + turns)
     question = _words(inputs.query)
@@ -473,7 +474,11 @@ def _in_order(inputs: ContextInputs, budget: Budget, shown: set[str]) -> tuple[B
         ):
             shown.add(hit.id)
             kept.append(words)
-    left = budget.model_copy(update={"episodes": budget.episodes - episodes, "turns": budget.turns - turns})
+    unused = max(0, episodes + turns - f.section.tokens - (SECTION_GAP if f.section.items else 0))
+    back = unused * episodes // (episodes + turns) if episodes + turns else 0
+    left = budget.model_copy(
+        update={"episodes": budget.episodes - episodes + back, "turns": budget.turns - turns + unused - back}
+    )
     return left, f.section
 
 
