@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from nous import Nous
 from nous.ingest import parse_conversation
 from nous.language.instructions import INSTRUCTION, is_standing_instruction
+from tests.cli_support import data, ok
 
 RULE = "Always give ingredient quantities in grams when I ask about recipes."
 BAKING = [
@@ -140,3 +143,20 @@ async def test_maintain_marks_the_rules_of_a_store_ingested_before_rules_were_ma
     await nous.update(rule.id, category=None)  # somebody decided it is no rule
     assert (await nous.maintain(now=ASKED)).instructions_marked == 0
     assert (await nous.get(rule.id)).category is None
+
+
+def test_nous_maintain_says_what_it_marked(
+    cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text(_chat(), encoding="utf-8")
+    with monkeypatch.context() as older:
+        older.setattr("nous.ingest.ingest.message_category", lambda role, text: None)
+        ok(cli, "ingest", str(chat), "--user", "dana")
+    said = ok(cli, "maintain").output
+    assert 'marked 1 earlier turn as a standing instruction (listed under "About the user"' in " ".join(
+        said.split()
+    )
+    assert data(cli, "maintain")["instructions_marked"] == 0
+    context = ok(cli, "context", "How do I make a focaccia?", "--user", "dana", "--session", "later").output
+    assert "Standing instruction (2026-03-02)" in context

@@ -321,9 +321,11 @@ def maintain(
     if report.threaded or threads:
         console.print(f"  threaded {plural(report.threaded, 'memory', 'memories')} into topic threads")
     if report.instructions_marked:
+        marked = report.instructions_marked
         console.print(
-            f"  marked {plural(report.instructions_marked, 'earlier turn')} as standing instructions"
-            ' (see `nous context`\'s "About the user")'
+            f"  marked {plural(marked, 'earlier turn')} as"
+            f" {'a standing instruction' if marked == 1 else 'standing instructions'}"
+            ' (listed under "About the user" in the context)'
         )
     if report.idempotency_keys_pruned:
         console.print(f"  pruned {plural(report.idempotency_keys_pruned, 'expired Idempotency-Key')}")
