@@ -164,3 +164,20 @@ def test_what_the_timeline_leaves_of_its_half_goes_to_the_retrieved_turns() -> N
     assert in_order.tokens < 60
     assert ctx.tokens > 0.9 * ctx.budget, (ctx.tokens, turns.budget)
     assert ctx.tokens <= ctx.budget
+
+
+async def test_a_chosen_total_is_filled_past_the_score_floor(nous: Nous) -> None:
+    """With the frame's own budget a memory under SCORE_FLOOR is left out; when the caller chose
+    the total, the next best memories fill it, however weak."""
+    from nous.cognitive.context import SCORE_FLOOR
+
+    await _ingested(nous)
+    question = "Which cloud do I deploy the shop to?"
+    hits = await nous.recall(question, limit=20, now=ASKED, user_id="dana", min_score=0)
+    weak = [h.id for h in hits if h.score < SCORE_FLOOR]
+    assert weak  # the small talk scores under the floor
+    framed = await nous.preview_turn(question, user_id="dana", at=ASKED)
+    chosen = await nous.preview_turn(question, user_id="dana", at=ASKED, budget=4000)
+    assert not set(weak) & set(framed.included_ids())
+    assert set(weak) & set(chosen.included_ids())
+    assert chosen.tokens <= 4000

@@ -46,7 +46,9 @@ DECISION_MAX_TOKENS = 350
 # Retrieved items whose relevance (0..1) is below this are left out. Lower than recall's default
 # minimum (0.03): the budgets bound what a context shows, and a missed answer costs more than a
 # line. Measured on LoCoMo 30 + a long chat (`nous bench context`): evidence in the context 0.778 at
-# 0.01, 0.697 at 0.05, 0.788 with no floor; tokens p50 1,894 / 697 / 2,019.
+# 0.01, 0.697 at 0.05, 0.788 with no floor; tokens p50 1,894 / 697 / 2,019. A caller who chose the
+# total (``pre_turn(budget=...)``) has said how much to spend: there is no floor then (the layer
+# passes 0), and the next best memories fill what the floor left empty (docs/cognitive.md).
 SCORE_FLOOR = 0.01
 # Conversation turns and episodes that are not the asking user's (another user's are never
 # recalled; these are the agent's shared ones, such as an ingested chat) need the relevance recall

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from nous._text import validate_content
 from nous._time import as_utc, shifted, utcnow
 from nous.brain import Brain
-from nous.cognitive.context import Context, ContextInputs, build_context
+from nous.cognitive.context import SCORE_FLOOR, Context, ContextInputs, build_context
 from nous.cognitive.frames import Budget, Frame, get_frame
 from nous.cognitive.selection import FrameChoice, FrameSelector, is_greeting
 from nous.errors import ConflictError, InvalidInputError
@@ -320,6 +320,7 @@ class CognitiveLayer:
                 replaced=replaced,
                 already_said=said,
                 user_id=plan.user_id,
+                score_floor=0.0 if plan.fill else SCORE_FLOOR,  # a chosen total is filled
             )
         )
 
