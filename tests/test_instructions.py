@@ -145,6 +145,17 @@ async def test_maintain_marks_the_rules_of_a_store_ingested_before_rules_were_ma
     assert (await nous.get(rule.id)).category is None
 
 
+async def test_maintain_leaves_a_forgotten_rule_alone(nous: Nous, monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as older:
+        older.setattr("nous.ingest.ingest.message_category", lambda role, text: None)
+        await nous.ingest(parse_conversation(_chat()), user_id="dana")
+    (rule,) = [t for t in await nous.memories("turn", user_id="dana", limit=200) if RULE in t.content]
+    await nous.forget(rule.id)
+    assert (await nous.maintain(now=ASKED)).instructions_marked == 0
+    forgotten = await nous.history(rule.id)
+    assert not [e for e in forgotten if e.actor == "maintain"]
+
+
 def test_nous_maintain_says_what_it_marked(
     cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -275,9 +275,9 @@ def maintain(
 ) -> None:
     """Run upkeep: embed memories whose embedding is pending, then the lifecycle decay pass, and
     put memories not in a topic thread yet into one (--threads: rebuild every thread from none),
-    and mark users' standing instructions ("Always …", "From now on …") among turns stored
-    by a version that did not mark them; with --events, also end idle sessions (NOUS_SESSION_TIMEOUT_MINUTES) and drain the outbox
-    (see `nous events`).
+    and mark users' standing instructions ("Always …", "From now on …") among turns stored by a
+    version that did not mark them; with --events, also end idle sessions
+    (NOUS_SESSION_TIMEOUT_MINUTES) and drain the outbox (see `nous events`).
 
     Decay moves each memory between active, weak, dormant and archived by how likely it is
     still remembered (FSRS-style retrievability); dormant and archived memories rank lower in

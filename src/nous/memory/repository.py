@@ -562,12 +562,13 @@ class MemoryRepository:
     async def mark_instructions(self, *, actor: str = "maintain") -> int:
         """Store as standing instructions (category ``instruction``) the user turns stored before
         turns were marked on arrival: a store ingested by an older version lists none of its
-        users' rules in the context. A turn whose category anyone has set or cleared before is
-        left as they left it. Returns how many turns were marked; a second pass marks none."""
+        users' rules in the context. A forgotten turn, or one whose category anyone has changed
+        since it was stored, is left as it is. Returns how many turns were marked; a second pass marks none."""
         found = [
             memory.id
             async for memory in self.store.iter_memories(self.agent_id)
             if isinstance(memory, Turn)
+            and memory.active
             and memory.category is None
             and message_category(memory.role, memory.said()) == INSTRUCTION
         ]
@@ -580,7 +581,10 @@ class MemoryRepository:
             def mark(memory: Memory) -> dict[str, Any]:
                 return {"category": INSTRUCTION} if memory.category is None else {}
 
-            updated = await self.update(memory_id, mark, actor=actor, kind=MemoryKind.TURN)
+            try:
+                updated = await self.update(memory_id, mark, actor=actor, kind=MemoryKind.TURN)
+            except NotFoundError:
+                continue  # purged since the scan
             marked += updated.category == INSTRUCTION
         return marked
 
