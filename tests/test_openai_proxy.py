@@ -157,6 +157,62 @@ def test_streaming_arrives_in_order_and_is_recorded(
         assert all(t["user_id"] == "alice" for t in turns)  # the user-bound key's user
 
 
+def test_a_retry_with_the_same_idempotency_key_gets_the_first_answer_and_stores_the_exchange_once(
+    proxied: tuple[LiveServer, dict[str, str], ChatServer],
+) -> None:
+    """A client whose answer was lost sends the request again with the same Idempotency-Key: it gets
+    the first answer (the model is not asked again) and the exchange is stored once; a model that
+    failed is asked again; another request under the key is refused in OpenAI's shape."""
+    server, keys, upstream = proxied
+    upstream.script = [Reply(status=500), Reply("Your cat is called Quillon."), Reply("Asked twice!")]
+    client = _sdk(server, keys["a"], **{"X-Nous-Session": "s1"})
+    ask: list[Any] = [{"role": "user", "content": "My cat is called Quillon. What is my cat called?"}]
+    keyed = {"Idempotency-Key": "retry-1"}
+    with pytest.raises(openai.InternalServerError):  # the model failed: nothing kept, a retry runs again
+        client.chat.completions.create(model=MODEL, messages=ask, extra_headers=keyed)
+    first = client.chat.completions.with_raw_response.create(model=MODEL, messages=ask, extra_headers=keyed)
+    again = client.chat.completions.with_raw_response.create(model=MODEL, messages=ask, extra_headers=keyed)
+    assert first.parse().choices[0].message.content == "Your cat is called Quillon."
+    assert again.parse().choices[0].message.content == "Your cat is called Quillon."
+    assert "idempotent-replayed" not in first.headers and again.headers["idempotent-replayed"] == "true"
+    assert len(upstream.requests) == 2  # the failure and the answer: the replay asked nothing
+
+    streamed = {"Idempotency-Key": "retry-2"}
+    upstream.script = [Reply("Quillon likes the sunny windowsill"), Reply("Asked twice!")]
+    follow: list[Any] = [*ask, {"role": "assistant", "content": "Your cat is called Quillon."}]
+    follow.append({"role": "user", "content": "Where does Quillon like to sleep?"})
+    for _ in range(2):  # the second is the retry of a stream whose answer was lost
+        stream = client.chat.completions.create(
+            model=MODEL, messages=follow, stream=True, extra_headers=streamed
+        )
+        pieces = [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
+        assert "".join(pieces) == "Quillon likes the sunny windowsill"
+    assert len(upstream.requests) == 3
+
+    with _rest(server, keys["a"]) as rest:
+        assert rest.get("/v1/sessions/s1").json()["turn_count"] == 2
+        turns = [
+            t["content"]
+            for t in rest.get("/v1/memories", params={"type": "turn", "limit": 50}).json()["items"]
+        ]
+    assert sum("What is my cat called?" in t for t in turns) == 1
+    assert sum("Your cat is called Quillon." in t for t in turns) == 1
+    assert sum("Quillon likes the sunny windowsill" in t for t in turns) == 1
+    assert not any("Asked twice!" in t for t in turns)
+
+    with pytest.raises(openai.BadRequestError) as reused:  # another request under a used key
+        client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "Something else"}], extra_headers=keyed
+        )
+    assert reused.value.body["code"] == "idempotency_key_reused"  # type: ignore[index]
+    assert reused.value.body["param"] == "Idempotency-Key"  # type: ignore[index]
+    with pytest.raises(openai.BadRequestError) as invalid:
+        client.chat.completions.create(
+            model=MODEL, messages=ask, extra_headers={"Idempotency-Key": "has a space"}
+        )
+    assert invalid.value.body["code"] == "invalid_input"  # type: ignore[index]
+
+
 def test_a_censored_tool_call_is_refused_and_an_allowed_one_passes_unchanged(
     proxied: tuple[LiveServer, dict[str, str], ChatServer],
 ) -> None:
@@ -369,7 +425,8 @@ def test_the_integrations_page_proxy_example_runs_as_written(
     proxied: tuple[LiveServer, dict[str, str], ChatServer], tmp_path: Path
 ) -> None:
     """docs/integrations.md's proxy block, run in its own process with the SDK's own environment
-    variables pointing at the server: the second conversation's request carries the first."""
+    variables pointing at the server: the second conversation's request carries the first, and
+    its keyed retry is answered without asking the model again."""
     server, keys, upstream = proxied
     ((line, code),) = PROXY_BLOCKS
     upstream.script = [Reply("Noted."), Reply("Quillon.")]
@@ -381,5 +438,7 @@ def test_the_integrations_page_proxy_example_runs_as_written(
         [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, f"integrations.md:{line} failed:\n{done.stderr[-3000:]}"
-    assert done.stdout.split() == ["Noted.", "Quillon."]
+    assert done.stdout.split() == ["Noted.", "Quillon.", "Quillon."]  # the last one replayed
+    asked = [r for r in upstream.requests if r["path"].endswith("/chat/completions")]
+    assert len(asked) == 2  # the model was not asked the keyed question again
     assert "Quillon" in _memory_of(upstream.requests[-1])

@@ -19,6 +19,12 @@ its key to the first retry once its lease (NOUS_IDEMPOTENCY_LEASE_SECONDS) runs 
 One that stopped after writing, before its answer was kept, answers retries 409
 (``code: idempotency_answer_lost``): what it stored is stored once, its answer is gone. A 5xx answer
 of a request that wrote nothing is not kept (a retry runs again).
+
+The OpenAI proxy's ``POST /v1/chat/completions`` takes a key too: a retry of a request whose answer
+was lost gets that answer again, and the exchange is stored once. Its refusals are in OpenAI's
+error shape (a reused key is 400 there); a streamed answer is sent as it comes and kept when it
+ends; the session bookkeeping before the model is asked does not count as written
+(``without_riders``), so a model that failed (502, 504) is asked again on the retry.
 """
 
 from __future__ import annotations
@@ -33,12 +39,14 @@ from uuid import uuid4
 
 from fastapi.routing import APIRoute
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nous._time import utcnow
 from nous.api import Nous
+from nous.llm.upstream import error_body
+from nous.server import openai_proxy
 from nous.server.keys import request_key
 from nous.server.problems import problem
 from nous.storage.base import (
@@ -63,6 +71,7 @@ CREATING = frozenset(
         "pre_turn",
         "post_turn",
         "supersede_memory",
+        "chat_completions",  # the OpenAI proxy (nous.server.openai_proxy): its errors in OpenAI's shape
     }
 )
 _VALID = re.compile(r"[\x21-\x7e]{1,255}")
@@ -107,8 +116,12 @@ class Idempotency:
             await self.app(scope, receive, send)
             return
         if not _VALID.fullmatch(key):
-            await problem(
-                422, f"{HEADER}: visible ASCII, 1 to 255 characters", code="invalid_input", field=HEADER
+            await _refusal(
+                scope,
+                422,
+                f"{HEADER}: visible ASCII, 1 to 255 characters",
+                code="invalid_input",
+                field=HEADER,
             )(scope, receive, send)
             return
         caller = await self._caller(scope)
@@ -158,13 +171,22 @@ class Idempotency:
                 return
             (claimed,) = await store.apply([claim])
             if not claimed:
-                await _in_use(1)(scope, receive, send)
+                await _in_use(scope, 1)(scope, receive, send)
                 return
-        # Run the request with the guard riding along each of its writes; keep its answer, then send it.
+        # Run the request with the guard riding along each of its writes; keep its answer, then send
+        # it. A streamed answer (server-sent events: the OpenAI proxy's) is sent as it comes and
+        # kept whole when it ends; if the server stops in between, its retries are told the answer
+        # was lost, as for any answer not kept.
         messages: list[Message] = []
+        streamed = False
 
         async def hold(message: Message) -> None:
+            nonlocal streamed
+            if message["type"] == "http.response.start":
+                streamed = _streams(message)
             messages.append(message)
+            if streamed:
+                await send(message)
 
         token = write_riders.set(
             (*write_riders.get(), GuardIdempotencyKey(agent_id, user_id, key, owner, now))
@@ -195,8 +217,17 @@ class Idempotency:
                     )
                 ]
             )
-        for message in messages:
-            await send(message)
+        if not streamed:
+            for message in messages:
+                await send(message)
+
+
+def _streams(start: Message) -> bool:
+    """Whether a response is a stream of server-sent events."""
+    for name, value in start.get("headers", []):
+        if name.lower() == b"content-type" and value.split(b";")[0].strip() == b"text/event-stream":
+            return True
+    return False
 
 
 async def _answer_kept(
@@ -204,7 +235,8 @@ async def _answer_kept(
 ) -> None:
     """The answer to a retry of a key already claimed."""
     if kept.request_hash != digest:
-        answer: Response = problem(
+        answer: Response = _refusal(
+            scope,
             422,
             f"this {HEADER} was sent with another request: use a new key for a new request",
             code="idempotency_key_reused",
@@ -214,23 +246,45 @@ async def _answer_kept(
         headers = {n: v for n, v in kept.headers} | {REPLAYED: "true"}
         answer = Response((kept.body or "").encode("utf-8"), status_code=kept.status, headers=headers)
     elif kept.written_at is not None and kept.lease_until < utcnow():
-        answer = problem(
+        answer = _refusal(
+            scope,
             409,
             f"the first request with this {HEADER} was stored, but the server stopped before its "
             "answer was kept; it is not run again",
             code="idempotency_answer_lost",
         )
     else:
-        answer = _in_use(max(1, math.ceil((kept.lease_until - utcnow()).total_seconds())))
+        answer = _in_use(scope, max(1, math.ceil((kept.lease_until - utcnow()).total_seconds())))
     await answer(scope, receive, send)
 
 
-def _in_use(retry_after: int) -> Response:
-    return problem(
+def _in_use(scope: Scope, retry_after: int) -> Response:
+    return _refusal(
+        scope,
         409,
         f"a request with this {HEADER} is still running; retry when it has answered",
         headers={"Retry-After": str(retry_after)},
         code="idempotency_key_in_use",
+    )
+
+
+def _refusal(
+    scope: Scope,
+    status: int,
+    message: str,
+    *,
+    code: str,
+    field: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """The middleware's own answer in the route's error shape: problem details, or OpenAI's on the
+    OpenAI-compatible routes (where a request that cannot be taken is 400, not 422)."""
+    if scope.get("path") not in openai_proxy.PATHS:
+        return problem(status, message, headers=headers, code=code, field=field)
+    status = 400 if status == 422 else status
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return JSONResponse(
+        error_body(message, kind, code=code, param=field), status_code=status, headers=headers
     )
 
 

@@ -11,6 +11,9 @@ serve`` and its API key at a Nous key. Each request runs the turn loop for the k
    as the model's refusal (``message.refusal``, ``finish_reason: stop``), the call withheld;
 4. the reply is recorded with ``post_turn`` (a reply that asks for tools leaves the turn open).
 
+A request sent with an ``Idempotency-Key`` header is run once: a retry with the same key and body
+gets the first answer again and stores nothing more (``nous.server.idempotency``).
+
 The session is the ``X-Nous-Session`` header (default: one per user), the user the
 ``X-Nous-User`` header or the request's ``user``. Errors are OpenAI's shape with their status:
 the upstream's own errors as it sent them, a timeout 504, an unreachable model 502.
@@ -34,6 +37,7 @@ from nous.heart import ActionDecision
 from nous.llm.upstream import Upstream, UpstreamError, error_body, text_of
 from nous.server.request_ids import client_message
 from nous.server.scope import Caller, SessionRef, UserRef, scoped_value
+from nous.storage.base import without_riders
 
 log = logging.getLogger(__name__)
 SESSION_HEADER = "X-Nous-Session"
@@ -102,10 +106,11 @@ def register(
                 )
             session = await scoped_value(nous, who, SessionRef(), name)
             asked, continuing = _last_user_message(body["messages"])
-            if continuing:
-                context = await nous.preview_turn(asked, session_id=session, user_id=user)
-            else:
-                context = await nous.pre_turn(session, asked, user_id=user)
+            with without_riders():  # bookkeeping: a request with an Idempotency-Key may run it again
+                if continuing:
+                    context = await nous.preview_turn(asked, session_id=session, user_id=user)
+                else:
+                    context = await nous.pre_turn(session, asked, user_id=user)
             sent = {**body, "messages": _with_memory(body["messages"], context.text)}
             headers = {SESSION_HEADER: name}
             turn = _Turn(nous, session, _tools_used(body["messages"]))

@@ -8,8 +8,8 @@ never half-written. Reads are plain async methods.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -445,6 +445,20 @@ WriteOp = MemoryOp | SessionOp | EventOp | KeyOp | IdempotencyOp | UserOp | Thre
 # server's request that holds an Idempotency-Key sets its ``GuardIdempotencyKey`` here, so the
 # key is marked written in the same transaction as what the request stores).
 write_riders: ContextVar[tuple[WriteOp, ...]] = ContextVar("write_riders", default=())
+
+
+@contextmanager
+def without_riders() -> Iterator[None]:
+    """Writes made inside carry none of the context's riders: they are not what the request's
+    Idempotency-Key stands for (the OpenAI proxy's session bookkeeping before its model call),
+    so a request that stops after them leaves its key to a retry, which runs them again."""
+    token = write_riders.set(())
+    try:
+        yield
+    finally:
+        write_riders.reset(token)
+
+
 # Ops that change what a search index holds (a memory's text, its vectors or whether it exists);
 # every other op leaves the indexes as they were.
 INDEX_OPS = (PutMemory, PurgeMemory, SetEmbedding, EraseUser)
