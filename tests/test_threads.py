@@ -472,3 +472,27 @@ def test_a_one_memory_thread_is_labelled_by_its_opening() -> None:
     topical = Turn(agent_id="a", content="Jon: The dance studio needs a sprung floor.", speaker="Jon")
     assert label_of([topical], {}, at) == "The dance studio needs a sprung floor."
     assert label_of([topical, cheer], {}, at) == "Dance studio"  # two memories: their topic
+
+
+def test_a_label_names_things_and_a_one_episode_thread_is_its_title() -> None:
+    """ "Turtles: cute and life" read as a label with an adjective for a topic; "gorgeous",
+    "anytime" and "comfy" name nothing, while a noun, a gerund or a word the lexicon does not
+    know (a product) does. A thread of one episode is labelled by the episode's title, once."""
+    from nous.language.topics import names_a_thing
+    from nous.memory.threads import label_of
+    from nous.models import Episode
+
+    for phrase in ("gorgeous", "anytime", "comfy", "feels"):
+        assert not names_a_thing(phrase), phrase
+    for phrase in ("hair", "gaming", "Formspree API", "color looks", "back"):
+        assert names_a_thing(phrase), phrase
+    at = datetime(2023, 6, 1, tzinfo=UTC)
+    episode = Episode(
+        agent_id="a",
+        content="High scores: meetings and feels",
+        title="High scores: meetings and feels",
+        summary="Nate talked about his high scores and a meeting.",
+        started_at=at,
+        occurred_at=at,
+    )
+    assert label_of([episode], {}, at) == "High scores: meetings and feels"

@@ -339,6 +339,20 @@ def without_edge_verbs(phrase: str) -> str:
     return " ".join(words)
 
 
+def names_a_thing(phrase: str) -> bool:
+    """Whether ``phrase`` has a word that can name a thing: one the lexicon knows as a noun, a
+    word in -ing ("gaming", "hiking": a topic more often than not), or one it does not know at all
+    (a name, a product, a coinage). "Gorgeous", "anytime" and "comfy" name nothing a thread is
+    about."""
+    from lemminflect import getAllLemmas
+
+    def noun_or_unknown(word: str) -> bool:
+        kinds = getAllLemmas(word.lower())
+        return not kinds or "NOUN" in kinds or "PROPN" in kinds or word.lower().endswith("ing")
+
+    return any(noun_or_unknown(w) for w in re.findall(r"[A-Za-z][\w'-]*", phrase))
+
+
 def title_of(phrases: list[str], at: datetime | None = None) -> str:
     """The title from the key phrases: "Budget tracker: password hashing and user authentication"."""
     if not phrases:

@@ -26,7 +26,7 @@ from nous._time import utcnow
 from nous.errors import ConflictError
 from nous.language.lexicon import GENERIC
 from nous.language.prose import prose_sentences
-from nous.language.topics import clean_message, key_phrases, title_of, without_edge_verbs
+from nous.language.topics import clean_message, key_phrases, names_a_thing, title_of, without_edge_verbs
 from nous.memory.threading import ThreadItem, ThreadState, item_words, kept_keywords, thread_all
 from nous.models import Episode, Memory, MemoryKind, Turn
 from nous.models.threads import Thread, ThreadMember
@@ -116,7 +116,7 @@ def label_of(
         for sentence in prose_sentences(clean_message(thread_text(m)))
     ]
     found = key_phrases(said, names=_names(memories) | set(names), limit=3) if said else []
-    phrases = list(dict.fromkeys(p for p in map(without_edge_verbs, found) if p))
+    phrases = list(dict.fromkeys(p for p in map(without_edge_verbs, found) if p and names_a_thing(p)))
     if phrases:
         return title_of(phrases)
     people = {w.lower() for n in (*_names(memories), *names) for w in n.split()}
@@ -126,7 +126,10 @@ def label_of(
 
 
 def _opening(memory: Memory) -> str:
-    """A memory's first words as a label, clipped at a word: "Wow! You've got drive! Keep it up…"."""
+    """A memory's first words as a label, clipped at a word: "Wow! You've got drive! Keep it up…";
+    an episode's title."""
+    if isinstance(memory, Episode) and memory.title:
+        return memory.title[: OPENING_CHARS * 2]
     said = memory.said() if isinstance(memory, Turn) else thread_text(memory)
     text = " ".join(clean_message(said).split())
     if len(text) <= OPENING_CHARS:
