@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from nous import Nous
+from nous.cognitive.context import Context, ContextInputs, build_context
+from nous.cognitive.frames import FRAMES
 from nous.errors import InvalidInputError
 from nous.ingest import parse_conversation
+from nous.models import RecallHit, Turn
 from nous.retrieval.intent import asks_to_cover
 
 # A user sets up four things in four sessions a week apart, with small talk between.
@@ -118,45 +122,44 @@ async def test_a_plain_question_has_no_timeline(nous: Nous) -> None:
     assert ctx.section("in_order") is None
 
 
-def test_what_the_timeline_leaves_of_its_half_goes_to_the_retrieved_turns() -> None:
-    """Two short steps use little of the half of the turns' room the timeline may take; the
-    rest is the retrieved turns' again, so a budget that holds more turns shows them."""
-    from datetime import timedelta
+def _hit(text: str, days_before: int, score: float) -> RecallHit:
+    turn = Turn(agent_id="a", content=f"user: {text}", occurred_at=ASKED - timedelta(days=days_before))
+    return RecallHit(
+        id=turn.id,
+        kind=turn.kind,
+        content=turn.content,
+        score=score,
+        occurred_at=turn.occurred_at,
+        memory=turn,
+    )
 
-    from nous.cognitive.context import ContextInputs, build_context
-    from nous.cognitive.frames import FRAMES
-    from nous.models import RecallHit, Turn
 
-    def hit(text: str, day: int, score: float) -> RecallHit:
-        turn = Turn(agent_id="a", content=f"user: {text}", occurred_at=ASKED - timedelta(days=day))
-        return RecallHit(
-            id=turn.id,
-            kind=turn.kind,
-            content=turn.content,
-            score=score,
-            occurred_at=turn.occurred_at,
-            memory=turn,
-        )
-
-    steps = [hit("I set up the database.", 30, 0.9), hit("I set up the deploy.", 10, 0.8)]
-
-    def note(n: int) -> str:  # ~120 tokens, sharing no word with another note
-        return " ".join(f"w{n}x{i}" for i in range(40))
-
-    hits = [hit(note(n), 40 + n, 0.5 - n / 100) for n in range(30)]
+def _covering_context(total: int, timeline: Sequence[RecallHit], hits: Sequence[RecallHit] = ()) -> Context:
+    """The context of an "in what order" question at ``total`` tokens the caller chose."""
     question = FRAMES["question"]
-    ctx = build_context(
+    return build_context(
         ContextInputs(
             session_id="s",
             frame=question,
             frame_confidence=1.0,
             query="In what order did I set things up?",
-            budget=question.budget.model_copy(update={"total": 4000}),
+            budget=question.budget.model_copy(update={"total": total}),
             hits=hits,
-            timeline=steps,
+            timeline=timeline,
             fill=True,
         )
     )
+
+
+def test_what_the_timeline_leaves_of_its_half_goes_to_the_retrieved_turns() -> None:
+    """Two short steps use little of the half of the turns' room the timeline may take; the
+    rest is the retrieved turns' again, so a budget that holds more turns shows them."""
+    steps = [_hit("I set up the database.", 30, 0.9), _hit("I set up the deploy.", 10, 0.8)]
+
+    def note(n: int) -> str:  # ~120 tokens, sharing no word with another note
+        return " ".join(f"w{n}x{i}" for i in range(40))
+
+    ctx = _covering_context(4000, steps, [_hit(note(n), 40 + n, 0.5 - n / 100) for n in range(30)])
     in_order, turns = ctx.section("in_order"), ctx.section("turns")
     assert in_order is not None and turns is not None
     assert [i.id for i in in_order.items] == [s.id for s in steps]
@@ -181,3 +184,21 @@ async def test_a_chosen_total_is_filled_past_the_score_floor(nous: Nous) -> None
     assert not set(weak) & set(framed.included_ids())
     assert set(weak) & set(chosen.included_ids())
     assert chosen.tokens <= 4000
+
+
+def test_a_timeline_that_does_not_fit_keeps_its_first_and_last_steps() -> None:
+    """Twelve steps where five fit: the section shows five spread over the whole span, the first
+    and the last included, in time order, so a small budget still tells the story to its end."""
+
+    def words(n: int) -> str:  # ~80 tokens, no word shared with another step
+        return " ".join(f"s{n}w{i}" for i in range(30))
+
+    steps = [_hit(words(n), 60 - n, 0.5) for n in range(12)]
+    ctx = _covering_context(1000, steps)
+    section = ctx.section("in_order")
+    assert section is not None and 2 <= len(section.items) < len(steps)
+    order = [s.id for s in steps]
+    shown = [order.index(str(i.id)) for i in section.items]
+    assert shown[0] == 0 and shown[-1] == len(steps) - 1  # the first and the last
+    assert shown == sorted(shown)
+    assert ctx.tokens <= ctx.budget

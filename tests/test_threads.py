@@ -378,10 +378,12 @@ async def test_rest_mcp_and_inspector_show_a_users_threads_only(
 
 
 def test_a_long_timeline_is_sampled_evenly_and_its_lines_kept_to_one() -> None:
-    from nous.server.mcp_tools import _clip, _spread
+    from nous._sequences import spread
+    from nous.server.mcp_tools import _clip
 
-    assert _spread(list(range(10)), 40) == list(range(10))
-    sampled = _spread(list(range(101)), 5)
+    assert spread(list(range(10)), 40) == list(range(10))
+    assert spread(list(range(10)), 1) == [0] and spread(list(range(10)), 0) == []
+    sampled = spread(list(range(101)), 5)
     assert sampled == [0, 25, 50, 75, 100]  # the first and the last kept, evenly between
     assert _clip("user said:\n\n### Plan\n1. **first**", 300) == "user said: ### Plan 1. **first**"
     clipped = _clip("word " * 100, 30)

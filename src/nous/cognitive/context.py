@@ -21,6 +21,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from nous._memo import TextMemo
+from nous._sequences import spread
 from nous._tokens import clip_and_count, count_tokens
 from nous.cognitive.frames import Budget, Frame
 from nous.models import (
@@ -450,12 +451,15 @@ def _recent(inputs: ContextInputs, budget: int) -> tuple[ContextSection, set[str
 def _in_order(inputs: ContextInputs, budget: Budget, shown: set[str]) -> tuple[Budget, ContextSection]:
     """The "In order" section: the covering recall's memories as a dated timeline, oldest first,
     each clipped to TIMELINE_ITEM_TOKENS; it may take half of the episodes' and turns' budgets,
-    and what it leaves of that half is theirs again (the budget left for them is returned). What
-    it shows joins ``shown``, so no later section repeats it."""
+    and what it leaves of that half is theirs again (the budget left for them is returned). When
+    the steps do not all fit, the most that fit are shown spread over the whole span, the first
+    and the last kept, so a small budget still tells the story to its end. What it shows joins
+    ``shown``, so no later section repeats it."""
     episodes, turns = budget.episodes // 2, budget.turns // 2
     f = _Filler("in_order", episodes + turns)
     question = _words(inputs.query)
     kept: list[frozenset[str]] = []
+    steps: list[tuple[RecallHit, str, int]] = []  # each step with its line and the line's tokens
     for hit in sorted(inputs.timeline, key=lambda h: h.memory.occurred_at):
         memory = hit.memory
         words = _words(memory.content)
@@ -467,15 +471,22 @@ def _in_order(inputs: ContextInputs, budget: Budget, shown: set[str]) -> tuple[B
             f.drop(hit.id, DropReason.SUPERSEDED)
         elif hit.score < _floor(inputs, memory):
             f.drop(hit.id, DropReason.SCORE_FLOOR)
+        else:
+            line = "- " + " ".join(_render(memory).split())  # one line per step, whatever its layout
+            steps.append((hit, line, clip_and_count(line, TIMELINE_ITEM_TOKENS)[1] + 1))
+            kept.append(words)
+    most = len(steps)
+    while most and f.header + sum(t for _, _, t in spread(steps, most)) > f.section.budget:
+        most -= 1
+    chosen = {id(step) for step in spread(steps, most)}
+    for step in steps:
+        hit, line, _ = step
+        if id(step) not in chosen:
+            f.drop(hit.id, DropReason.BUDGET)
         elif f.add(
-            "- " + " ".join(_render(memory).split()),  # one line per step, whatever the message's layout
-            kind=hit.kind.value,
-            id_=hit.id,
-            score=round(hit.score, 4),
-            max_tokens=TIMELINE_ITEM_TOKENS,
+            line, kind=hit.kind.value, id_=hit.id, score=round(hit.score, 4), max_tokens=TIMELINE_ITEM_TOKENS
         ):
             shown.add(hit.id)
-            kept.append(words)
     unused = max(0, episodes + turns - f.section.tokens - (SECTION_GAP if f.section.items else 0))
     back = unused * episodes // (episodes + turns) if episodes + turns else 0
     left = budget.model_copy(

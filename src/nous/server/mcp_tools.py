@@ -11,12 +11,13 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 from pydantic import BeforeValidator, Field
 
+from nous._sequences import spread
 from nous.api import Nous
 from nous.cognitive import TurnResult
 from nous.events.transcript import clip
@@ -320,7 +321,7 @@ async def timeline(
     for match in found:
         thread = await nous.thread(match.id)
         members = thread.members or []
-        shown = _spread(members, TIMELINE_LINES)
+        shown = spread(members, TIMELINE_LINES)
         out.append(
             {
                 "thread": thread.label,
@@ -336,17 +337,8 @@ async def timeline(
     return out
 
 
-T = TypeVar("T")
 TIMELINE_LINES = 40  # lines per thread: a long thread is sampled evenly, its first and last kept
 TIMELINE_LINE_CHARS = 300  # a line's text, on one line
-
-
-def _spread(items: list[T], most: int) -> list[T]:
-    """Up to ``most`` of ``items`` spread evenly over them, the first and the last included."""
-    if len(items) <= most:
-        return items
-    step = (len(items) - 1) / (most - 1)
-    return [items[round(i * step)] for i in range(most)]
 
 
 def _clip(text: str, chars: int) -> str:
