@@ -478,10 +478,9 @@ def _in_order(inputs: ContextInputs, budget: Budget, shown: set[str]) -> tuple[B
     most = len(steps)
     while most and f.header + sum(t for _, _, t in spread(steps, most)) > f.section.budget:
         most -= 1
-    chosen = {id(step) for step in spread(steps, most)}
-    for step in steps:
-        hit, line, _ = step
-        if id(step) not in chosen:
+    chosen = {hit.id for hit, _, _ in spread(steps, most)}
+    for hit, line, _ in steps:
+        if hit.id not in chosen:
             f.drop(hit.id, DropReason.BUDGET)
         elif f.add(
             line, kind=hit.kind.value, id_=hit.id, score=round(hit.score, 4), max_tokens=TIMELINE_ITEM_TOKENS
