@@ -39,13 +39,12 @@ from uuid import uuid4
 
 from fastapi.routing import APIRoute
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nous._time import utcnow
 from nous.api import Nous
-from nous.llm.upstream import error_body
 from nous.server import openai_proxy
 from nous.server.keys import request_key
 from nous.server.problems import problem
@@ -281,11 +280,7 @@ def _refusal(
     OpenAI-compatible routes (where a request that cannot be taken is 400, not 422)."""
     if scope.get("path") not in openai_proxy.PATHS:
         return problem(status, message, headers=headers, code=code, field=field)
-    status = 400 if status == 422 else status
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    return JSONResponse(
-        error_body(message, kind, code=code, param=field), status_code=status, headers=headers
-    )
+    return openai_proxy.error_response(status, message, code=code, param=field, headers=headers)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

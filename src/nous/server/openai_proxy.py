@@ -333,9 +333,24 @@ def _error(exc: Exception) -> JSONResponse:
             error_body(str(exc), exc.kind, code=exc.code, param=exc.param), status_code=exc.status
         )
     assert isinstance(exc, NousError)
-    status = exc.http_status if exc.http_status < 500 else 503
-    if status == 422:
-        status = 400  # OpenAI answers a request it cannot take with 400
-    kind = "invalid_request_error" if status < 500 else "server_error"
     param = exc.field if isinstance(exc, InvalidInputError) else None
-    return JSONResponse(error_body(client_message(exc), kind, code=exc.code, param=param), status_code=status)
+    return error_response(
+        exc.http_status if exc.http_status < 500 else 503, client_message(exc), code=exc.code, param=param
+    )
+
+
+def error_response(
+    status: int,
+    message: str,
+    *,
+    code: str | None,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """An error the proxy's routes answer themselves, in OpenAI's shape; OpenAI answers a request it
+    cannot take with 400, so a 422 is one."""
+    status = 400 if status == 422 else status
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return JSONResponse(
+        error_body(message, kind, code=code, param=param), status_code=status, headers=headers
+    )
