@@ -70,6 +70,16 @@ class Pools:
 
 
 @dataclass(slots=True)
+class GraphEvidence:
+    """What the edges of the best memories say: their neighbours with a share of a best one's
+    strength (0..1), and the turns two ``follows`` steps from best ones, each with those best
+    ones' ids and strengths."""
+
+    neighbours: dict[str, float]
+    two_steps: dict[str, dict[str, float]]
+
+
+@dataclass(slots=True)
 class Run:
     """One recall's state between the steps."""
 

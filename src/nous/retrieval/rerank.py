@@ -32,26 +32,27 @@ from nous._memo import TextMemo
 # written beside conversations about other things, as a store that grew. A weight is on the
 # scale of the calibrated relevance (see BIAS).
 FEATURE_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("rrf", 2.613),  # fused reciprocal-rank score / the best one
-    ("rank", 0.473),  # 1 - rank / depth in the fused ranking
-    ("cosine", 3.723),  # cosine to the query (best chunk)
-    ("cover_passage", 3.475),  # share of the query's terms (not the speakers' names) in its best passage
-    ("cover_context", 1.758),  # share of the query's terms found only in its context
-    ("session", 0.675),  # strength of its session / the strongest session's
-    ("graph", 0.51),  # evidence from edges to the best memories (0..1)
-    ("speaker", 1.984),  # the query names its speaker (or asks in the first person, of a user turn)
-    ("length", -0.139),  # log length of its text, 1 at ~4,000 characters
-    ("question", -0.196),  # it is itself a question
-    ("kind_match", 2.313),  # of a kind the question asks for (a decision for 'what did we decide')
-    ("own", 0.962),  # it belongs to the user who asks (not shared by every user)
-    ("turn", -0.62),  # it is a conversation turn
-    ("censor", -0.443),  # it is a censor (a rule of what not to do: rarely an answer)
-    ("answer_type", 0.942),  # asked when / how much / how many, it holds a time or number
-    ("fires", 2.157),  # a censor whose trigger pattern matches the question: what it guards against
+    ("rrf", 2.553),  # fused reciprocal-rank score / the best one
+    ("rank", 0.564),  # 1 - rank / depth in the fused ranking
+    ("cosine", 3.816),  # cosine to the query (best chunk)
+    ("cover_passage", 3.606),  # share of the query's terms (not the speakers' names) in its best passage
+    ("cover_context", 1.704),  # share of the query's terms found only in its context
+    ("session", 0.447),  # strength of its session / the strongest session's
+    ("graph", 0.478),  # evidence from edges to the best memories (0..1)
+    ("speaker", 1.976),  # the query names its speaker (or asks in the first person, of a user turn)
+    ("length", -0.236),  # log length of its text, 1 at ~4,000 characters
+    ("question", -0.17),  # it is itself a question
+    ("kind_match", 2.319),  # of a kind the question asks for (a decision for 'what did we decide')
+    ("own", 0.968),  # it belongs to the user who asks (not shared by every user)
+    ("turn", -0.564),  # it is a conversation turn
+    ("censor", -0.456),  # it is a censor (a rule of what not to do: rarely an answer)
+    ("answer_type", 0.965),  # asked when / how much / how many, it holds a time or number
+    ("fires", 2.205),  # a censor whose trigger pattern matches the question: what it guards against
+    ("continues", 1.307),  # a named speaker's turn two steps from one of the best, theirs (0..1)
 )
 FEATURES: tuple[str, ...] = tuple(name for name, _ in FEATURE_WEIGHTS)
 WEIGHTS = np.array([weight for _, weight in FEATURE_WEIGHTS], dtype=np.float64)
-BIAS = -7.858
+BIAS = -7.876
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
@@ -171,6 +172,7 @@ class CandidateFacts:
     kind: str = "turn"
     own: bool = False
     fires: bool = False
+    continues: float = 0.0
 
 
 def feature_matrix(
@@ -214,6 +216,7 @@ def feature_matrix(
                 1.0 if f.kind == "censor" else 0.0,
                 1.0 if asks_number and _HOLDS_NUMBER.search(f.content) else 0.0,
                 1.0 if f.fires else 0.0,
+                f.continues,
             )
         )
     return np.asarray(rows, dtype=np.float64)

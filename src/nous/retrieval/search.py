@@ -24,11 +24,12 @@ from nous.errors import InvalidInputError
 from nous.language.names import proper_names
 from nous.memory import MemoryRepository
 from nous.memory.lifecycle import rank_factor
-from nous.models import Censor, Memory, MemoryKind, RecallHit
+from nous.models import Censor, EdgeRelation, Memory, MemoryKind, RecallHit
 from nous.retrieval import rerank
 from nous.retrieval.candidates import (
     FEATURE_INDEX,
     Candidate,
+    GraphEvidence,
     Pools,
     Ranked,
     Run,
@@ -248,7 +249,11 @@ class Retriever:
         run = Run(w, now, parsed, window, pools.candidates, pools.memories, intent=query_intent(text))
         run.candidates = {i: c for i, c in run.candidates.items() if i in run.memories}
         session_strength = self._session_strength(run.candidates, run.memories, w) if w.boosts else {}
-        graph = await self._graph_evidence(run.candidates, run.memories, scope, w) if w.boosts else {}
+        graph = (
+            await self._graph_evidence(run.candidates, run.memories, scope, w)
+            if w.boosts
+            else GraphEvidence({}, {})
+        )
         if w.rerank:
             await self._rerank(run, pools, text, session_strength, graph, keep_features, q.user_id)
         else:
@@ -434,33 +439,56 @@ class Retriever:
         memories: dict[str, CandidateInfo],
         scope: MemoryQuery,
         w: RetrievalWeights,
-    ) -> dict[str, float]:
+    ) -> GraphEvidence:
         """Neighbours (over edges of any relation) of the best memories, with a share of their
-        relative strength (0..1); neighbours outside the pools join the candidates."""
+        relative strength (0..1), and the turns two ``follows`` steps from a best one (the same
+        speaker's next or previous message, across the other's reply); both join the candidates."""
         if not candidates:
-            return {}
+            return GraphEvidence({}, {})
         seeds = sorted(candidates.values(), key=lambda c: c.base, reverse=True)[: w.graph_seeds]
         top = seeds[0].base or 1.0
         seed_score = {c.id: c.base / top for c in seeds}
         edges = await self.repo.store.edges(self.repo.agent_id, list(seed_score))
         evidence: dict[str, float] = defaultdict(float)
+        ones: dict[str, set[str]] = defaultdict(set)  # a seed -> the turns one follows-step away
         for e in edges:
             for a, b in ((e.source_id, e.target_id), (e.target_id, e.source_id)):
                 if a in seed_score:
                     evidence[b] = max(evidence[b], seed_score[a] * min(1.0, e.weight))
-        missing = [i for i in evidence if i not in memories]
+                    if e.relation == EdgeRelation.FOLLOWS:
+                        ones[a].add(b)
+        via: dict[str, set[str]] = defaultdict(set)  # a turn one step from seeds -> those seeds
+        for seed, near in ones.items():
+            for mid in near:
+                via[mid].add(seed)
+        two_steps: dict[str, set[str]] = defaultdict(set)  # a turn two follows-steps from seeds -> those
+        for e in await self.repo.store.edges(self.repo.agent_id, list(via)) if via else []:
+            if e.relation != EdgeRelation.FOLLOWS:
+                continue
+            for a, b in ((e.source_id, e.target_id), (e.target_id, e.source_id)):
+                for seed in via.get(a, ()):
+                    if b != seed and b not in ones[seed] and b not in seed_score:
+                        two_steps[b].add(seed)
+        wanted = set(evidence) | set(two_steps)
+        missing = [i for i in wanted if i not in memories]
         if missing:
             memories.update(await self.repo.store.describe(self.repo.agent_id, missing))
-        if scope.where is not None and evidence:  # the metadata filter is the store's to apply
-            passing = await self.repo.store.query(replace(scope, ids=tuple(evidence), limit=len(evidence)))
-            evidence = defaultdict(float, {m.id: evidence[m.id] for m in passing})
-        out: dict[str, float] = {}
-        for mid, value in evidence.items():
+        if scope.where is not None and wanted:  # the metadata filter is the store's to apply
+            passing = {
+                m.id
+                for m in await self.repo.store.query(replace(scope, ids=tuple(wanted), limit=len(wanted)))
+            }
+            wanted &= passing
+        out = GraphEvidence({}, {})
+        for mid in wanted:
             memory = memories.get(mid)
             if memory is None or not in_scope(memory, scope):
                 continue
             candidates.setdefault(mid, Candidate(mid))
-            out[mid] = value
+            if mid in evidence:
+                out.neighbours[mid] = evidence[mid]
+            if mid in two_steps:
+                out.two_steps[mid] = {seed: seed_score[seed] for seed in two_steps[mid]}
         return out
 
     async def _rerank(
@@ -469,7 +497,7 @@ class Retriever:
         pools: Pools,
         query: str,
         session_strength: dict[str, float],
-        graph: dict[str, float],
+        graph: GraphEvidence,
         keep_features: bool,
         user_id: str | None,
     ) -> None:
@@ -479,7 +507,9 @@ class Retriever:
         ordered = sorted(candidates.values(), key=lambda c: c.base, reverse=True)
         head = ordered[: w.rerank_depth]
         head_ids = {c.id for c in head}
-        head += [candidates[i] for i in graph if i not in head_ids][: w.graph_seeds * 4]
+        head += [candidates[i] for i in graph.neighbours if i not in head_ids][: w.graph_seeds * 4]
+        head_ids = {c.id for c in head}
+        head += [candidates[i] for i in graph.two_steps if i not in head_ids]
         head_ids = {c.id for c in head}
         # The best few of every kind join the head: a kind with few members (one decision among
         # thousands of conversation turns) is judged by the re-ranker, not cut by the fused rank.
@@ -508,7 +538,8 @@ class Retriever:
                     content=memory.keyword_text(),
                     context=memory.keyword_context(),
                     session_strength=session_strength.get(info.session_id or "", 0.0),
-                    graph=graph.get(c.id, 0.0),
+                    graph=graph.neighbours.get(c.id, 0.0),
+                    continues=_continues(memory, loaded, graph.two_steps.get(c.id)),
                     speaker=getattr(memory, "speaker", None),
                     role=getattr(memory, "role", None),
                     kind_match=run.intent.matches(memory.kind, memory.category),
@@ -536,6 +567,8 @@ class Retriever:
                 c.signal("kind_match", 1.0)
             if x[FEATURE_INDEX["fires"]]:
                 c.signal("fires", 1.0)
+            if x[FEATURE_INDEX["continues"]]:
+                c.signal("continues", float(x[FEATURE_INDEX["continues"]]))
             if keep_features:
                 run.features.append((c.id, x))
 
@@ -674,3 +707,20 @@ class Retriever:
             if len(chosen) == limit:
                 break
         return chosen
+
+
+def _continues(memory: Memory, loaded: dict[str, Memory], seeds: dict[str, float] | None) -> float:
+    """The strength of the best of the best memories whose speaker goes on (or had begun) in this
+    turn, two turns away across the other's reply ("Check out my painting!" ... "I painted it
+    after my visit to the centre"); 0 when it is no such turn."""
+    speaker = getattr(memory, "speaker", None)
+    if not seeds or speaker is None or speaker == getattr(memory, "role", None):
+        return 0.0  # a user or an assistant known by its role alone: see docs/retrieval.md
+    return max(
+        (
+            strength
+            for seed, strength in seeds.items()
+            if getattr(loaded.get(seed), "speaker", None) == speaker
+        ),
+        default=0.0,
+    )

@@ -76,6 +76,7 @@ STATES = ("current", "superseded", "all")
 FOUND_BY = {"dense_rank": "meaning", "keyword_rank": "keywords"}
 BOOSTS = {
     "graph": "linked to another hit",
+    "continues": "its speaker goes on from another hit",
     "recap": "a recap of recent sessions",
     "frame_boost": "suits the conversation's frame",
     "censor_boost": "a censor for this kind of message",
